@@ -1,0 +1,378 @@
+"""The SGLang server configuration under test.
+
+``ServerConfig`` names its fields exactly as SGLang's own ``ServerArgs`` does, so a value can be
+compared one-to-one with the ``server_args`` line the server logs at startup. It is immutable and
+validated on construction: a bad config fails here, with the field named, before anything touches
+a host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError
+from .resolution import ExpectedJournal, expected_journal, resolve
+from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag
+
+__all__ = ["FileSpec", "ServerConfig", "SpeculativeAlgorithm"]
+
+SpeculativeAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
+
+#: The SGLang fields ServerConfig types, in the order ``to_argv`` emits them.
+SGLANG_FIELDS: tuple[str, ...] = (
+    "model_path",
+    "served_model_name",
+    "host",
+    "port",
+    "tp_size",
+    "mem_fraction_static",
+    "max_running_requests",
+    "context_length",
+    "chunked_prefill_size",
+    "attention_backend",
+    "kv_cache_dtype",
+    "quantization",
+    "cuda_graph_max_bs",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+)
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class FileSpec(BaseModel):
+    """A file placed on the host with the deployment (e.g. a MoE kernel-config JSON).
+
+    Either ``source`` (a local path, read when deploying) or ``content`` (inline text).
+    A bare string in a config file is shorthand for ``source``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Path | None = None
+    content: str | None = None
+    mode: int = Field(default=0o644, ge=0, le=0o7777)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, (str, Path)):
+            return {"source": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> FileSpec:
+        if (self.source is None) == (self.content is None):
+            raise ValueError("give exactly one of 'source' (a local path) or 'content'")
+        return self
+
+    def data(self) -> bytes:
+        """The bytes to upload; a missing source is a ConfigError naming the path."""
+        if self.content is not None:
+            return self.content.encode("utf-8")
+        assert self.source is not None
+        try:
+            return self.source.expanduser().read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"files: cannot read {self.source}: {exc.strerror}") from None
+
+
+def _typed_flags() -> dict[str, str]:
+    """Every spelling of every typed field's flag, in any supported version -> field name."""
+    flags: dict[str, str] = {}
+    typed = set(SGLANG_FIELDS) | {"cuda_graph_max_bs_decode"}
+    for arg in cli_catalog():
+        if arg["dest"] in typed:
+            field = (
+                "cuda_graph_max_bs" if arg["dest"] == "cuda_graph_max_bs_decode" else arg["dest"]
+            )
+            for flag in arg["flags"]:
+                flags[flag] = field
+    for field in SGLANG_FIELDS:
+        flags.setdefault(field_flag(field, "0.5.12"), field)
+        flags.setdefault(field_flag(field), field)
+    return flags
+
+
+def _all_catalog_flags() -> set[str]:
+    return {flag for arg in cli_catalog() for flag in arg["flags"]}
+
+
+class ServerConfig(BaseModel):
+    """One SGLang server configuration: launch flags, environment and extra files.
+
+    Only the fields you set are passed to SGLang; everything else keeps SGLang's own default.
+    ``resolved()`` tells what SGLang will actually run with, ``expected_journal()`` what its
+    startup log must then show.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Optional readable id; otherwise ``id`` is derived from the tuned fields.
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
+
+    model_path: str = Field(min_length=1)
+    served_model_name: str | None = None
+    host: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    tp_size: int | None = Field(default=None, ge=1)
+    mem_fraction_static: float | None = Field(default=None, gt=0, lt=1)
+    max_running_requests: int | None = Field(default=None, ge=1)
+    context_length: int | None = Field(default=None, ge=1)
+    chunked_prefill_size: int | None = Field(default=None, ge=-1)
+    attention_backend: str | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    cuda_graph_max_bs: int | None = Field(default=None, ge=1)
+    speculative_algorithm: SpeculativeAlgorithm | None = None
+    speculative_draft_model_path: str | None = None
+    speculative_num_steps: int | None = Field(default=None, ge=1)
+    speculative_eagle_topk: int | None = Field(default=None, ge=1)
+    speculative_num_draft_tokens: int | None = Field(default=None, ge=1)
+
+    extra_args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    files: dict[str, FileSpec] = Field(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error(exc, data)) from None
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    # -- validation -------------------------------------------------------------------------
+
+    @model_validator(mode="after")
+    def _check(self) -> ServerConfig:
+        self._check_strings()
+        self._check_env_and_files()
+        self._check_speculative()
+        self._check_extra_args()
+        return self
+
+    def _check_strings(self) -> None:
+        def bad(value: str) -> bool:
+            return "\n" in value or "\r" in value or "\x00" in value
+
+        for field in (*SGLANG_FIELDS, "name"):
+            value = getattr(self, field)
+            if isinstance(value, str) and bad(value):
+                raise ValueError(f"{field}: must not contain a newline or NUL character")
+        for i, arg in enumerate(self.extra_args):
+            if bad(arg):
+                raise ValueError(f"extra_args[{i}]: must not contain a newline or NUL character")
+        for key, val in self.env.items():
+            if bad(key) or bad(val):
+                raise ValueError(f"env.{key!r}: must not contain a newline or NUL character")
+        for dest, spec in self.files.items():
+            if bad(dest) or (spec.source is not None and bad(str(spec.source))):
+                raise ValueError(f"files.{dest!r}: must not contain a newline or NUL character")
+
+    def _check_env_and_files(self) -> None:
+        for key in self.env:
+            if not _ENV_NAME.match(key):
+                raise ValueError(f"env.{key!r}: not a valid environment variable name")
+        for dest in self.files:
+            path = PurePosixPath(dest)
+            if not path.is_absolute():
+                raise ValueError(f"files.{dest!r}: destination must be an absolute path")
+            if ".." in path.parts:
+                raise ValueError(f"files.{dest!r}: destination must not contain '..'")
+
+    def _check_speculative(self) -> None:
+        algo = self.speculative_algorithm
+        steps, topk, draft = (
+            self.speculative_num_steps,
+            self.speculative_eagle_topk,
+            self.speculative_num_draft_tokens,
+        )
+        if algo is None:
+            for field in (
+                "speculative_draft_model_path",
+                "speculative_num_steps",
+                "speculative_eagle_topk",
+                "speculative_num_draft_tokens",
+            ):
+                if getattr(self, field) is not None:
+                    raise ValueError(f"{field}: set, but speculative_algorithm is not")
+            return
+        if algo == "NGRAM":
+            return
+        if steps is None and (topk is not None or draft is not None):
+            # SGLang asserts on this combination at startup.
+            raise ValueError(
+                "speculative_num_steps: required when speculative_eagle_topk or "
+                "speculative_num_draft_tokens is set"
+            )
+        if steps is not None and topk is None:
+            raise ValueError("speculative_eagle_topk: required when speculative_num_steps is set")
+        if topk is not None and steps is not None and topk > 1:
+            if draft is None:
+                raise ValueError(
+                    "speculative_num_draft_tokens: required when speculative_eagle_topk > 1"
+                )
+            if draft < steps + 1:
+                raise ValueError(
+                    f"speculative_num_draft_tokens: must be >= speculative_num_steps + 1 "
+                    f"({steps + 1}) when speculative_eagle_topk > 1, got {draft}"
+                )
+
+    def _check_extra_args(self) -> None:
+        typed = _typed_flags()
+        catalog = _all_catalog_flags()
+        for arg in self.extra_args:
+            if not arg.startswith("--"):
+                continue
+            flag = arg.split("=", 1)[0]
+            if flag in typed:
+                raise ValueError(
+                    f"extra_args: {flag} duplicates the typed field {typed[flag]}; set that "
+                    "field instead"
+                )
+            if flag not in catalog:
+                prefixed = sorted(f for f in typed if f.startswith(flag))
+                if prefixed:
+                    raise ValueError(
+                        f"extra_args: {flag} abbreviates {prefixed[0]} (field "
+                        f"{typed[prefixed[0]]}); set that field instead"
+                    )
+
+    # -- derived views ----------------------------------------------------------------------
+
+    def replace(self, **changes: Any) -> ServerConfig:
+        """A validated copy with some fields changed."""
+        data = self.model_dump(exclude_defaults=True)
+        data.update(changes)
+        return type(self)(**data)
+
+    def tuned(self) -> dict[str, Any]:
+        """The SGLang fields this config sets explicitly (the rest are SGLang's defaults)."""
+        return {f: getattr(self, f) for f in SGLANG_FIELDS if getattr(self, f) is not None}
+
+    def to_argv(self, sglang_version: str = DEFAULT_SGLANG_VERSION) -> list[str]:
+        """The ``launch_server`` flags for this config, spelled as that SGLang version has them."""
+        argv: list[str] = []
+        for field, value in self.tuned().items():
+            argv += [field_flag(field, sglang_version), _flag_value(value)]
+        argv += list(self.extra_args)
+        return argv
+
+    def resolved(self, sglang_version: str = DEFAULT_SGLANG_VERSION) -> ServerConfig:
+        """The configuration SGLang will actually run with, after its own resolution rules."""
+        values, _warnings = resolve(self.tuned(), sglang_version)
+        return self.replace(**values)
+
+    def expected_journal(self, sglang_version: str = DEFAULT_SGLANG_VERSION) -> ExpectedJournal:
+        """What the startup log must show: resolved ``server_args`` values and warnings."""
+        return expected_journal(self.tuned(), self.extra_args, sglang_version)
+
+    @property
+    def id(self) -> str:
+        """A short readable id for test ids, e.g. ``eagle-s3-k1`` or ``tp4-mem0.85``."""
+        if self.name:
+            return self.name
+        parts: list[str] = []
+        if self.speculative_algorithm:
+            spec = self.speculative_algorithm.lower()
+            if self.speculative_num_steps is not None:
+                spec += f"-s{self.speculative_num_steps}"
+            if self.speculative_eagle_topk is not None:
+                spec += f"-k{self.speculative_eagle_topk}"
+            if self.speculative_num_draft_tokens is not None:
+                spec += f"-d{self.speculative_num_draft_tokens}"
+            parts.append(spec)
+        short = {
+            "tp_size": "tp",
+            "mem_fraction_static": "mem",
+            "max_running_requests": "mrr",
+            "context_length": "ctx",
+            "chunked_prefill_size": "cp",
+            "cuda_graph_max_bs": "cgbs",
+            "attention_backend": "attn-",
+            "kv_cache_dtype": "kv-",
+            "quantization": "q-",
+        }
+        for field, prefix in short.items():
+            value = getattr(self, field)
+            if value is not None:
+                parts.append(f"{prefix}{value}")
+        if self.extra_args or self.env or self.files:
+            blob = json.dumps(
+                self.model_dump(mode="json", include={"extra_args", "env", "files"}),
+                sort_keys=True,
+            )
+            parts.append("x" + hashlib.sha256(blob.encode()).hexdigest()[:6])
+        return "-".join(parts) or "base"
+
+    @property
+    def digest(self) -> str:
+        """A stable content hash (12 hex digits) of everything that is deployed."""
+        payload = self.model_dump(mode="json", exclude={"name", "files"})
+        payload["files"] = {
+            dest: {
+                "mode": spec.mode,
+                "sha256": hashlib.sha256(
+                    spec.content.encode() if spec.content is not None else str(spec.source).encode()
+                ).hexdigest(),
+            }
+            for dest, spec in sorted(self.files.items())
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def __str__(self) -> str:
+        return f"ServerConfig({self.id})"
+
+
+def _flag_value(value: object) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def describe_validation_error(exc: ValidationError, data: Mapping[str, Any] | None = None) -> str:
+    """One line naming each bad field and why: ``speculative_num_steps: must be >= 1 (got 0)``."""
+    problems: list[str] = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"])
+        if err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
+            problems.append(msg if not loc else f"{loc}: {msg}")
+            continue
+        ctx = err.get("ctx") or {}
+        bounds = {
+            "greater_than_equal": ">=",
+            "greater_than": ">",
+            "less_than_equal": "<=",
+            "less_than": "<",
+        }
+        if err["type"] in bounds:
+            limit = next(iter(ctx.values()), "?")
+            msg = f"must be {bounds[err['type']]} {limit}"
+        got = err.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        if err["type"] == "extra_forbidden":
+            msg = "not a ServerConfig field"
+        problems.append(f"{loc or 'config'}: {msg}{shown}")
+    name = (data or {}).get("name") or (data or {}).get("model_path") or ""
+    where = f"ServerConfig {name!r}" if name else "ServerConfig"
+    return f"invalid {where}: " + "; ".join(problems)
+
+
+def iter_fields() -> Iterable[str]:
+    """All field names a config file or a sweep axis may use."""
+    return ServerConfig.model_fields.keys()

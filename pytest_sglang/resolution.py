@@ -1,0 +1,172 @@
+"""SGLang's own resolution rules, and the startup-log facts they imply.
+
+SGLang rewrites part of what it is given before it logs ``server_args`` (``ServerArgs``
+post-init; ``arg_groups/speculative_hook.py`` in 0.5.18+): NEXTN becomes EAGLE, the draft-token
+count follows the step count under topk 1, ``max_running_requests`` drops to 48 under speculative
+decoding. A journal check that compared the *requested* values with the *logged* ones would fail
+on a healthy server, so checks compare against the values computed here. Sources:
+``shared/reference/sglang-facts.md`` section 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .versions import cli_catalog, log_field, parse_version
+
+__all__ = [
+    "ADJUST_DRAFT_TOKENS_WARNING",
+    "MAX_RUNNING_48_WARNING",
+    "NGRAM_DRAFT_TOKENS_WARNING",
+    "ExpectedJournal",
+    "expected_journal",
+    "resolve",
+]
+
+ADJUST_DRAFT_TOKENS_WARNING = (
+    "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
+    "speculative_eagle_topk == 1"
+)
+MAX_RUNNING_48_WARNING = (
+    "Max running requests is reset to 48 for speculative decoding. You can override this by "
+    "explicitly setting --max-running-requests."
+)
+NGRAM_DRAFT_TOKENS_WARNING = (
+    "speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. You can "
+    "override this by explicitly setting --speculative-num-draft-tokens."
+)
+
+EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
+
+
+def _auto_speculative_params(model_path: str, algorithm: str, version: str) -> tuple[int, int, int]:
+    """``auto_choose_speculative_params``: (steps, topk, draft tokens) when steps are unset.
+
+    SGLang decides by the model's architecture; without the model's config.json we infer it from
+    the model path, which is right for the families SGLang special-cases.
+    """
+    if algorithm == "STANDALONE":
+        return (3, 1, 4)
+    lowered = model_path.lower()
+    if "llama" in lowered or "grok" in lowered:
+        return (5, 4, 8)
+    if any(k in lowered for k in ("deepseek", "gpt-oss", "gptoss", "glm", "bailing", "ling-")):
+        return (3, 1, 4)
+    return (3, 1, 4) if parse_version(version) >= (0, 5, 18) else (5, 4, 8)
+
+
+def resolve(tuned: dict[str, Any], version: str) -> tuple[dict[str, Any], list[str]]:
+    """Apply SGLang's rules to the explicitly set fields.
+
+    Returns the values that change (or get filled in) and the warnings SGLang logs for them,
+    in the order it logs them.
+    """
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    if tuned.get("served_model_name") is None:
+        values["served_model_name"] = tuned["model_path"]
+    algo = tuned.get("speculative_algorithm")
+    if algo is None:
+        return values, warnings
+    if algo == "NEXTN":
+        algo = values["speculative_algorithm"] = "EAGLE"
+    if algo == "NGRAM":
+        if tuned.get("speculative_num_draft_tokens") is None and parse_version(version) >= (
+            0,
+            5,
+            18,
+        ):
+            values["speculative_num_draft_tokens"] = 12
+            warnings.append(NGRAM_DRAFT_TOKENS_WARNING)
+        return values, warnings
+    if algo in EAGLE_FAMILY and tuned.get("max_running_requests") is None:
+        values["max_running_requests"] = 48
+        if parse_version(version) >= (0, 5, 0):
+            warnings.append(MAX_RUNNING_48_WARNING)
+    steps = tuned.get("speculative_num_steps")
+    topk = tuned.get("speculative_eagle_topk")
+    draft = tuned.get("speculative_num_draft_tokens")
+    if steps is None:
+        steps, topk, draft = _auto_speculative_params(tuned["model_path"], algo, version)
+        values.update(
+            speculative_num_steps=steps,
+            speculative_eagle_topk=topk,
+            speculative_num_draft_tokens=draft,
+        )
+    if topk == 1 and draft != steps + 1:
+        values["speculative_num_draft_tokens"] = steps + 1
+        warnings.append(ADJUST_DRAFT_TOKENS_WARNING)
+    return values, warnings
+
+
+@dataclass(frozen=True)
+class ExpectedJournal:
+    """Facts the startup journal must show for a config.
+
+    ``server_args`` maps log keys (as the version logs them) to the values they must have;
+    ``warnings`` are messages that must appear before the ``server_args`` line;
+    ``max_running_requests`` is the upper bound for the scheduler's effective value.
+    """
+
+    server_args: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+    max_running_requests: int | None = None
+    sglang_version: str = ""
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def _extra_arg_values(extra_args: tuple[str, ...]) -> dict[str, Any]:
+    """Values that pass-through flags set, where the flag catalog says how to read them."""
+    by_flag = {flag: arg for arg in cli_catalog() for flag in arg["flags"]}
+    values: dict[str, Any] = {}
+    tokens = list(extra_args)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("--"):
+            continue
+        flag, eq, inline = token.partition("=")
+        arg = by_flag.get(flag)
+        if arg is None:
+            continue
+        action = arg["action"]
+        if action == "_StoreTrueAction" and not eq:
+            values[arg["dest"]] = True
+        elif action == "BooleanOptionalAction" and not eq:
+            values[arg["dest"]] = not flag.startswith("--no-")
+        elif action == "_StoreAction" and arg["nargs"] is None:
+            raw = inline if eq else (tokens[i] if i < len(tokens) else None)
+            if not eq:
+                i += 1
+            if raw is None:
+                continue
+            kind = arg["type"]
+            try:
+                if kind == "int":
+                    values[arg["dest"]] = int(raw)
+                elif kind == "float":
+                    values[arg["dest"]] = float(raw)
+                elif kind == "str":
+                    values[arg["dest"]] = raw
+            except ValueError:
+                continue
+    return values
+
+
+def expected_journal(
+    tuned: dict[str, Any], extra_args: tuple[str, ...], version: str
+) -> ExpectedJournal:
+    """The facts a server started with ``tuned`` + ``extra_args`` must log."""
+    changes, warnings = resolve(tuned, version)
+    effective = {**tuned, **changes}
+    server_args = {log_field(k, version): v for k, v in effective.items()}
+    for key, value in _extra_arg_values(extra_args).items():
+        server_args.setdefault(key, value)
+    return ExpectedJournal(
+        server_args=server_args,
+        warnings=tuple(warnings),
+        max_running_requests=effective.get("max_running_requests"),
+        sglang_version=version,
+    )
