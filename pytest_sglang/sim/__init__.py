@@ -1,0 +1,42 @@
+"""An SGLang simulator: ``python -m pytest_sglang.sim`` behaves like ``sglang.launch_server``.
+
+It exists so the plugin can be developed and tested end to end (systemd unit, journal checks,
+readiness, benchmarks, regression gates) on machines without a GPU. For everything the plugin
+observes it matches real SGLang: the command line (the target version's real flag set,
+argparse abbreviation and errors), the startup log (milestones, warnings, ``server_args=`` line,
+``TPn`` prefixes), readiness (port closed while loading; /health 503 until warmup), the HTTP API
+and streaming formats, the performance shape (speculative decoding, concurrency, prompt length)
+and the way it dies (fatal messages, then SIGKILL of itself).
+
+Simulator-only knobs are environment variables, so a unit file differs from a real one only in
+the executable:
+
+- ``SGLANG_SIM_VERSION``: SGLang version to play, ``0.5.23`` (default) or ``0.5.18``
+  (also 0.5.19/0.5.20/0.5.22, which share 0.5.23's behaviour here).
+- ``SGLANG_SIM_STARTUP_SCALE``: scales startup phases; 1 = as long as the seeds' host
+  (about 90-120 s to ready for Qwen3.5-122B-A10B at TP 4), 0 = instant. Default 1.
+- ``SGLANG_SIM_TIME_SCALE``: scales prefill/decode time while serving; 1 = realistic speed,
+  0 = as fast as possible. Default 1.
+- ``SGLANG_SIM_SPEED_FACTOR``: multiplies decode/prefill speed (0.9 = a 10% slower build).
+- ``SGLANG_SIM_FAULT``: ``oom`` (Not enough memory at KV allocation), ``cuda-graph`` (capture
+  failure), ``crash-after=N`` (scheduler exception when request N+1 arrives), ``hang`` (port open,
+  never ready), ``slow-start=SECONDS`` (that much extra, unscaled startup time).
+- ``SGLANG_SIM_IGNORE_FLAG``: a field name (``speculative_num_steps``) or flag
+  (``--speculative-num-steps``) that silently keeps its default: a flag that did not take effect.
+- ``SGLANG_SIM_TTFT_MS`` / ``SGLANG_SIM_ITL_MS``: fixed time to first token and inter-token
+  latency; when set they replace the performance model and are honoured exactly (one token per
+  ITL, independent of load), for checking a load generator's measurements.
+- ``SGLANG_SIM_GPU_NAME``, ``SGLANG_SIM_GPU_MEMORY_GB``, ``SGLANG_SIM_GPU_BANDWIDTH_TBPS``,
+  ``SGLANG_SIM_GPU_TFLOPS``: the simulated GPU (default RTX PRO 6000 Blackwell, 96 GB).
+- ``SGLANG_SIM_SEED``: reserved for sampling randomness (default 0).
+
+Modules: :mod:`.cli` (flags), :mod:`.resolve` (ServerArgs post-init), :mod:`.perf` (performance
+model), :mod:`.tokenizer` (word tokenizer), :mod:`.startup` (milestones), :mod:`.scheduler`
+(batching), :mod:`.server` (HTTP), :mod:`.faults` (fatal exits), :mod:`.logs` (format).
+"""
+
+from __future__ import annotations
+
+from .knobs import emulated_version
+
+__all__ = ["emulated_version"]

@@ -1,0 +1,197 @@
+"""``python -m pytest_sglang.sim [launch_server flags]`` (console script ``sglang-sim``).
+
+The process plays ``python -m sglang.launch_server``: parse the real flag set, resolve, log the
+startup milestones, open the port only once "loaded", warm up, serve, and die the way SGLang dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from aiohttp import ClientSession, ClientTimeout, web
+
+from .cli import parse_args
+from .faults import die, kill_self, scheduler_exception
+from .knobs import SimSettings
+from .logs import log, setup_logging
+from .resolve import format_server_args, resolve_args
+from .scheduler import Request, Scheduler
+from .server import ServerState, build_app
+from .startup import compute_capacity, run_startup
+
+__all__ = ["main"]
+
+WARMUP_TEXT = "The capital city of France is"
+SIGTERM_POLL_S = 5.0
+
+
+def _crash_hook(settings: SimSettings, tp: int) -> Callable[[Request], None]:
+    """crash-after=N: the scheduler raises when request N+1 arrives."""
+    limit = int(settings.fault.value)
+    count = {"n": 0}
+
+    def on_request(req: Request) -> None:
+        if req.is_warmup:
+            return
+        count["n"] += 1
+        if count["n"] > limit:
+            scheduler_exception(
+                [
+                    (
+                        "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py",
+                        3450,
+                        "run_scheduler_process",
+                        "scheduler.event_loop_normal()",
+                    ),
+                    (
+                        "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py",
+                        1210,
+                        "event_loop_normal",
+                        "result = self.run_batch(batch)",
+                    ),
+                ],
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+                tp,
+            )
+            die(during_startup=False)
+
+    return on_request
+
+
+async def _warmup(port: int, state: ServerState, settings: SimSettings) -> None:
+    """SGLang's ``_wait_and_warmup``: poll /model_info, one /generate, then status Up."""
+    await asyncio.sleep(1.0 * settings.startup_scale)
+    base = f"http://127.0.0.1:{port}"
+    info = "/model_info"  # 0.5.9+ (every simulated version)
+    async with ClientSession(timeout=ClientTimeout(total=600)) as session:
+        for _ in range(120):
+            try:
+                async with session.get(base + info) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            await asyncio.sleep(1.0 * settings.startup_scale)
+        body = {"text": WARMUP_TEXT, "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
+        async with session.post(
+            base + "/generate", json=body, headers={"X-Sglang-Sim-Warmup": "1"}
+        ) as resp:
+            ok = resp.status == 200
+            await resp.read()
+    if not ok:
+        log(f"Initialization failed. warmup error: status {resp.status}")
+        kill_self()
+    state.status = "Up"
+    log("The server is fired up and ready to roll!")
+
+
+async def _serve(argv: list[str], settings: SimSettings) -> None:
+    parsed = parse_args(argv, settings.version)
+    if settings.ignore_flag and settings.ignore_flag in parsed:
+        from .cli import catalog_for
+
+        defaults = {e["dest"]: e["default"] for e in catalog_for(settings.version)}
+        parsed[settings.ignore_flag] = defaults.get(settings.ignore_flag)
+    try:
+        resolved = resolve_args(parsed, settings.version, settings.gpu)
+    except AssertionError:
+        sys.stderr.write(
+            'Traceback (most recent call last):\n  File "<sglang>", line 1, in '
+            "<module>\nAssertionError\n"
+        )
+        raise SystemExit(1) from None
+    for warning in resolved.warnings:
+        log(warning)
+    log(format_server_args(resolved.args, settings.version))
+    capacity = compute_capacity(resolved)
+    t0 = time.time()
+    await run_startup(resolved, settings, capacity)
+    tp = int(resolved.args.get("tp_size") or 1)
+    hook = _crash_hook(settings, tp) if settings.fault.kind == "crash-after" else None
+    scheduler = Scheduler(
+        resolved,
+        settings,
+        capacity.max_running_requests,
+        capacity.max_total_num_tokens,
+        hook,
+    )
+    state = ServerState(
+        resolved.args,
+        settings.version,
+        scheduler,
+        capacity.max_total_num_tokens,
+        capacity.context_len,
+        time.time() - t0,
+    )
+    app = build_app(state)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    host = str(resolved.args.get("host") or "127.0.0.1")
+    port = int(resolved.args.get("port") or 30000)
+    loop = asyncio.get_running_loop()
+    sched_task = loop.create_task(scheduler.run())
+    sched_task.add_done_callback(
+        lambda t: None if t.cancelled() or not t.exception() else _scheduler_died(t.exception(), tp)
+    )
+    log(f"INFO:     Started server process [{os.getpid()}]")
+    log("INFO:     Waiting for application startup.")
+    log("INFO:     Application startup complete.")
+    try:
+        site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
+        await site.start()
+    except OSError as exc:
+        log(
+            f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
+            f"('{host}', {port}): {exc.strerror}"
+        )
+        kill_self()
+    log(f"INFO:     Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
+    stop = asyncio.Event()
+
+    def on_sigterm() -> None:
+        frame: FrameType | None = sys._getframe()
+        log(f"SIGTERM received. signum=15 frame={frame!r}. Draining requests and shutting down...")
+        state.shutting_down = True
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    if settings.fault.kind == "hang":
+        pass  # port open, never ready: no warmup, /health stays 503
+    elif resolved.args.get("skip_server_warmup"):
+        state.status = "Up"
+        log("The server is fired up and ready to roll!")
+    else:
+        warmup_task = loop.create_task(_warmup(port, state, settings))
+        state.background.append(warmup_task)
+    await stop.wait()
+    deadline = time.monotonic() + 60.0
+    while scheduler.busy and time.monotonic() < deadline:
+        log(f"Gracefully exiting... Remaining number of requests {scheduler.busy}.")
+        await asyncio.sleep(min(SIGTERM_POLL_S * max(settings.time_scale, 0.02), 1.0))
+    kill_self()
+
+
+def _scheduler_died(exc: BaseException | None, tp: int) -> None:
+    scheduler_exception([], f"{type(exc).__name__}: {exc}", tp)
+    die(during_startup=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the simulator with ``argv`` (default: ``sys.argv[1:]``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    settings = SimSettings.from_env()
+    setup_logging()
+    with contextlib.suppress(AttributeError, ValueError):
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    asyncio.run(_serve(args, settings))
+
+
+if __name__ == "__main__":
+    main()

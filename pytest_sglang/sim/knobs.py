@@ -1,0 +1,127 @@
+"""The simulator-only knobs, all from ``SGLANG_SIM_*`` environment variables.
+
+Why environment variables: a unit file for the simulator must differ from a real one only in the
+executable, so nothing simulator-specific may appear on the command line. The package docstring
+(:mod:`pytest_sglang.sim`) lists every knob and its meaning.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .perf import GpuSpec
+
+__all__ = ["Fault", "SimSettings", "emulated_version"]
+
+DEFAULT_VERSION = "0.5.23"
+SUPPORTED_VERSIONS = ("0.5.18", "0.5.19", "0.5.20", "0.5.22", "0.5.23")
+
+
+def emulated_version(environ: Mapping[str, str] | None = None) -> str:
+    """The SGLang version the simulator plays (``SGLANG_SIM_VERSION``, default 0.5.23)."""
+    env = os.environ if environ is None else environ
+    return env.get("SGLANG_SIM_VERSION", "").strip() or DEFAULT_VERSION
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A parsed ``SGLANG_SIM_FAULT``: ``kind`` is oom, cuda-graph, crash-after, hang, slow-start."""
+
+    kind: str = ""
+    value: float = 0.0
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        _die(f"{name}={raw!r} is not a number; unset it or give e.g. {name}={default}")
+    if value < 0:
+        _die(f"{name}={raw!r} is negative; give a value >= 0")
+    return value
+
+
+def _die(message: str) -> None:
+    sys.stderr.write(f"sglang-sim: error: {message}\n")
+    raise SystemExit(2)
+
+
+def _fault(raw: str) -> Fault:
+    raw = raw.strip()
+    if not raw:
+        return Fault()
+    kind, _, value = raw.partition("=")
+    kind = kind.strip().lower()
+    if kind in ("oom", "cuda-graph", "hang"):
+        return Fault(kind)
+    if kind in ("crash-after", "slow-start"):
+        try:
+            return Fault(kind, float(value))
+        except ValueError:
+            pass
+    _die(
+        f"SGLANG_SIM_FAULT={raw!r} is not a fault; use oom, cuda-graph, crash-after=N, hang "
+        "or slow-start=SECONDS"
+    )
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """Every ``SGLANG_SIM_*`` knob, parsed once at start."""
+
+    version: str = DEFAULT_VERSION
+    startup_scale: float = 1.0
+    time_scale: float = 1.0
+    speed_factor: float = 1.0
+    fault: Fault = field(default_factory=Fault)
+    ignore_flag: str = ""
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    gpu: GpuSpec = field(default_factory=GpuSpec)
+    seed: int = 0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SimSettings:
+        env = os.environ if environ is None else environ
+        version = emulated_version(env)
+        if version not in SUPPORTED_VERSIONS:
+            _die(
+                f"SGLANG_SIM_VERSION={version!r} is not simulated; use one of "
+                + ", ".join(SUPPORTED_VERSIONS)
+            )
+        speed = _float(env, "SGLANG_SIM_SPEED_FACTOR", 1.0)
+        if speed == 0:
+            _die("SGLANG_SIM_SPEED_FACTOR=0 would never decode; give a value > 0, e.g. 0.9")
+        ttft = _float(env, "SGLANG_SIM_TTFT_MS", -1.0)
+        itl = _float(env, "SGLANG_SIM_ITL_MS", -1.0)
+        default_gpu = GpuSpec()
+        gpu = GpuSpec(
+            name=env.get("SGLANG_SIM_GPU_NAME", default_gpu.name),
+            memory_gb=_float(env, "SGLANG_SIM_GPU_MEMORY_GB", default_gpu.memory_gb),
+            bandwidth_tbps=_float(env, "SGLANG_SIM_GPU_BANDWIDTH_TBPS", default_gpu.bandwidth_tbps),
+            tflops=_float(env, "SGLANG_SIM_GPU_TFLOPS", default_gpu.tflops),
+        )
+        return cls(
+            version=version,
+            startup_scale=_float(env, "SGLANG_SIM_STARTUP_SCALE", 1.0),
+            time_scale=_float(env, "SGLANG_SIM_TIME_SCALE", 1.0),
+            speed_factor=speed,
+            fault=_fault(env.get("SGLANG_SIM_FAULT", "")),
+            ignore_flag=env.get("SGLANG_SIM_IGNORE_FLAG", "").strip().lstrip("-").replace("-", "_"),
+            ttft_ms=ttft if ttft >= 0 else None,
+            itl_ms=itl if itl >= 0 else None,
+            gpu=gpu,
+            seed=int(_float(env, "SGLANG_SIM_SEED", 0)),
+        )
+
+    @property
+    def fixed_timing(self) -> bool:
+        """TTFT/ITL injection is on: the model's timing is replaced by the given figures."""
+        return self.ttft_ms is not None or self.itl_ms is not None

@@ -1,0 +1,264 @@
+"""The simulator's performance model: pure functions, no I/O, every parameter documented here.
+
+Why a model and not constants: the plugin's job is to tell configurations apart (speculative
+steps, TP size, concurrency), so the simulator must react to them the way a real server does:
+diminishing returns from more draft steps, lower acceptance when sampling, slower per-request
+decode as concurrency rises, a longer TTFT for a longer prompt, and a smaller effective
+``max_running_requests`` as draft tokens rise.
+
+Calibration target (the seeds, shared/reference/seed-workflow.md): Qwen3.5-122B-A10B, TP 4,
+4x RTX PRO 6000 Blackwell 96 GB, EAGLE topk 1, greedy, one request:
+
+    steps 1 / 2 / 3 (draft tokens 2 / 3 / 4) -> 123 / 186 / 234 tok/s, logged
+    max_running_requests 21 at steps 2 and 17 at steps 3.
+
+The model reproduces them within +-3.5 % (127 / 186 / 227) and peaks at steps 6.
+
+Decode step time (milliseconds) for a batch of ``bs`` requests, ``n`` tokens each
+(n = 1 without speculation, n = draft tokens when verifying):
+
+    t_target = weights_ms + layers * (LAUNCH_MS_PER_LAYER + MOE_MS_PER_LAYER [MoE only]
+               + 2 * ALLREDUCE_MS [tp > 1]) + bs * n * token_ms
+    weights_ms = active_params * bytes_per_param / tp / (GPU bandwidth * BANDWIDTH_EFFICIENCY)
+    token_ms   = 2 * active_params / (tp * GPU FLOPS * FLOPS_EFFICIENCY)      (compute per token)
+
+A speculative step adds ``steps`` draft forwards of a one-layer draft head,
+``t_draft = DRAFT_LAYERS * (LAUNCH_MS_PER_LAYER + 2 * ALLREDUCE_MS [tp > 1]) + bs * token_ms / 8``,
+and yields ``accept_length`` tokens per request: ``1 + sum_i prod_{j<=i} a_j`` where ``a_j`` is
+the conditional acceptance of draft position j (:data:`GREEDY_ACCEPTANCE`), scaled down by
+``exp(-TEMPERATURE_PENALTY * temperature)`` when sampling and by the algorithm's factor.
+
+TTFT = one target step + prompt_tokens * prefill_token_ms, where prefill_token_ms is
+token_ms / PREFILL_BATCH_GAIN (prefill runs at high arithmetic intensity).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "GREEDY_ACCEPTANCE",
+    "GpuSpec",
+    "ModelSpec",
+    "SpecConfig",
+    "accept_length",
+    "decode_step_ms",
+    "decode_tok_per_s",
+    "effective_max_running_requests",
+    "free_gb_per_gpu",
+    "parse_model",
+    "prefill_ms",
+]
+
+#: Conditional acceptance of draft positions 1, 2, ... under greedy sampling (EAGLE/MTP head,
+#: topk 1). The first two positions of an MTP head are nearly always right; later positions,
+#: predicted from the head's own guesses, fall off quickly. Chosen to fit the seeds' table.
+GREEDY_ACCEPTANCE = (0.99, 0.98, 0.72, 0.64, 0.56, 0.48, 0.40, 0.32, 0.24, 0.16, 0.10, 0.06)
+#: Acceptance scale per algorithm (NGRAM guesses from the prompt, so it is right less often).
+ALGORITHM_ACCEPTANCE = {"EAGLE": 1.0, "EAGLE3": 1.0, "STANDALONE": 0.9, "NGRAM": 0.55}
+#: acceptance *= exp(-TEMPERATURE_PENALTY * temperature): sampling disagrees with the draft.
+TEMPERATURE_PENALTY = 0.3
+
+LAUNCH_MS_PER_LAYER = 0.03  # kernel launch + scheduling per layer, with CUDA graphs
+MOE_MS_PER_LAYER = 0.05  # routing + grouped-GEMM inefficiency per MoE layer
+ALLREDUCE_MS = 0.10  # one TP all-reduce over PCIe (RTX PRO 6000 has no NVLink), 2 per layer
+BANDWIDTH_EFFICIENCY = 0.75  # fraction of HBM bandwidth a decode GEMV reaches
+FLOPS_EFFICIENCY = 0.4  # fraction of peak FLOPS a batched forward reaches
+PREFILL_BATCH_GAIN = 1.0  # prefill FLOPs/token equal decode's; kept as a knob
+DRAFT_LAYERS = 1  # EAGLE/MTP draft head depth
+
+#: Per-request speculative workspace (draft KV, tree masks, verify buffers) in "slots": each
+#: running request needs draft_tokens + 1 slots. SPEC_SLOTS_PER_FREE_GB slots per GB of memory
+#: left per GPU after weights: 86 slots on the seed host, hence 86 // 4 = 21 at steps 2 and
+#: 86 // 5 = 17 at steps 3.
+SPEC_SLOTS_PER_FREE_GB = 1.32
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model; the default is the seeds' RTX PRO 6000 Blackwell 96 GB."""
+
+    name: str = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    memory_gb: float = 96.0
+    bandwidth_tbps: float = 1.79
+    tflops: float = 500.0  # dense BF16/FP8 tensor throughput used for compute-bound phases
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the model path says about the model: sizes in billions of parameters."""
+
+    path: str
+    total_b: float
+    active_b: float
+    layers: int
+    bytes_per_param: float
+    architecture: str
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_b < self.total_b
+
+    @property
+    def weights_gb(self) -> float:
+        return self.total_b * self.bytes_per_param
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    """Resolved speculative settings; ``algorithm`` None means no speculation."""
+
+    algorithm: str | None = None
+    num_steps: int = 0
+    topk: int = 1
+    draft_tokens: int = 0
+
+
+_SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)[Bb](?![A-Za-z])")
+_ACTIVE = re.compile(r"[-_]A(\d+(?:\.\d+)?)[Bb](?![A-Za-z])")
+
+
+def _architecture(lowered: str) -> str:
+    for key, arch in (
+        ("llama", "LlamaForCausalLM"),
+        ("grok", "Grok1ForCausalLM"),
+        ("deepseek", "DeepseekV3ForCausalLM"),
+        ("qwen3.5", "Qwen3_5MoeForConditionalGeneration"),
+        ("qwen3", "Qwen3MoeForCausalLM"),
+        ("qwen2", "Qwen2ForCausalLM"),
+        ("mistral", "MistralForCausalLM"),
+        ("gpt-oss", "GptOssForCausalLM"),
+        ("glm", "Glm4MoeForCausalLM"),
+    ):
+        if key in lowered:
+            return arch
+    return "LlamaForCausalLM" if "llama" in lowered else "Qwen2ForCausalLM"
+
+
+def _layers(total_b: float, moe: bool) -> int:
+    """A typical depth for the size: ~28 layers at 1-3B, 32 at 8B, 80 at 70B, 48 for big MoEs."""
+    if moe:
+        return 48 if total_b >= 100 else 40
+    for limit, depth in ((4, 28), (10, 32), (20, 40), (40, 64), (90, 80)):
+        if total_b <= limit:
+            return depth
+    return 126
+
+
+def parse_model(path: str, quantization: str | None = None) -> ModelSpec:
+    """Read sizes from a model path: "Qwen3.5-122B-A10B" -> 122B total, 10B active.
+
+    Bytes per parameter: FP8/INT8 names or ``--quantization fp8`` give 1, FP4/INT4/AWQ/GPTQ 0.5,
+    BF16 2; otherwise MoE checkpoints are taken as FP8 (the seeds' 122B is 119 GB) and dense
+    ones as BF16. A path without a size is treated as a 7B dense model.
+    """
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    lowered = (name + " " + (quantization or "")).lower()
+    sizes = [float(m) for m in _SIZE.findall(name)]
+    active_match = _ACTIVE.search(name)
+    active = float(active_match.group(1)) if active_match else None
+    candidates = [s for s in sizes if active is None or s != active]
+    total = max(candidates) if candidates else (active or 7.0)
+    active = active if active is not None else total
+    moe = active < total
+    if any(k in lowered for k in ("fp4", "int4", "awq", "gptq", "w4a")):
+        bpp = 0.5
+    elif any(k in lowered for k in ("fp8", "int8", "w8a8")):
+        bpp = 1.0
+    elif "bf16" in lowered or "fp16" in lowered:
+        bpp = 2.0
+    else:
+        bpp = 1.0 if moe else 2.0
+    return ModelSpec(path, total, active, _layers(total, moe), bpp, _architecture(lowered))
+
+
+def _token_ms(model: ModelSpec, tp: int, gpu: GpuSpec) -> float:
+    return 2 * model.active_b * 1e9 / (tp * gpu.tflops * 1e12 * FLOPS_EFFICIENCY) * 1e3
+
+
+def _layer_overhead_ms(model: ModelSpec, tp: int) -> float:
+    per_layer = LAUNCH_MS_PER_LAYER + (MOE_MS_PER_LAYER if model.is_moe else 0.0)
+    if tp > 1:
+        per_layer += 2 * ALLREDUCE_MS
+    return model.layers * per_layer
+
+
+def _target_ms(model: ModelSpec, tp: int, gpu: GpuSpec, tokens: int) -> float:
+    weights_gb_per_gpu = model.active_b * model.bytes_per_param / tp
+    weights_ms = weights_gb_per_gpu / (gpu.bandwidth_tbps * BANDWIDTH_EFFICIENCY)
+    return weights_ms + _layer_overhead_ms(model, tp) + tokens * _token_ms(model, tp, gpu)
+
+
+def _draft_ms(model: ModelSpec, tp: int, gpu: GpuSpec, bs: int) -> float:
+    per_layer = LAUNCH_MS_PER_LAYER + (2 * ALLREDUCE_MS if tp > 1 else 0.0)
+    return DRAFT_LAYERS * per_layer + bs * _token_ms(model, tp, gpu) / 8
+
+
+def accept_length(spec: SpecConfig, temperature: float = 0.0) -> float:
+    """Expected tokens per request per verify step (>= 1; exactly 1 without speculation)."""
+    if spec.algorithm is None or spec.num_steps <= 0:
+        return 1.0
+    scale = ALGORITHM_ACCEPTANCE.get(spec.algorithm, 1.0)
+    scale *= math.exp(-TEMPERATURE_PENALTY * max(0.0, temperature))
+    # topk > 1 verifies a tree: each position gets topk chances, bounded by the token budget.
+    depth = min(spec.num_steps, max(1, spec.draft_tokens - 1))
+    tries = 1.0 + 0.5 * (max(1, spec.topk) - 1)
+    total, prob = 1.0, 1.0
+    for i in range(depth):
+        a = min(0.995, GREEDY_ACCEPTANCE[min(i, len(GREEDY_ACCEPTANCE) - 1)] * scale)
+        a = 1.0 - (1.0 - a) ** tries
+        prob *= a
+        total += prob
+    return total
+
+
+def decode_step_ms(
+    model: ModelSpec, tp: int, spec: SpecConfig, batch: int, gpu: GpuSpec | None = None
+) -> float:
+    """Wall time of one decode (or draft + verify) step for ``batch`` running requests."""
+    gpu = gpu or GpuSpec()
+    batch = max(1, batch)
+    if spec.algorithm is None or spec.num_steps <= 0:
+        return _target_ms(model, tp, gpu, batch)
+    verify = _target_ms(model, tp, gpu, batch * max(2, spec.draft_tokens))
+    return verify + spec.num_steps * _draft_ms(model, tp, gpu, batch)
+
+
+def decode_tok_per_s(
+    model: ModelSpec | str,
+    tp: int,
+    spec: SpecConfig,
+    concurrency: int = 1,
+    temperature: float = 0.0,
+    gpu: GpuSpec | None = None,
+) -> float:
+    """Steady-state decode speed of ONE request while ``concurrency`` requests run together."""
+    if isinstance(model, str):
+        model = parse_model(model)
+    step = decode_step_ms(model, tp, spec, concurrency, gpu)
+    return accept_length(spec, temperature) * 1000.0 / step
+
+
+def prefill_ms(model: ModelSpec, tp: int, prompt_tokens: int, gpu: GpuSpec | None = None) -> float:
+    """Time to first token for one request alone: a forward step plus the prompt's compute."""
+    gpu = gpu or GpuSpec()
+    per_token = _token_ms(model, tp, gpu) / PREFILL_BATCH_GAIN
+    return _target_ms(model, tp, gpu, 1) + max(0, prompt_tokens) * per_token
+
+
+def free_gb_per_gpu(model: ModelSpec, tp: int, gpu: GpuSpec | None = None) -> float:
+    """GPU memory per GPU left after weights (what KV cache and workspaces share)."""
+    gpu = gpu or GpuSpec()
+    return gpu.memory_gb - model.weights_gb / tp
+
+
+def effective_max_running_requests(
+    model: ModelSpec, tp: int, spec: SpecConfig, requested: int, gpu: GpuSpec | None = None
+) -> int:
+    """The scheduler's effective limit: under speculation, bounded by the spec workspace."""
+    if spec.algorithm is None or spec.num_steps <= 0:
+        return requested
+    slots = int(SPEC_SLOTS_PER_FREE_GB * free_gb_per_gpu(model, tp, gpu))
+    return max(1, min(requested, slots // (spec.draft_tokens + 1)))

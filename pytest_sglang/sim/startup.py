@@ -1,0 +1,277 @@
+"""The startup sequence: SGLang's milestones in order, with realistic figures and durations.
+
+Why it matters: deployers wait for readiness and then verify the startup journal, so the
+milestones (sglang-facts.md section 3) must appear in SGLang's order, with the 0.5.18+ texts,
+per TP rank, and take about as long as on the seeds' host (90-120 s to ready for the seed model at
+TP 4 with ``SGLANG_SIM_STARTUP_SCALE=1``). Faults that strike during startup (``oom`` at KV
+allocation, ``cuda-graph`` at capture, ``slow-start``) are raised here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+
+from .faults import CUDA_GRAPH_SOLUTIONS, die, scheduler_exception
+from .knobs import SimSettings
+from .logs import all_ranks, log, rank_log, raw_stderr
+from .perf import effective_max_running_requests
+from .resolve import Resolved
+
+__all__ = ["Capacity", "compute_capacity", "run_startup"]
+
+LOAD_GB_PER_S_PER_GPU = 0.6  # checkpoint read + shard + copy, per GPU
+GRAPH_CAPTURE_S_PER_BS = 0.9  # one captured batch size of the target model
+DRAFT_GRAPH_CAPTURE_S_PER_BS = 1.6  # draft decode graphs cover every step: slower (issue #10088)
+KV_HEAD_BYTES = 1024  # kv_heads * head_dim per layer (GQA, e.g. 8 x 128)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Memory figures the startup log and the scheduler agree on."""
+
+    weights_gb: float
+    avail_before_load_gb: float
+    avail_after_load_gb: float
+    kv_gb: float
+    max_total_num_tokens: int
+    max_running_requests: int
+    context_len: int
+    avail_after_graph_gb: float
+
+
+def _context_len(resolved: Resolved) -> int:
+    if resolved.args.get("context_length"):
+        return int(resolved.args["context_length"])
+    lowered = resolved.model.path.lower()
+    if "qwen3.5" in lowered:
+        return 262144
+    if "llama-3" in lowered or "deepseek" in lowered:
+        return 131072
+    return 32768
+
+
+def compute_capacity(resolved: Resolved) -> Capacity:
+    """Weights, KV pool and request limits for the resolved config on the simulated GPU."""
+    args, model, gpu = resolved.args, resolved.model, resolved.gpu
+    tp = int(args.get("tp_size") or 1)
+    weights = model.weights_gb / tp
+    draft_gb = 0.0
+    if resolved.spec.algorithm in ("EAGLE", "EAGLE3", "STANDALONE"):
+        draft_gb = max(0.5, model.weights_gb * 0.012) / tp
+    avail0 = gpu.memory_gb - 1.6
+    static = gpu.memory_gb * float(args["mem_fraction_static"])
+    kv_gb = static - weights - draft_gb - 1.0
+    kv_bytes = 2.0 if args.get("kv_cache_dtype") in (None, "auto", "bf16", "bfloat16") else 1.0
+    per_token = model.layers * 2 * KV_HEAD_BYTES * kv_bytes / tp
+    tokens = int(max(0.0, kv_gb) * 1e9 / per_token)
+    if args.get("max_total_tokens"):
+        tokens = min(tokens, int(args["max_total_tokens"]))
+    context = _context_len(resolved)
+    requested = args.get("max_running_requests")
+    if requested is None:
+        requested = min(max(int(tokens / context * 512), 2048), 4096)
+    mrr = effective_max_running_requests(model, tp, resolved.spec, int(requested), gpu)
+    graph_gb = 0.02 * len(resolved.cuda_graph_bs) * (2 if resolved.spec.algorithm else 1)
+    after_graph = gpu.memory_gb - static - graph_gb
+    return Capacity(
+        weights_gb=weights,
+        avail_before_load_gb=avail0,
+        avail_after_load_gb=avail0 - weights,
+        kv_gb=max(0.0, kv_gb),
+        max_total_num_tokens=tokens,
+        max_running_requests=mrr,
+        context_len=context,
+        avail_after_graph_gb=after_graph,
+    )
+
+
+async def _pause(seconds: float, settings: SimSettings) -> float:
+    scaled = seconds * settings.startup_scale
+    if scaled > 0:
+        await asyncio.sleep(scaled)
+    return seconds
+
+
+_ENGINE_FRAMES = [
+    (
+        "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py",
+        3412,
+        "run_scheduler_process",
+        "scheduler = Scheduler(",
+    ),
+    (
+        "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py",
+        402,
+        "__init__",
+        "self.init_model_worker()",
+    ),
+    (
+        "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/tp_worker.py",
+        261,
+        "__init__",
+        "self.model_runner = ModelRunner(",
+    ),
+]
+
+
+def _fatal_startup(error: str, tp: int, extra_frames: list[tuple[str, int, str, str]]) -> None:
+    scheduler_exception(_ENGINE_FRAMES + extra_frames, error, tp)
+    rank_log(
+        "Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 "
+        "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T` to check for "
+        "OOM killer events.",
+        0,
+        1,
+    )
+    die(during_startup=True)
+
+
+async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capacity) -> float:
+    """Log every milestone up to the scheduler's summary line; returns simulated seconds."""
+    args, model, spec = resolved.args, resolved.model, resolved.spec
+    tp = int(args.get("tp_size") or 1)
+    total = 0.0
+    log("Using default HuggingFace chat template with detected content format: string")
+    all_ranks("Init torch distributed begin.", tp)
+    dist = 0.4 + 0.9 * (tp - 1)
+    total += await _pause(dist, settings)
+    all_ranks(f"Init torch distributed ends. elapsed={dist:.2f} s, mem usage=0.09 GB", tp)
+    if settings.fault.kind == "slow-start":
+        # An extra, unscaled delay: a slow disk or a cold page cache.
+        await asyncio.sleep(settings.fault.value)
+        total += settings.fault.value
+
+    avail = capacity.avail_before_load_gb
+    all_ranks(f"Load weight begin. avail mem={avail:.2f} GB", tp)
+    shards = max(1, math.ceil(model.weights_gb / 5.0))
+    raw_stderr(
+        f"Loading safetensors checkpoint shards:   0% Completed | 0/{shards} [00:00<?, ?it/s]\n"
+    )
+    load_s = capacity.weights_gb / LOAD_GB_PER_S_PER_GPU
+    total += await _pause(load_s, settings)
+    minutes, secs = divmod(int(load_s), 60)
+    raw_stderr(
+        f"Loading safetensors checkpoint shards: 100% Completed | {shards}/{shards} "
+        f"[{minutes:02d}:{secs:02d}<00:00, {load_s / shards:.2f}s/it]\n"
+    )
+    quant = f"quant={args['quantization']}, " if args.get("quantization") else ""
+    avail -= capacity.weights_gb
+    all_ranks(
+        f"Load weight end. elapsed={load_s:.2f} s, type={model.architecture}, {quant}"
+        f"dtype=torch.bfloat16, avail mem={avail:.2f} GB, mem usage={capacity.weights_gb:.2f} GB.",
+        tp,
+    )
+    kv_dtype = (
+        "torch.bfloat16"
+        if args.get("kv_cache_dtype") in (None, "auto")
+        else ("torch.float8_e4m3fn")
+    )
+    if settings.fault.kind == "oom" or capacity.max_total_num_tokens <= 0:
+        total += await _pause(0.5, settings)
+        _fatal_startup(
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            f"Current value: mem_fraction_static={args['mem_fraction_static']}",
+            tp,
+            [
+                (
+                    "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/"
+                    "pool_configurator.py",
+                    188,
+                    "configure",
+                    "raise RuntimeError(",
+                )
+            ],
+        )
+    half = capacity.kv_gb / 2
+    all_ranks(
+        f"KV Cache is allocated. dtype: {kv_dtype}, #tokens: {capacity.max_total_num_tokens}, "
+        f"K size: {half:.2f} GB, V size: {half:.2f} GB",
+        tp,
+    )
+    avail -= capacity.kv_gb
+    total += await _pause(1.0, settings)
+    all_ranks(f"Memory pool end. avail mem={avail:.2f} GB", tp)
+
+    bs = resolved.cuda_graph_bs
+    if bs:
+        phase = "target verify" if spec.algorithm else "target decode"
+        per_req = spec.draft_tokens if spec.algorithm else 1
+        all_ranks(
+            f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
+            f"bs={bs}, avail mem={avail:.2f} GB",
+            tp,
+        )
+        if settings.fault.kind == "cuda-graph":
+            total += await _pause(2.0, settings)
+            _fatal_startup(
+                "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate "
+                f"2.00 GiB. GPU 0 has a total capacity of {resolved.gpu.memory_gb:.2f} GiB of "
+                "which 1.12 GiB is free.\n" + CUDA_GRAPH_SOLUTIONS,
+                tp,
+                [
+                    (
+                        "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/"
+                        "cuda_graph_runner.py",
+                        512,
+                        "__init__",
+                        "raise Exception(",
+                    )
+                ],
+            )
+        capture = GRAPH_CAPTURE_S_PER_BS * len(bs) * (1.3 if spec.algorithm else 1.0)
+        total += await _pause(capture, settings)
+        avail -= 0.02 * len(bs)
+        all_ranks(
+            f"Capture {phase} CUDA graph end. elapsed={capture:.2f} s, "
+            f"mem usage={0.02 * len(bs):.2f} GB, avail mem={avail:.2f} GB.",
+            tp,
+        )
+    if spec.algorithm in ("EAGLE", "EAGLE3", "STANDALONE"):
+        draft_gb = max(0.5, model.weights_gb * 0.012) / tp
+        all_ranks(f"Load weight begin. avail mem={avail:.2f} GB", tp)
+        load = draft_gb / LOAD_GB_PER_S_PER_GPU + 1.0
+        total += await _pause(load, settings)
+        avail -= draft_gb
+        draft_type = model.architecture.replace("For", "MTPFor", 1)
+        all_ranks(
+            f"Load weight end. elapsed={load:.2f} s, type={draft_type}, "
+            f"dtype=torch.bfloat16, avail mem={avail:.2f} GB, mem usage={draft_gb:.2f} GB.",
+            tp,
+        )
+        draft_tokens = capacity.max_total_num_tokens
+        all_ranks(
+            f"KV Cache is allocated. dtype: {kv_dtype}, #tokens: {draft_tokens}, "
+            f"K size: {half / model.layers:.2f} GB, V size: {half / model.layers:.2f} GB",
+            tp,
+        )
+        for phase, per_req, factor in (
+            ("draft decode", spec.topk, DRAFT_GRAPH_CAPTURE_S_PER_BS * max(1, spec.num_steps) / 2),
+            ("draft extend", spec.num_steps + 1, GRAPH_CAPTURE_S_PER_BS * 0.8),
+        ):
+            if not bs:
+                break
+            all_ranks(
+                f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
+                f"bs={bs}, avail mem={avail:.2f} GB",
+                tp,
+            )
+            seconds = factor * len(bs)
+            total += await _pause(seconds, settings)
+            avail -= 0.01 * len(bs)
+            all_ranks(
+                f"Capture {phase} CUDA graph end. elapsed={seconds:.2f} s, "
+                f"mem usage={0.01 * len(bs):.2f} GB, avail mem={avail:.2f} GB.",
+                tp,
+            )
+    rank_log(
+        f"max_total_num_tokens={capacity.max_total_num_tokens}, "
+        f"chunked_prefill_size={args['chunked_prefill_size']}, "
+        f"max_prefill_tokens={args.get('max_prefill_tokens')}, "
+        f"max_running_requests={capacity.max_running_requests}, "
+        f"context_len={capacity.context_len}, available_gpu_mem={avail:.2f} GB",
+        0,
+        tp,
+    )
+    return total
