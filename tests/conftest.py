@@ -1,0 +1,63 @@
+"""Shared fixtures: real systemd + OpenSSH test hosts (see testhost.py).
+
+``systemd_host`` boots one host per session (about 1-2 s); ``systemd_host_factory("b")`` boots
+more by label for tests that need two. Where a host cannot be booted (not root, no
+systemd-nspawn/sshd) these tests skip with the reason, except under ``CI=true``, where they
+fail: CI must run them. Tests that use these fixtures get the ``systemd`` marker, so
+``-m "not systemd"`` deselects them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `testhost` under any import mode
+
+from testhost import STATE_ROOT, SystemdTestHost, TestHostFactory
+
+if TYPE_CHECKING:
+    from pytest_sglang.transport.ssh import SshTransport
+
+
+@pytest.fixture(scope="session")
+def systemd_host_factory(request: pytest.FixtureRequest) -> TestHostFactory:
+    """Boot extra test hosts by label: ``systemd_host_factory("b")``; all go at session end."""
+    factory = TestHostFactory(STATE_ROOT)
+    request.addfinalizer(factory.close)
+    atexit.register(factory.close)
+    return factory
+
+
+@pytest.fixture(scope="session")
+def systemd_host(systemd_host_factory: TestHostFactory) -> SystemdTestHost:
+    """One booted systemd + journald + sshd host: ``ssh root@<ip>`` with its key/known_hosts."""
+    return systemd_host_factory("a")
+
+
+@pytest.fixture(scope="session")
+def systemd_transport(systemd_host: SystemdTestHost) -> Iterator[SshTransport]:
+    """An :class:`SshTransport` to ``systemd_host`` as root (strict host keys, its own key)."""
+    from pytest_sglang.transport.ssh import SshTransport
+
+    transport = SshTransport(
+        systemd_host.ip,
+        user=systemd_host.user,
+        key_filename=systemd_host.key_path,
+        known_hosts=systemd_host.known_hosts_path,
+        connect_timeout=5.0,
+    )
+    yield transport
+    transport.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    uses_host = {"systemd_host", "systemd_host_factory", "systemd_transport"}
+    for item in items:
+        if uses_host.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.systemd)

@@ -1,0 +1,104 @@
+"""The systemd + OpenSSH test host itself: what other tests rely on, and that it cleans up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import testhost
+from testhost import SystemdTestHost, TestHostError, TestHostFactory
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def leftovers(host: SystemdTestHost) -> list[str]:
+    """What of ``host`` still exists on this machine (empty when it is fully gone)."""
+    found = []
+    if host.name in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout:
+        found.append(f"netns {host.name}")
+    link = subprocess.run(["ip", "link", "show", f"vh-{host.name}"], capture_output=True)
+    if link.returncode == 0:
+        found.append(f"veth vh-{host.name}")
+    mounts = Path("/proc/self/mountinfo").read_text()
+    if f"ct-{host.name} " in mounts or str(host.state_dir) in mounts:
+        found.append("mounts")
+    if host.state_dir.exists():
+        found.append(f"state dir {host.state_dir}")
+    return found
+
+
+def test_booted_host_is_a_real_systemd_with_sshd(systemd_host: SystemdTestHost) -> None:
+    assert systemd_host.system_state in ("running", "degraded")
+    assert systemd_host.ssh("systemctl is-active ssh.service").stdout.strip() == "active"
+    enabled = systemd_host.ssh("systemctl is-enabled postgresql.service apt-daily.timer").stdout
+    assert set(enabled.split()) <= {"masked"}  # masked where the image has them
+    tag = f"sgl-probe-{os.getpid()}"
+    systemd_host.ssh(f"echo {tag} | systemd-cat -t sgl-probe", check=True)
+    journal = systemd_host.ssh("journalctl -t sgl-probe --no-pager -o cat").stdout
+    assert tag in journal
+    assert systemd_host.ssh("cat ~/.bashrc").stdout == ""  # no pyenv init per command
+
+
+def test_project_venv_runs_inside_the_container(systemd_host: SystemdTestHost) -> None:
+    code = "import paramiko, pytest_sglang, sys; print(sys.prefix, pytest_sglang.__file__)"
+    result = systemd_host.ssh(f"{REPO}/.venv/bin/python -c '{code}'")
+    assert result.returncode == 0, result.stderr
+    prefix, module = result.stdout.split()
+    assert module == str(REPO / "pytest_sglang" / "__init__.py")
+    assert Path(prefix) == Path(sys.prefix) or prefix.endswith(".venv")
+
+
+def test_container_writes_never_reach_the_hosts_root(systemd_host: SystemdTestHost) -> None:
+    probe = Path(f"/etc/sgl-overlay-probe-{os.getpid()}")
+    systemd_host.ssh(f"echo x > {probe}", check=True)
+    assert systemd_host.ssh(f"cat {probe}").stdout == "x\n"
+    assert not probe.exists()
+
+
+def test_failed_up_leaves_nothing_behind(systemd_host_factory: TestHostFactory) -> None:
+    host = SystemdTestHost(
+        *systemd_host_factory.reserve("fail", 7), init_args=("--no-such-nspawn-option",)
+    )
+    with pytest.raises(TestHostError, match="systemd-nspawn exited"):
+        host.up()
+    assert leftovers(host) == []
+    host.down()  # idempotent, also after a failed up()
+
+
+def test_up_clears_a_crashed_run_and_down_is_idempotent(
+    systemd_host_factory: TestHostFactory,
+) -> None:
+    name, host_ip, ct_ip, state = systemd_host_factory.reserve("crash", 7)
+    crash = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(REPO / "tests")!r})
+        from testhost import SystemdTestHost
+        SystemdTestHost({name!r}, {host_ip!r}, {ct_ip!r}, {str(state)!r}).up()
+        os._exit(0)  # a crash: no down(), nspawn and mounts stay
+    """)
+    subprocess.run([sys.executable, "-c", crash], check=True, timeout=90)
+    host = SystemdTestHost(name, host_ip, ct_ip, state)
+    assert leftovers(host), "the crashed run should have left its host behind"
+    host.up()
+    try:
+        assert host.ssh("hostname").stdout.strip() == name
+    finally:
+        host.down()
+    assert leftovers(host) == []
+    host.down()
+    assert leftovers(host) == []
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "fail"), ("", "skip")])
+def test_unavailable_host_skips_except_under_ci(
+    ci: str, outcome: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    monkeypatch.setattr(testhost, "missing_prerequisites", lambda: ["root"])
+    expected = pytest.fail.Exception if outcome == "fail" else pytest.skip.Exception
+    with pytest.raises(expected, match="systemd test host unavailable: needs root"):
+        TestHostFactory(tmp_path)("z")
