@@ -1,0 +1,319 @@
+"""Host inventory: turn a host name into a :class:`HostSpec`.
+
+A name resolves, in order, through the TOML inventory (``[hosts.NAME]``), through an
+``~/.ssh/config``-style file (``Host NAME``), or as an inline target (``root@gpu-01:22``,
+``ssh://root@gpu-01:22``). ``local`` is the embedded simulator on this machine. Everything the
+deployers need that SSH cannot supply (the systemd ``service`` and the ``launch`` command) comes
+from the host entry or the inventory's ``[defaults]`` table; a missing one is an
+:class:`~pytest_sglang.errors.InventoryError` that names the host, the field and the file::
+
+    [defaults]
+    launch = "/opt/sglang/.venv/bin/python -m sglang.launch_server"
+
+    [hosts.llm-two]
+    ssh = "root@llm-two.example.com:22"   # or ssh://user@host:port, or an ssh_config alias
+    service = "sglang-qwen.service"
+    known_hosts = "~/.ssh/known_hosts"    # optional
+    identity = "~/.ssh/id_ed25519"        # optional
+    sudo = false                          # optional
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from .errors import InventoryError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    from .transport.base import Transport
+
+__all__ = ["LOCAL_HOST", "HostSpec", "resolve_host", "transport_for"]
+
+#: The host name of the embedded simulator (also the default when no host is given).
+LOCAL_HOST = "local"
+
+_DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
+_SERVICE_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Inventory keys and their types; unknown keys are refused so that typos do not go unnoticed.
+_STR_KEYS = ("ssh", "service", "launch", "known_hosts", "identity", "proxy_jump", "sglang_version")
+_BOOL_KEYS = ("sudo", "strict_host_keys")
+_DEPLOYERS = ("systemd", "process")
+_ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer"}
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """Everything needed to reach a host and run SGLang on it.
+
+    ``deployer`` says how the server is managed: ``"systemd"`` (a unit, the default for SSH
+    hosts) or ``"process"`` (a background process; the default for ``local``).
+    """
+
+    name: str
+    kind: Literal["local", "ssh"]
+    launch: str
+    hostname: str = ""
+    user: str | None = None
+    port: int = 22
+    identity: str | None = None
+    known_hosts: str | None = None
+    proxy_jump: str | None = None
+    service: str | None = None
+    sudo: bool = False
+    sglang_version: str | None = None
+    strict_host_keys: bool = True
+    env: dict[str, str] = field(default_factory=dict, hash=False)
+    deployer: Literal["systemd", "process"] = "systemd"
+    #: Where the spec came from (inventory path, ssh config path or "inline"), for messages.
+    source: str = ""
+
+    @property
+    def url(self) -> str:
+        """``ssh://root@llm-two:22`` or ``local://``: the test id and log name of the host."""
+        if self.kind == "local":
+            return "local://"
+        user = f"{self.user}@" if self.user else ""
+        return f"ssh://{user}{self.hostname}:{self.port}"
+
+
+def _local_spec(entry: dict[str, Any], where: str) -> HostSpec:
+    launch = entry.get("launch") or f"{sys.executable} -m pytest_sglang.sim"
+    return HostSpec(
+        name=LOCAL_HOST,
+        kind="local",
+        launch=launch,
+        hostname="127.0.0.1",
+        sglang_version=entry.get("sglang_version"),
+        env=dict(entry.get("env", {})),
+        deployer="process",
+        source=where,
+    )
+
+
+def _load_inventory(path: Path) -> dict[str, Any]:
+    try:
+        with path.expanduser().open("rb") as fh:
+            data: dict[str, Any] = tomllib.load(fh)
+    except FileNotFoundError:
+        raise InventoryError(f"inventory {path} does not exist; check --sglang-inventory") from None
+    except OSError as exc:
+        raise InventoryError(f"inventory {path} cannot be read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InventoryError(f"inventory {path} is not valid TOML: {exc}") from None
+    for table in ("hosts", "defaults"):
+        if table in data and not isinstance(data[table], dict):
+            raise InventoryError(f"inventory {path}: [{table}] must be a table")
+    unknown = sorted(set(data) - {"hosts", "defaults"})
+    if unknown:
+        raise InventoryError(
+            f"inventory {path}: unknown top-level key {unknown[0]!r} "
+            f"(expected [hosts.NAME] and [defaults])"
+        )
+    return data
+
+
+def _check_entry(entry: Any, what: str, path: Path) -> dict[str, Any]:
+    """Validate the keys and value types of one ``[hosts.X]`` or ``[defaults]`` table."""
+    if not isinstance(entry, dict):
+        raise InventoryError(f"{what} in {path} must be a table")
+    for key, value in entry.items():
+        if key not in _ALLOWED:
+            raise InventoryError(
+                f"{what} in {path}: unknown key {key!r} (allowed: {', '.join(sorted(_ALLOWED))})"
+            )
+        if key in _STR_KEYS and not isinstance(value, str):
+            raise InventoryError(
+                f"{what} in {path}: {key!r} must be a string, got {type(value).__name__}"
+            )
+        if key in _BOOL_KEYS and not isinstance(value, bool):
+            raise InventoryError(
+                f"{what} in {path}: {key!r} must be true or false, got {type(value).__name__}"
+            )
+        if key == "deployer" and value not in _DEPLOYERS:
+            raise InventoryError(f"{what} in {path}: 'deployer' must be 'systemd' or 'process'")
+        if key == "env":
+            if not isinstance(value, dict):
+                raise InventoryError(f"{what} in {path}: 'env' must be a table of strings")
+            for name, val in value.items():
+                if not _ENV_NAME.match(name) or not isinstance(val, str):
+                    raise InventoryError(
+                        f"{what} in {path}: env.{name} must be a valid name with a string value"
+                    )
+    return entry
+
+
+@dataclass(frozen=True)
+class _Target:
+    user: str | None
+    hostname: str
+    port: int | None
+
+
+def _parse_target(text: str, where: str) -> _Target:
+    """``user@host:port``, ``ssh://user@host:port`` or a bare host/alias."""
+    raw = text.strip()
+    url = raw if "://" in raw else f"ssh://{raw}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise InventoryError(f"{where}: cannot parse ssh target {text!r}") from None
+    if parts.scheme != "ssh" or not parts.hostname or parts.path not in ("", "/"):
+        raise InventoryError(
+            f"{where}: ssh target {text!r} must look like user@host:port or ssh://user@host:port"
+        )
+    return _Target(user=parts.username, hostname=parts.hostname, port=port)
+
+
+def _ssh_config_matches(config: Any, name: str) -> bool:
+    """True when a ``Host`` pattern other than a bare wildcard names ``name``."""
+    for pattern in config.get_hostnames():
+        if pattern == "*" or pattern.startswith("!"):
+            continue
+        if fnmatch.fnmatch(name, pattern):
+            return True
+    return False
+
+
+def _load_ssh_config(path: Path, *, explicit: bool) -> Any | None:
+    import paramiko
+
+    full = path.expanduser()
+    if not full.exists():
+        if explicit:
+            raise InventoryError(f"ssh config {path} does not exist; check --sglang-ssh-config")
+        return None
+    try:
+        return paramiko.SSHConfig.from_path(str(full))
+    except OSError as exc:
+        raise InventoryError(f"ssh config {path} cannot be read: {exc.strerror}") from None
+    except Exception as exc:  # paramiko raises several types for bad syntax
+        raise InventoryError(f"ssh config {path} is invalid: {exc}") from None
+
+
+def _ssh_spec(
+    name: str,
+    entry: dict[str, Any],
+    target: _Target,
+    ssh_cfg: Any | None,
+    where: str,
+    missing_hint: str,
+) -> HostSpec:
+    looked: dict[str, Any] = dict(ssh_cfg.lookup(target.hostname)) if ssh_cfg is not None else {}
+    identities = looked.get("identityfile") or []
+    port_text = str(target.port or looked.get("port") or 22)
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise InventoryError(
+            f"host {name!r} ({where}): port {port_text!r} is not a number"
+        ) from None
+    for needed in ("service", "launch"):
+        if not entry.get(needed):
+            raise InventoryError(
+                f"host {name!r} ({where}) has no {needed!r}: set it in [hosts.{name}] or "
+                f"[defaults] of {missing_hint}"
+            )
+    service = str(entry["service"])
+    if not service.endswith(".service"):
+        service += ".service"
+    if not _SERVICE_RE.match(service):
+        raise InventoryError(f"host {name!r} ({where}): {service!r} is not a valid unit name")
+    return HostSpec(
+        name=name,
+        kind="ssh",
+        launch=str(entry["launch"]),
+        hostname=str(looked.get("hostname") or target.hostname),
+        user=target.user or looked.get("user"),
+        port=port,
+        identity=entry.get("identity") or (identities[0] if identities else None),
+        known_hosts=entry.get("known_hosts") or looked.get("userknownhostsfile"),
+        proxy_jump=entry.get("proxy_jump") or looked.get("proxyjump"),
+        service=service,
+        sudo=bool(entry.get("sudo", False)),
+        sglang_version=entry.get("sglang_version"),
+        strict_host_keys=bool(entry.get("strict_host_keys", True)),
+        env=dict(entry.get("env", {})),
+        deployer=entry.get("deployer", "systemd"),
+        source=where,
+    )
+
+
+def resolve_host(
+    name: str | None,
+    *,
+    inventory_path: Path | None = None,
+    ssh_config_path: Path | None = None,
+) -> HostSpec:
+    """Resolve a host name (``None`` means ``local``) to a :class:`HostSpec`.
+
+    ``ssh_config_path=None`` reads ``~/.ssh/config`` when it exists; an explicitly given path must
+    exist. Every failure is an :class:`InventoryError` with a one-line message.
+    """
+    name = (name or LOCAL_HOST).strip()
+    data: dict[str, Any] = _load_inventory(inventory_path) if inventory_path else {}
+    inv_name = str(inventory_path) if inventory_path else "the inventory (none given)"
+    hosts: dict[str, Any] = data.get("hosts", {})
+    defaults = _check_entry(data.get("defaults", {}), "[defaults]", inventory_path or Path("-"))
+
+    if name == LOCAL_HOST:
+        entry = _check_entry(hosts.get(name, {}), f"[hosts.{name}]", inventory_path or Path("-"))
+        return _local_spec(entry, inv_name if name in hosts else "builtin")
+
+    explicit_cfg = ssh_config_path is not None
+    cfg_path = ssh_config_path or _DEFAULT_SSH_CONFIG
+    ssh_cfg = _load_ssh_config(cfg_path, explicit=explicit_cfg)
+
+    if name in hosts:
+        assert inventory_path is not None
+        entry = {**defaults, **_check_entry(hosts[name], f"[hosts.{name}]", inventory_path)}
+        target = _parse_target(entry.get("ssh") or name, f"[hosts.{name}] in {inventory_path}")
+        return _ssh_spec(name, entry, target, ssh_cfg, inv_name, inv_name)
+
+    if "@" in name or "://" in name:
+        target = _parse_target(name, f"host {name!r}")
+        return _ssh_spec(name, dict(defaults), target, ssh_cfg, "inline", inv_name)
+
+    if ssh_cfg is not None and _ssh_config_matches(ssh_cfg, name):
+        target = _Target(user=None, hostname=name, port=None)
+        return _ssh_spec(name, dict(defaults), target, ssh_cfg, str(cfg_path), inv_name)
+
+    inv_text = str(inventory_path) if inventory_path else "the inventory (no --sglang-inventory)"
+    raise InventoryError(
+        f"host {name!r} is not in {inv_text} nor in {cfg_path}; add [hosts.{name}] or use user@host"
+    )
+
+
+def transport_for(spec: HostSpec) -> Transport:
+    """Open the transport for a host: SSH for ``ssh`` hosts, the local shell for ``local``."""
+    if spec.kind == "local":
+        from .transport.local import LocalTransport
+
+        return LocalTransport()
+    from .transport.ssh import SshTransport
+
+    return SshTransport(
+        spec.hostname,
+        port=spec.port,
+        user=spec.user,
+        key_filename=os.path.expanduser(spec.identity) if spec.identity else None,
+        known_hosts=os.path.expanduser(spec.known_hosts) if spec.known_hosts else None,
+        strict_host_keys=spec.strict_host_keys,
+        proxy_jump=spec.proxy_jump,
+        display_name=spec.url,
+        sudo=spec.sudo,
+    )

@@ -1,0 +1,125 @@
+"""ProcessDeployer on this machine: real child processes, real log file, real signals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_sglang.config import ServerConfig
+from pytest_sglang.deploy.base import ServiceState
+from pytest_sglang.deploy.process import ProcessDeployer
+from pytest_sglang.errors import PreflightError
+from pytest_sglang.hosts import HostSpec
+from pytest_sglang.transport.local import LocalTransport
+
+from .conftest import Launcher, wait_for
+
+
+@pytest.fixture
+def deployer(launcher: Launcher, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcessDeployer]:
+    monkeypatch.setenv("SGLANG_SIM_STARTUP_SCALE", "0")
+    spec = HostSpec(
+        name="local",
+        kind="local",
+        launch=launcher.launch,
+        hostname="127.0.0.1",
+        deployer="process",
+        sglang_version=launcher.version,
+    )
+    dep = ProcessDeployer(spec, LocalTransport(), stop_timeout=10)
+    yield dep
+    dep.restore()
+    dep.close()
+
+
+def test_deploy_journal_state_stop(deployer: ProcessDeployer) -> None:
+    config = ServerConfig(model_path="/models/tiny", mem_fraction_static=0.8)
+    cursor = deployer.deploy(config)
+    assert cursor == "0"
+    url = deployer.base_url(config)
+    assert url.startswith("http://127.0.0.1:")
+    port = int(url.rsplit(":", 1)[1])
+    assert deployer._last_argv is not None and deployer._last_argv[-2:] == ["--port", str(port)]
+    wait_for(lambda: deployer.state().running, "running")
+    lines: list[str] = []
+
+    def ready() -> bool:
+        entries, _ = deployer.read_journal(cursor)
+        lines[:] = [e.message for e in entries]
+        return any("fired up" in m for m in lines)
+
+    wait_for(ready, "the ready line")
+    assert any("server_args" in m and "0.8" in m for m in lines)
+    _entries, end = deployer.read_journal(cursor)
+    again, end2 = deployer.read_journal(end)
+    assert end2 == end and [e.message for e in again if "fired up" in e.message] == []
+
+    deployer.stop()
+    state = deployer.state()
+    assert state.exited and not state.running
+    assert state.exec_main_code in ("exited", "killed")
+
+    # A second deploy: its cursor starts after the first run's output.
+    cursor2 = deployer.deploy(config)
+    assert int(cursor2) >= int(end) > 0
+    wait_for(lambda: any("fired up" in e.message for e in deployer.read_journal(cursor2)[0]), "2nd")
+
+
+def test_failed_start_is_visible(deployer: ProcessDeployer) -> None:
+    config = ServerConfig(model_path="/models/tiny", env={"SGLANG_SIM_FAULT": "oom"})
+    cursor = deployer.deploy(config)
+    wait_for(lambda: deployer.state().exited, "exit")
+    state: ServiceState = deployer.state()
+    assert state.exec_main_code in ("killed", "exited")
+    text = "\n".join(e.message for e in deployer.read_journal(cursor)[0])
+    assert "Not enough memory" in text
+
+
+def test_preflight_refuses_unknown_flag(deployer: ProcessDeployer) -> None:
+    config = ServerConfig(model_path="/m", extra_args=("--no-such-flag-xyz", "1"))
+    with pytest.raises(PreflightError, match=r"host 'local' \(SGLang .*\) has no flag --no-such"):
+        deployer.deploy(config)
+    assert deployer.state().exited
+
+
+def test_files_are_restored(deployer: ProcessDeployer, tmp_path: Path) -> None:
+    existing = tmp_path / "kernel.json"
+    existing.write_bytes(b'{"old": 1}\n')
+    existing.chmod(0o640)
+    new = tmp_path / "sub" / "new.json"
+    config = ServerConfig(
+        model_path="/m",
+        files={str(existing): {"content": '{"new": 2}'}, str(new): {"content": "x", "mode": 0o600}},
+    )
+    deployer.deploy(config)
+    assert existing.read_bytes() == b'{"new": 2}' and new.stat().st_mode & 0o777 == 0o600
+    deployer.restore()
+    deployer.restore()  # idempotent
+    assert existing.read_bytes() == b'{"old": 1}\n' and existing.stat().st_mode & 0o777 == 0o640
+    assert not new.exists()
+
+
+def test_artifacts_redact_secrets(deployer: ProcessDeployer) -> None:
+    config = ServerConfig(model_path="/m", env={"HF_TOKEN": "hf_secret", "OTHER": "v"})
+    deployer.deploy(config)
+    art = deployer.artifacts()
+    assert "hf_secret" not in str(art) and '"OTHER": "v"' in art["env"]
+    assert "/m" in art["argv"]
+
+
+def test_version_detected_from_simulator_env(
+    launcher: Launcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older emulated SGLang: detected via the caller's SGLANG_SIM_* and used by preflight."""
+    monkeypatch.setenv("SGLANG_SIM_VERSION", "0.5.18")
+    spec = HostSpec(name="local", kind="local", launch=launcher.launch, deployer="process")
+    dep = ProcessDeployer(spec, LocalTransport())
+    assert dep.sglang_version() == "0.5.18"
+    flags = dep.help_flags()
+    assert "--model-path" in flags
+    config = ServerConfig(model_path="/m", extra_args=("--no-such-flag-xyz",))
+    with pytest.raises(PreflightError, match=r"\(SGLang 0\.5\.18\) has no flag --no-such-flag-xyz"):
+        dep.preflight(config)
+    dep.close()

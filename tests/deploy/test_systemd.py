@@ -1,0 +1,235 @@
+"""SystemdDeployer against a real systemd + journald + sshd host (the nspawn test host).
+
+Restore is checked byte for byte (sha256, mode, owner of every file) and by service state, for a
+service that was running, stopped or absent before the session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_sglang.config import ServerConfig
+from pytest_sglang.deploy.systemd import SystemdDeployer
+from pytest_sglang.errors import PreflightError
+from pytest_sglang.hosts import HostSpec
+
+from .conftest import Launcher, wait_for
+
+SERVICE = "sglang-qwen.service"
+UNIT = f"/etc/systemd/system/{SERVICE}"
+DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
+ENV_FILE = "/etc/pytest-sglang/sglang-qwen.env"
+KERNEL = "/opt/kernels/E=256,N=256.json"
+NEW_FILE = "/opt/pytest-sglang-new/k.json"
+WATCHED = [UNIT, DROPIN, ENV_FILE, KERNEL, NEW_FILE, "/etc/pytest-sglang", "/opt/pytest-sglang-new"]
+
+ORIGINAL_UNIT = """[Unit]
+Description=original sglang (a sleeping stand-in)
+[Service]
+ExecStart=/bin/sleep infinity
+[Install]
+WantedBy=multi-user.target
+"""
+ORIGINAL_DROPIN = "[Service]\nExecStart=\nExecStart=/bin/sleep 1000000\n"
+
+
+def snapshot(transport: Any) -> dict[str, str]:
+    """sha256 + mode + owner of each watched path ('absent' when missing), and unit state."""
+    out: dict[str, str] = {}
+    for path in WATCHED:
+        r = transport.run(
+            "test -e %s && { stat -c '%%F %%a %%U:%%G' %s; test -f %s && sha256sum < %s; } "
+            "|| echo absent",
+            path,
+            path,
+            path,
+            path,
+        )
+        out[path] = r.stdout.strip()
+    show = transport.run("systemctl show -p ActiveState,LoadState,ExecStart -- %s", SERVICE)
+    out["state"] = "\n".join(
+        line for line in show.stdout.splitlines() if not line.startswith("ExecStart=")
+    )
+    out["execstart"] = next(
+        (
+            line.split("argv[]=")[1].split(";")[0]
+            for line in show.stdout.splitlines()
+            if "argv[]=" in line
+        ),
+        "",
+    )
+    return out
+
+
+def setup_original(transport: Any, *, active: bool) -> None:
+    transport.check_output("mkdir -p /etc/systemd/system/%s.d /opt/kernels", SERVICE)
+    transport.put(ORIGINAL_UNIT.encode(), UNIT, mode=0o644)
+    transport.put(ORIGINAL_DROPIN.encode(), DROPIN, mode=0o640)
+    transport.put(b'{"1": {"BLOCK_SIZE_M": 16}}\n', KERNEL, mode=0o600)
+    transport.check_output("systemctl daemon-reload")
+    if active:
+        transport.check_output("systemctl start %s", SERVICE)
+
+
+def cleanup(transport: Any) -> None:
+    transport.run("systemctl stop %s; systemctl reset-failed %s", SERVICE, SERVICE)
+    transport.run(
+        "rm -rf %s %s.d /opt/kernels /etc/pytest-sglang /opt/pytest-sglang-new "
+        "/var/lib/pytest-sglang; systemctl daemon-reload",
+        UNIT,
+        UNIT,
+    )
+
+
+@pytest.fixture
+def host(systemd_transport: Any) -> Iterator[Any]:
+    cleanup(systemd_transport)
+    yield systemd_transport
+    cleanup(systemd_transport)
+
+
+@pytest.fixture
+def deployer(host: Any, launcher: Launcher, systemd_host: Any) -> Iterator[SystemdDeployer]:
+    spec = HostSpec(
+        name="testhost",
+        kind="ssh",
+        launch=launcher.launch,
+        hostname=systemd_host.ip,
+        user="root",
+        service=SERVICE,
+        sglang_version=launcher.version,
+        env={"SGLANG_SIM_STARTUP_SCALE": "0"},
+    )
+    dep = SystemdDeployer(spec, host)
+    yield dep
+    dep.close()
+
+
+def config(**extra: Any) -> ServerConfig:
+    return ServerConfig(
+        model_path="/models/tiny",
+        port=30000,
+        env={"HF_TOKEN": "hf_s3cr3t$value", **extra.pop("env", {})},
+        **extra,
+    )
+
+
+def messages(dep: SystemdDeployer, cursor: str) -> list[str]:
+    return [e.message for e in dep.read_journal(cursor)[0]]
+
+
+@pytest.mark.parametrize("before", ["running", "stopped", "absent"])
+def test_deploy_then_restore_byte_identical(
+    deployer: SystemdDeployer, host: Any, before: str
+) -> None:
+    if before != "absent":
+        setup_original(host, active=before == "running")
+    original = snapshot(host)
+    cfg = config(
+        mem_fraction_static=0.8,
+        files={KERNEL: {"content": "{}"}, NEW_FILE: {"content": "new", "mode": 0o600}},
+    )
+    cursor = deployer.deploy(cfg)
+    wait_for(lambda: deployer.state().running, "service running")
+    wait_for(lambda: any("fired up" in m for m in messages(deployer, cursor)), "ready line")
+    text = "\n".join(messages(deployer, cursor))
+    assert "server_args" in text and "0.8" in text
+    # The drop-in that overrides ExecStart is moved aside: our ExecStart runs.
+    during = snapshot(host)
+    assert "/models/tiny" in during["execstart"]
+    assert during[DROPIN] == "absent"
+    assert host.check_output("cat %s", KERNEL) == "{}"
+    assert host.check_output("stat -c %%a %s", ENV_FILE).strip() == "600"
+    # The secret stays in the 0600 env file, out of the unit and of systemctl show.
+    shown = host.check_output("systemctl show %s; systemctl cat %s", SERVICE, SERVICE)
+    assert "hf_s3cr3t" not in shown
+    assert "hf_s3cr3t" not in deployer.artifacts()["env"]
+    assert "hf_s3cr3t" not in deployer.artifacts()["unit"]
+
+    deployer.restore()
+    assert snapshot(host) == original
+    assert host.run("test -e /var/lib/pytest-sglang").rc != 0
+    deployer.restore()  # idempotent
+    assert snapshot(host) == original
+
+
+def test_restore_after_failed_start(deployer: SystemdDeployer, host: Any) -> None:
+    setup_original(host, active=True)
+    original = snapshot(host)
+    cursor = deployer.deploy(config(env={"SGLANG_SIM_FAULT": "oom"}))
+    wait_for(lambda: deployer.state().exited, "the failed start to end")
+    state = deployer.state()
+    assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0
+    assert any("Not enough memory" in m for m in messages(deployer, cursor))
+    deployer.restore()
+    assert snapshot(host) == original
+
+
+def test_restore_by_a_new_deployer_after_a_crash(
+    deployer: SystemdDeployer, host: Any, launcher: Launcher
+) -> None:
+    """A session that died leaves its backup; the next one restores from it."""
+    setup_original(host, active=False)
+    original = snapshot(host)
+    deployer.deploy(config())
+    deployer.deploy(config(mem_fraction_static=0.7))  # second deploy keeps the first backup
+    fresh = SystemdDeployer(deployer.spec, host)
+    fresh.deploy(config())  # reuses the manifest: does not back up our own unit
+    fresh.restore()
+    assert snapshot(host) == original
+
+
+def test_preflight_refuses_unknown_flag(deployer: SystemdDeployer, host: Any) -> None:
+    with pytest.raises(PreflightError, match=r"host 'testhost' \(SGLang .*\) has no flag --no-su"):
+        deployer.deploy(config(extra_args=("--no-such-flag-xyz", "1")))
+    assert host.run("test -e %s", UNIT).rc != 0  # nothing was touched
+    manifest = host.run("cat /var/lib/pytest-sglang/%s/manifest.json", SERVICE)
+    assert not manifest.ok
+
+
+def test_journal_json_and_cursor(deployer: SystemdDeployer, host: Any) -> None:
+    cursor = deployer.deploy(config())
+    wait_for(lambda: any("fired up" in m for m in messages(deployer, cursor)), "ready line")
+    entries, end = deployer.read_journal(cursor)
+    assert entries and end == entries[-1].cursor and all(e.realtime_us > 0 for e in entries)
+    assert deployer.read_journal(end)[0] == [] or all(
+        "fired up" not in e.message for e in deployer.read_journal(end)[0]
+    )
+    argv = json.loads(deployer.artifacts()["argv"])
+    assert argv[-2:] == ["--port", "30000"]
+    deployer.restore()
+
+
+NASTY = ["%n", "%%", "$HOME", "${HOME}", "$$", 'a"b', "a\\b", "a\\nb", "a b", "", "'"]
+NASTY += ["héllo", ";x", "--a=b c"]
+
+
+def test_real_systemd_reads_exec_start_back(host: Any) -> None:
+    """What systemd passes to the process is exactly the argv we rendered."""
+    from pytest_sglang.deploy.unit import render_unit
+
+    unit = "pytest-sglang-argv.service"
+    script = "import json, sys; print('ARGV=' + json.dumps(sys.argv[1:]))"
+    text = render_unit(
+        description="argv %n readback",
+        exec_argv=["/usr/bin/python3", "-c", script, *NASTY],
+        environment_file="/dev/null",
+    )
+    try:
+        host.put(text.encode(), f"/etc/systemd/system/{unit}")
+        host.check_output("systemctl daemon-reload && systemctl start %s", unit)
+
+        def printed() -> list[str] | None:
+            out = host.run("journalctl -u %s -o cat --no-pager", unit).stdout
+            lines = [line for line in out.splitlines() if line.startswith("ARGV=")]
+            return json.loads(lines[-1][5:]) if lines else None
+
+        wait_for(lambda: printed() is not None, "the argv line")
+        assert printed() == NASTY
+    finally:
+        host.run("systemctl stop %s; rm -f /etc/systemd/system/%s", unit, unit)
+        host.run("systemctl daemon-reload")

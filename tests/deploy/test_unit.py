@@ -1,0 +1,170 @@
+"""The unit and EnvironmentFile renderers, checked against a small re-implementation of
+systemd's own unquoting (the real systemd reads them back in test_systemd.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_sglang.deploy.unit import render_env_file, render_unit
+from pytest_sglang.errors import ConfigError
+
+_C_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+    "s": " ",
+}
+
+
+def systemd_exec_words(value: str) -> list[str]:
+    """ExecStart= value -> argv, as systemd does it: specifiers (%%), quoting with C escapes,
+    then $$ -> $ (variable expansion, with none defined)."""
+    value = value.replace("%%", "\0PCT\0")
+    assert "%" not in value, "unescaped specifier"
+    value = value.replace("\0PCT\0", "%")
+    words: list[str] = []
+    i = 0
+    while i < len(value):
+        if value[i] == " ":
+            i += 1
+            continue
+        assert value[i] == '"', f"unquoted word at {i}: {value[i:]!r}"
+        i += 1
+        word = ""
+        while value[i] != '"':
+            if value[i] == "\\":
+                word += _C_ESCAPES[value[i + 1]]
+                i += 2
+            else:
+                word += value[i]
+                i += 1
+        i += 1
+        assert "$" not in word.replace("$$", ""), "unescaped variable"
+        words.append(word.replace("$$", "$"))
+    return words
+
+
+def systemd_env_file(text: str) -> dict[str, str]:
+    """EnvironmentFile parser (systemd env-file.c) for double-quoted values."""
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, _, rest = line.partition("=")
+        assert rest[0] == '"' and rest[-1] == '"', line
+        body, value, i = rest[1:-1], "", 0
+        while i < len(body):
+            if body[i] == "\\":
+                nxt = body[i + 1]
+                value += nxt if nxt in '"\\`$' else "\\" + nxt
+                i += 2
+            else:
+                assert body[i] != '"', "unescaped quote"
+                value += body[i]
+                i += 1
+        env[key] = value
+    return env
+
+
+def unit_fields(text: str) -> dict[str, list[str]]:
+    fields: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            fields.setdefault(key, []).append(value)
+    return fields
+
+
+def make_unit(argv: list[str]) -> str:
+    return render_unit(
+        description="SGLang eagle-s2 (pytest-sglang)",
+        exec_argv=argv,
+        environment_file="/etc/pytest-sglang/sglang-qwen.env",
+        config_id="eagle-s2",
+        digest="0123456789ab",
+    )
+
+
+def test_unit_directives() -> None:
+    text = make_unit(["/opt/venv/bin/python", "-m", "sglang.launch_server", "--port", "30000"])
+    fields = unit_fields(text)
+    assert fields["Environment"] == ["PYTHONUNBUFFERED=1"]
+    assert fields["EnvironmentFile"] == ["/etc/pytest-sglang/sglang-qwen.env"]
+    assert fields["SuccessExitStatus"] == ["SIGKILL"]
+    assert fields["KillMode"] == ["mixed"]
+    assert fields["TimeoutStopSec"] == ["30"]
+    assert fields["Restart"] == ["no"]
+    assert fields["StandardOutput"] == fields["StandardError"] == ["journal"]
+    assert text.startswith("# Written by pytest-sglang (config eagle-s2, digest 0123456789ab)")
+    assert systemd_exec_words(fields["ExecStart"][0])[-2:] == ["--port", "30000"]
+
+
+def test_special_characters_are_literal() -> None:
+    argv = ["/bin/x", "%n", "$HOME", "${X}", 'a"b', "a\\b", "a b", "", "'", "héllo"]
+    fields = unit_fields(make_unit(argv))
+    assert systemd_exec_words(fields["ExecStart"][0]) == argv
+
+
+printable = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=0, max_size=30
+)
+
+
+@given(st.lists(printable.filter(lambda a: a != ";"), max_size=8))
+def test_exec_start_round_trip(args: list[str]) -> None:
+    argv = ["/opt/venv/bin/python", *args]
+    text = make_unit(argv)
+    assert len(text.splitlines()) == len(make_unit(["/x"]).splitlines())  # no injected lines
+    assert systemd_exec_words(unit_fields(text)["ExecStart"][0]) == argv
+
+
+@given(
+    st.dictionaries(
+        st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True),
+        st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")) | st.just("\t")),
+        max_size=6,
+    )
+)
+def test_env_file_round_trip(env: dict[str, str]) -> None:
+    assert systemd_env_file(render_env_file(env)) == env
+
+
+@pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\0b", "\x1b[31m", "\x7f"])
+def test_control_characters_refused(bad: str) -> None:
+    with pytest.raises(ConfigError, match="control character"):
+        make_unit(["/bin/x", bad])
+    with pytest.raises(ConfigError, match="control character") as info:
+        render_env_file({"SECRET": bad})
+    assert bad not in str(info.value)  # the value may be a secret: never echoed
+
+
+def test_refusals() -> None:
+    with pytest.raises(ConfigError, match="absolute path"):
+        make_unit(["python", "-m", "x"])
+    with pytest.raises(ConfigError, match="empty"):
+        make_unit([])
+    with pytest.raises(ConfigError, match="';'"):
+        make_unit(["/bin/x", ";"])
+    with pytest.raises(ConfigError, match="not a valid environment variable name"):
+        render_env_file({"1BAD": "x"})
+    with pytest.raises(ConfigError, match="not a valid environment variable name"):
+        render_env_file({"A-B": "x"})
+    with pytest.raises(ConfigError, match="Description"):
+        render_unit(
+            description="a\nExecStartPre=/bin/evil", exec_argv=["/x"], environment_file="/e"
+        )
+
+
+def test_secret_never_in_unit() -> None:
+    text = make_unit(["/bin/x"])
+    assert "EnvironmentFile=" in text and "HF_TOKEN" not in text
+    assert 'HF_TOKEN="hf_abc\\$x"' in render_env_file({"HF_TOKEN": "hf_abc$x"})
