@@ -1,0 +1,210 @@
+"""Readiness and crash detection latency, and deployments per suite, vs the seeds' manual loop.
+
+Prints, side by side with the seeds' fixed ``sleep 100``:
+- readiness detection latency: the moment /health first answers 200 (watched by an independent
+  10 ms poller) -> the moment the fixture's wait returns (target: median <= 0.5 s);
+- crash detection latency: the fatal line reaching the server's log -> the classified error
+  (target: <= 2 s);
+- deployments for an interleaved suite of 3 configs x 4 tests (target: 3).
+
+Runs on the built-in simulator; startup is scaled so that each deployment takes a few seconds.
+Usage: .venv/bin/python benchmarks/lifecycle_latency.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+from pytest_sglang import ServerConfig
+from pytest_sglang.errors import ServerStartError
+from pytest_sglang.hosts import resolve_host
+from pytest_sglang.session import HostSession
+
+CONFIG = ServerConfig(
+    model_path="/shared/models/Qwen3.5-122B-A10B",
+    served_model_name="qwen3.5-122b",
+    tp_size=4,
+    speculative_algorithm="EAGLE",
+    speculative_num_steps=2,
+    speculative_eagle_topk=1,
+)
+SEED_SLEEP_S = 100.0
+
+
+class HealthWatcher(threading.Thread):
+    """Polls /health every 10 ms from outside the plugin; records the first 200."""
+
+    def __init__(self, url_getter: object) -> None:
+        super().__init__(daemon=True)
+        self.url_getter = url_getter
+        self.first_ok: float | None = None
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        http = requests.Session()
+        while not self.stop.is_set() and self.first_ok is None:
+            url = self.url_getter()  # type: ignore[operator]
+            if url:
+                try:
+                    if http.get(url + "/health", timeout=0.5).status_code == 200:
+                        self.first_ok = time.monotonic()
+                        return
+                except requests.RequestException:
+                    pass
+            time.sleep(0.01)
+
+
+def _ready_round() -> tuple[float, float] | None:
+    host = HostSession(resolve_host("local"), ready_timeout=300)
+    url: dict[str, str] = {}
+    original = host.deployer.base_url
+
+    def capture(config: ServerConfig) -> str:
+        url["v"] = original(config)
+        return url["v"]
+
+    host.deployer.base_url = capture  # type: ignore[method-assign]
+    watcher = HealthWatcher(lambda: url.get("v"))
+    watcher.start()
+    t0 = time.monotonic()
+    host.deployment(CONFIG)
+    yielded = time.monotonic()
+    watcher.stop.set()
+    watcher.join(2)
+    host.restore()
+    if watcher.first_ok is None:
+        return None
+    return max(0.0, yielded - watcher.first_ok), watcher.first_ok - t0
+
+
+def readiness_latency(rounds: int) -> tuple[list[float], list[float]]:
+    results = [r for r in (_ready_round() for _ in range(rounds)) if r is not None]
+    return [r[0] for r in results], [r[1] for r in results]
+
+
+def _crash_round() -> float | None:
+    host = HostSession(resolve_host("local"), ready_timeout=300)
+    log_seen: dict[str, float] = {}
+    stop = threading.Event()
+
+    def watch_log() -> None:
+        while not stop.is_set():
+            path = getattr(host.deployer, "log_path", None)
+            try:
+                if path and "Not enough memory" in Path(str(path)).read_text():
+                    log_seen["t"] = time.monotonic()
+                    return
+            except OSError:
+                pass
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch_log, daemon=True)
+    watcher.start()
+    failed = None
+    try:
+        host.deployment(CONFIG)
+    except ServerStartError:
+        failed = time.monotonic()
+    stop.set()
+    watcher.join(2)
+    host.restore()
+    if failed is None or "t" not in log_seen:
+        return None
+    return max(0.0, failed - log_seen["t"])
+
+
+def crash_latency(rounds: int) -> list[float]:
+    os.environ["SGLANG_SIM_FAULT"] = "oom"
+    try:
+        return [r for r in (_crash_round() for _ in range(rounds)) if r is not None]
+    finally:
+        del os.environ["SGLANG_SIM_FAULT"]
+
+
+SUITE = """
+import pytest
+from pytest_sglang import ServerConfig, sweep
+BASE = ServerConfig(model_path="/models/Qwen3-8B", speculative_algorithm="EAGLE",
+                    speculative_num_steps=1, speculative_eagle_topk=1)
+CONFIGS = sweep(BASE, speculative_num_steps=[1, 2, 3])
+""" + "".join(
+    f"""
+@pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
+def test_{n}(sglang_server):
+    assert sglang_server.get("/health").status_code == 200
+"""
+    for n in range(4)
+)
+
+
+def interleaved_deployments() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "test_suite.py").write_text(textwrap.dedent(SUITE))
+        out = Path(tmp, "summary.json")
+        env = {**os.environ, "SGLANG_SIM_STARTUP_SCALE": "0"}
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                tmp,
+                "--sglang-summary",
+                str(out),
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
+        return len(json.loads(out.read_text())["deployments"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--startup-scale", default="0.03")
+    args = parser.parse_args()
+    os.environ["SGLANG_SIM_STARTUP_SCALE"] = args.startup_scale
+    os.environ.setdefault("SGLANG_SIM_TIME_SCALE", "0")
+
+    ready, startups = readiness_latency(args.rounds)
+    crash = crash_latency(args.rounds)
+    deployments = interleaved_deployments()
+    startup = statistics.median(startups)
+    real_startup = startup / float(args.startup_scale)
+
+    print(f"{'measure':<44} {'pytest-sglang':>16} {'seeds: sleep 100':>18}  target")
+    print(
+        f"{'readiness detection latency, median (s)':<44} {statistics.median(ready):>16.3f} "
+        f"{max(0.0, SEED_SLEEP_S - real_startup):>18.1f}  <= 0.5"
+    )
+    print(f"{'readiness detection latency, max (s)':<44} {max(ready):>16.3f} {'':>18}")
+    print(
+        f"{'crash detection latency, median (s)':<44} {statistics.median(crash):>16.3f} "
+        f"{SEED_SLEEP_S:>18.1f}  <= 2"
+    )
+    print(f"{'crash detection latency, max (s)':<44} {max(crash):>16.3f} {'':>18}")
+    print(f"{'deployments, 3 configs x 4 interleaved tests':<44} {deployments:>16d} {12:>18d}  3")
+    print(
+        f"\nsimulated startup {startup:.1f}s at scale {args.startup_scale} "
+        f"(~{real_startup:.0f}s on the seeds' host); the seeds' column assumes that startup: "
+        "a fixed sleep waits past readiness, and only notices a crash at its end."
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,318 @@
+"""The session's deployments: one host at a time, one config at a time, restored at the end.
+
+``SglangSession`` holds what the hooks and fixtures share (hosts, the deployment currently up on
+each, outcomes for the summary). It is a plain class so that it can be used and tested without
+pytest; the plugin keeps one in ``config.stash``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from .config import ServerConfig
+from .deploy import Deployer, make_deployer
+from .deploy.process import free_port
+from .errors import ConfigError, JournalError, PreflightError, SglangError, TransportError
+from .hosts import HostSpec, resolve_host, transport_for
+from .journal import StartupJournal
+from .readiness import ReadyResult, wait_until_ready
+
+__all__ = ["Deployment", "HostSession", "SglangSession"]
+
+ProgressSink = Callable[[str], None]
+
+
+@dataclass
+class Deployment:
+    """A configuration that is up, ready and verified on a host.
+
+    ``config`` is what the test asked for; ``deployed`` what was started (on the embedded
+    simulator the address is moved to loopback and a free port); ``resolved`` what SGLang runs
+    with after its own rules; ``server_args`` what it logged.
+    """
+
+    host: str
+    config: ServerConfig
+    deployed: ServerConfig
+    resolved: ServerConfig
+    sglang_version: str
+    base_url: str
+    http: requests.Session
+    journal: StartupJournal
+    server_args: dict[str, Any]
+    scheduler: dict[str, int]
+    server_info: dict[str, Any]
+    timings: dict[str, float]
+    artifacts: dict[str, str] = field(default_factory=dict)
+    _deployer: Deployer | None = field(default=None, repr=False)
+    _cursor: str = field(default="", repr=False)
+
+    @property
+    def config_id(self) -> str:
+        return self.config.id
+
+    def url(self, path: str) -> str:
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", 60)
+        return self.http.get(self.url(path), **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", 300)
+        return self.http.post(self.url(path), **kwargs)
+
+    def refresh_journal(self) -> StartupJournal:
+        """Append what the server logged since the last read (e.g. decode-batch lines)."""
+        if self._deployer is not None:
+            entries, self._cursor = self._deployer.read_journal(self._cursor)
+            self.journal.extend(e.message for e in entries)
+        return self.journal
+
+
+@dataclass
+class DeploymentRecord:
+    host: str
+    config_id: str
+    digest: str
+    outcome: str
+    reason: str = ""
+    ready_s: float | None = None
+    message: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "config_id": self.config_id,
+            "digest": self.digest,
+            "ready_s": self.ready_s,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
+
+class HostSession:
+    """One host: its transport, its deployer, and the config currently up on it."""
+
+    def __init__(
+        self,
+        spec: HostSpec,
+        *,
+        ready_timeout: float,
+        progress: ProgressSink | None = None,
+        records: list[DeploymentRecord] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.ready_timeout = ready_timeout
+        self.progress = progress
+        self.records = records if records is not None else []
+        self._deployer: Deployer | None = None
+        self.current: Deployment | None = None
+        self._failures: dict[str, SglangError] = {}
+        self.deploy_count = 0
+
+    @property
+    def deployer(self) -> Deployer:
+        if self._deployer is None:
+            self._deployer = make_deployer(self.spec, transport_for(self.spec))
+        return self._deployer
+
+    def _adapt(self, config: ServerConfig) -> ServerConfig:
+        """On the embedded simulator, serve on loopback and a free port, never a fixed one."""
+        if self.spec.kind == "local":
+            return config.replace(host="127.0.0.1", port=free_port())
+        return config
+
+    def deployment(self, config: ServerConfig) -> Deployment:
+        """The deployment of ``config``: reused when it is already up, else deployed now."""
+        if self.current is not None and self.current.config.digest == config.digest:
+            return self.current
+        failure = self._failures.get(config.digest)
+        if failure is not None:
+            raise failure
+        try:
+            self.current = self._deploy(config)
+        except SglangError as exc:
+            self.current = None
+            self._failures[config.digest] = exc
+            self.records.append(
+                DeploymentRecord(
+                    host=self.spec.name,
+                    config_id=config.id,
+                    digest=config.digest,
+                    outcome="failed",
+                    reason=getattr(exc, "reason", None) or _reason_of(exc),
+                    message=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                )
+            )
+            raise
+        assert self.current is not None
+        self.records.append(
+            DeploymentRecord(
+                host=self.spec.name,
+                config_id=config.id,
+                digest=config.digest,
+                outcome="ready",
+                ready_s=self.current.timings["ready_s"],
+            )
+        )
+        return self.current
+
+    def _say(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress(message)
+
+    def _deploy(self, config: ServerConfig) -> Deployment:
+        deployer = self.deployer
+        deployed = self._adapt(config)
+        where = f"{self.spec.name} {config.id}"
+        started = time.monotonic()
+        version = deployer.sglang_version()
+        deployer.preflight(deployed)
+        self.deploy_count += 1
+        cursor = deployer.deploy(deployed)
+        deploy_s = time.monotonic() - started
+        base_url = deployer.base_url(deployed)
+        http = requests.Session()
+
+        def on_progress(phase: str, elapsed: float) -> None:
+            self._say(f"[sglang] {where}: {phase} ({elapsed:.1f}s)")
+
+        ready: ReadyResult = wait_until_ready(
+            deployer,
+            base_url,
+            cursor,
+            where=where,
+            timeout=self.ready_timeout,
+            on_progress=on_progress,
+            session=http,
+        )
+        expected = deployed.expected_journal(version)
+        server_args = ready.journal.verify(expected)
+        server_info = _server_info(http, base_url)
+        total = time.monotonic() - started
+        self._say(f"[sglang] {where}: ready and verified in {total:.1f}s")
+        return Deployment(
+            host=self.spec.name,
+            config=config,
+            deployed=deployed,
+            resolved=deployed.resolved(version),
+            sglang_version=version,
+            base_url=base_url,
+            http=http,
+            journal=ready.journal,
+            server_args=server_args,
+            scheduler=ready.journal.scheduler_limits(),
+            server_info=server_info,
+            timings={
+                "deploy_s": round(deploy_s, 3),
+                "ready_s": round(ready.ready_s, 3),
+                "total_s": round(total, 3),
+                **{f"phase.{k}": v for k, v in ready.phases.items()},
+            },
+            artifacts=deployer.artifacts(),
+            _deployer=deployer,
+            _cursor=ready.cursor,
+        )
+
+    def restore(self) -> None:
+        """Give the host back as it was; safe to call more than once."""
+        self.current = None
+        if self._deployer is not None:
+            try:
+                self._deployer.restore()
+            finally:
+                self._deployer.close()
+                self._deployer = None
+
+
+def _reason_of(exc: SglangError) -> str:
+    if isinstance(exc, JournalError):
+        return "journal assertion"
+    if isinstance(exc, ConfigError):
+        return "invalid config"
+    if isinstance(exc, PreflightError):
+        return "bad flag"
+    if isinstance(exc, TransportError):
+        return "SSH/infrastructure"
+    return type(exc).__name__
+
+
+def _server_info(http: requests.Session, base_url: str) -> dict[str, Any]:
+    for path in ("/server_info", "/get_server_info"):
+        try:
+            response = http.get(base_url + path, timeout=10)
+        except requests.RequestException:
+            continue
+        if response.status_code == 200:
+            try:
+                data = response.json()
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                return data
+    return {}
+
+
+class SglangSession:
+    """Everything one pytest session deploys, across its hosts."""
+
+    def __init__(
+        self,
+        host_names: list[str],
+        *,
+        inventory: Path | None,
+        ssh_config: Path | None,
+        ready_timeout: float,
+        summary_path: Path | None = None,
+        progress: ProgressSink | None = None,
+    ) -> None:
+        self.host_names = host_names or ["local"]
+        self.inventory = inventory
+        self.ssh_config = ssh_config
+        self.ready_timeout = ready_timeout
+        self.summary_path = summary_path
+        self.progress = progress
+        self.records: list[DeploymentRecord] = []
+        self._hosts: dict[str, HostSession] = {}
+
+    def resolve(self, name: str) -> HostSpec:
+        return resolve_host(name, inventory_path=self.inventory, ssh_config_path=self.ssh_config)
+
+    def host(self, name: str | None = None) -> HostSession:
+        name = name or self.host_names[0]
+        if name not in self._hosts:
+            self._hosts[name] = HostSession(
+                self.resolve(name),
+                ready_timeout=self.ready_timeout,
+                progress=self.progress,
+                records=self.records,
+            )
+        return self._hosts[name]
+
+    def restore_all(self) -> list[str]:
+        """Restore every host touched; returns one line per host that could not be restored."""
+        problems: list[str] = []
+        for name, host in list(self._hosts.items()):
+            try:
+                host.restore()
+            except Exception as exc:  # keep restoring the other hosts
+                problems.append(f"{name}: restore failed: {exc}")
+        return problems
+
+    def summary(self) -> dict[str, Any]:
+        return {"deployments": [r.as_json() for r in self.records]}
+
+    def write_summary(self) -> None:
+        if self.summary_path is None:
+            return
+        self.summary_path.parent.mkdir(parents=True, exist_ok=True)
+        self.summary_path.write_text(json.dumps(self.summary(), indent=2) + "\n")

@@ -1,0 +1,144 @@
+"""Startup-journal checks on real SGLang log lines: parse, verify, classify, expect/forbid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_sglang import JournalError, ServerConfig
+from pytest_sglang.journal import StartupJournal, find_fatal, phase_of
+from pytest_sglang.resolution import ADJUST_DRAFT_TOKENS_WARNING, MAX_RUNNING_48_WARNING
+
+DATA = Path(__file__).parent / "data"
+SEED = ServerConfig(
+    model_path="/shared/models/Qwen3.5-122B-A10B",
+    served_model_name="qwen3.5-122b",
+    tp_size=4,
+    host="0.0.0.0",
+    port=30000,
+    speculative_algorithm="EAGLE",
+    speculative_num_steps=2,
+    speculative_eagle_topk=1,
+)
+
+
+def seed_lines(*, draft_tokens: int = 3, steps: int = 2, warn: bool = True) -> list[str]:
+    """A startup journal built around the real 0.5.23 server_args line of the seed config.
+
+    The captured line holds parsed (unresolved) values; a real server logs them resolved, so
+    the values that SGLang's rules change are filled in here as the server would.
+    """
+    line = (DATA / "server_args_dict_seed_eagle_steps2.txt").read_text().strip()
+    line = line.replace(
+        "'speculative_num_draft_tokens': None", f"'speculative_num_draft_tokens': {draft_tokens}"
+    )
+    line = line.replace("'speculative_num_steps': 2", f"'speculative_num_steps': {steps}")
+    line = line.replace("'max_running_requests': None", "'max_running_requests': 48")
+    lines = ["[2026-11-30 19:50:00] " + MAX_RUNNING_48_WARNING]
+    if warn:
+        lines.append("[2026-11-30 19:50:00] " + ADJUST_DRAFT_TOKENS_WARNING)
+    lines += [
+        line,
+        "[2026-11-30 19:50:03 TP0] Load weight begin. avail mem=94.10 GB",
+        "[2026-11-30 19:50:40 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 411000",
+        "[2026-11-30 19:51:40 TP0] max_total_num_tokens=411000, chunked_prefill_size=8192, "
+        "max_prefill_tokens=16384, max_running_requests=21, context_len=262144, "
+        "available_gpu_mem=6.69 GB",
+        "[2026-11-30 19:51:41] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+        "[2026-11-30 19:51:44] The server is fired up and ready to roll!",
+    ]
+    return lines
+
+
+def test_a_healthy_seed_startup_verifies() -> None:
+    journal = StartupJournal(seed_lines())
+    logged = journal.verify(SEED.expected_journal("0.5.23"))
+    assert logged["speculative_num_draft_tokens"] == 3
+    assert journal.scheduler_limits()["max_running_requests"] == 21
+    assert journal.ready
+
+
+def test_a_flag_that_did_not_take_effect_fails_with_a_diff() -> None:
+    journal = StartupJournal(seed_lines(steps=1, draft_tokens=2), where="llm-two eagle-s2-k1")
+    with pytest.raises(JournalError) as info:
+        journal.verify(SEED.expected_journal())
+    message = str(info.value)
+    assert message.startswith("llm-two eagle-s2-k1: ")
+    assert "speculative_num_steps requested 2, logged 1" in message
+    assert "speculative_num_draft_tokens requested 3, logged 2" in message
+    assert "\n" not in message
+
+
+def test_a_missing_adjustment_warning_fails() -> None:
+    with pytest.raises(JournalError, match="expected warning missing"):
+        StartupJournal(seed_lines(warn=False)).verify(SEED.expected_journal())
+
+
+def test_a_missing_server_args_line_fails() -> None:
+    with pytest.raises(JournalError, match="no server_args line since the restart"):
+        StartupJournal(["[2026-11-30 19:50:00] hello"]).verify(SEED.expected_journal())
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            "[2026-11-30 19:50:40 TP0] RuntimeError: Not enough memory. Please try to increase "
+            "--mem-fraction-static. Current value: mem_fraction_static=0.88",
+            "out of memory",
+        ),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "out of memory"),
+        (
+            "[2026-11-30 19:50:40 TP0] Exception: Capture cuda graph failed: boom",
+            "CUDA graph capture",
+        ),
+        (
+            "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+            "crashed",
+        ),
+        (
+            "[2026-11-30 19:50:40] Received sigquit from a child process. It usually means",
+            "crashed",
+        ),
+        ("launch_server.py: error: unrecognized arguments: --bogus", "bad flag"),
+        ("[2026-11-30 19:50:40] Initialization failed. warmup error: x", "warmup failed"),
+    ],
+)
+def test_fatal_lines_are_classified(line: str, reason: str) -> None:
+    fatal = find_fatal(["[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB", line])
+    assert fatal is not None
+    assert fatal.reason == reason
+    assert fatal.index == 1
+
+
+def test_fatal_lines_fail_verification() -> None:
+    lines = [*seed_lines(), "[2026-11-30 19:52:00 TP0] Scheduler hit an exception: Traceback"]
+    with pytest.raises(JournalError, match="crashed"):
+        StartupJournal(lines).verify(SEED.expected_journal())
+
+
+def test_phase_follows_the_milestones() -> None:
+    lines = seed_lines()
+    assert phase_of(lines[:3]) == "initialising"
+    assert phase_of(lines[:4]) == "loading weights"
+    assert phase_of(lines[:5]) == "KV cache"
+    assert phase_of(lines) == "ready"
+
+
+def test_expect_and_forbid() -> None:
+    journal = StartupJournal(seed_lines(), where="h c")
+    assert "KV Cache" in journal.expect(r"KV Cache is allocated.*#tokens: \d+")
+    with pytest.raises(JournalError, match="no journal line since the restart matches"):
+        journal.expect("never logged")
+    journal.forbid("Traceback")
+    with pytest.raises(JournalError, match="forbidden pattern 'Uvicorn'"):
+        journal.forbid("Uvicorn")
+
+
+def test_scheduler_limit_above_the_request_fails() -> None:
+    lines = [
+        line.replace("max_running_requests=21", "max_running_requests=64") for line in seed_lines()
+    ]
+    with pytest.raises(JournalError, match="max_running_requests=64, above the requested 48"):
+        StartupJournal(lines).verify(SEED.expected_journal())
