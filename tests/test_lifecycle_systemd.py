@@ -1,0 +1,170 @@
+"""Deployments as fixtures on a real systemd + journald + OpenSSH host (the nspawn test host).
+
+The simulator runs inside the container as the systemd service; pytester sessions reach it over
+SSH with strict host-key checking, through the inventory, exactly as a user's GPU host.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from testhost import SystemdTestHost
+
+SERVICE = "sglang-lifecycle.service"
+UNIT = f"/etc/systemd/system/{SERVICE}"
+ORIGINAL_UNIT = """[Unit]
+Description=the production service (a sleeping stand-in)
+[Service]
+ExecStart=/bin/sleep infinity
+[Install]
+WantedBy=multi-user.target
+"""
+
+TESTS = """
+import pytest
+from pytest_sglang import ServerConfig
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b",
+                      speculative_algorithm="EAGLE", speculative_num_steps=2,
+                      speculative_eagle_topk=1)
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_ready(sglang_server):
+    assert sglang_server.get("/health").status_code == 200
+    assert sglang_server.server_args["speculative_num_draft_tokens"] == 3
+    assert sglang_server.host == "testhost"
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_fails(sglang_server):
+    assert False, "a failing benchmark"
+"""
+
+
+def inventory(host: SystemdTestHost, path: Path, **env: str) -> Path:
+    env_items = ", ".join(
+        f'{k} = "{v}"' for k, v in {"SGLANG_SIM_STARTUP_SCALE": "0", **env}.items()
+    )
+    path.write_text(
+        f"""
+[hosts.testhost]
+ssh = "root@{host.ip}:22"
+service = "{SERVICE}"
+launch = "{sys.executable} -m pytest_sglang.sim"
+known_hosts = "{host.known_hosts_path}"
+identity = "{host.key_path}"
+env = {{ {env_items} }}
+"""
+    )
+    return path
+
+
+def host_state(transport: Any) -> tuple[str, str]:
+    unit = transport.run("sha256sum < %s || echo absent", UNIT).stdout.strip()
+    active = transport.run("systemctl is-active -- %s", SERVICE).stdout.strip()
+    return unit, active
+
+
+@pytest.fixture
+def production_service(systemd_transport: Any) -> Any:
+    """A running 'production' unit the sessions must give back untouched."""
+    systemd_transport.put(ORIGINAL_UNIT.encode(), UNIT, mode=0o644)
+    systemd_transport.check_output("systemctl daemon-reload && systemctl restart -- %s", SERVICE)
+    before = host_state(systemd_transport)
+    assert before[1] == "active"
+    yield before
+    systemd_transport.run(
+        "systemctl stop -- %s; rm -rf -- %s /var/lib/pytest-sglang; systemctl daemon-reload",
+        SERVICE,
+        UNIT,
+    )
+
+
+def test_deploy_verify_and_restore_after_a_failing_test(
+    pytester: pytest.Pytester,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production_service: tuple[str, str],
+) -> None:
+    pytester.makepyfile(TESTS)
+    inv = inventory(systemd_host, pytester.path / "hosts.toml")
+    out = pytester.path / "summary.json"
+    result = pytester.runpytest(
+        "--sglang-host", "testhost", "--sglang-inventory", str(inv), "--sglang-summary", str(out)
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    [record] = json.loads(out.read_text())["deployments"]
+    assert record["host"] == "testhost"
+    assert record["outcome"] == "ready"
+    assert host_state(systemd_transport) == production_service
+
+
+def test_lines_left_by_an_earlier_run_are_never_used(
+    pytester: pytest.Pytester,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production_service: tuple[str, str],
+) -> None:
+    pytester.makepyfile(TESTS.split("@pytest.mark.parametrize")[0] + TESTS.split("\n\n")[-2])
+    good = inventory(systemd_host, pytester.path / "good.toml")
+    pytester.runpytest(
+        "--sglang-host", "testhost", "--sglang-inventory", str(good)
+    ).assert_outcomes(passed=1)
+    # The same config again, but this "build" silently ignores --served-model-name: the good
+    # server_args line of the first run is still in the journal and must not be used.
+    bad = inventory(
+        systemd_host, pytester.path / "bad.toml", SGLANG_SIM_IGNORE_FLAG="served_model_name"
+    )
+    result = pytester.runpytest("--sglang-host", "testhost", "--sglang-inventory", str(bad))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*served_model_name requested 'qwen3-8b', logged*"])
+    assert host_state(systemd_transport) == production_service
+
+
+def test_an_interrupted_session_restores_the_host(
+    pytester: pytest.Pytester,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production_service: tuple[str, str],
+) -> None:
+    marker = pytester.path / "deployed"
+    pytester.makepyfile(
+        TESTS.split("@pytest.mark.parametrize")[0]
+        + f"""
+import pathlib, time
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_long(sglang_server):
+    pathlib.Path({str(marker)!r}).write_text("x")
+    time.sleep(120)
+"""
+    )
+    inv = inventory(systemd_host, pytester.path / "hosts.toml")
+    proc = pytester.popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--sglang-host",
+            "testhost",
+            "--sglang-inventory",
+            str(inv),
+        ],
+        stdin=pytester.CLOSE_STDIN,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert proc.poll() is None, "pytest ended before deploying"
+        assert time.monotonic() < deadline, "never deployed"
+        time.sleep(0.1)
+    assert host_state(systemd_transport)[0] != production_service[0]  # really reconfigured
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=90)
+    assert host_state(systemd_transport) == production_service
