@@ -18,6 +18,9 @@ from .session import Deployment, HostSession, SglangSession
 
 __all__ = ["Deployment"]
 
+#: The benchmark fixture and its hooks live in their own plugin module.
+pytest_plugins = ["pytest_sglang.bench.pytest_plugin"]
+
 SESSION_KEY = pytest.StashKey[SglangSession]()
 _SIGTERM_KEY = pytest.StashKey[Any]()
 JOURNAL_MARKER = "sglang_journal"
@@ -164,7 +167,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if sglang is None:
         return
     problems = sglang.restore_all()
-    sglang.write_summary()
+    from .bench.pytest_plugin import bench_results  # registered through pytest_plugins
+
+    sglang.write_summary(benchmarks=bench_results(session.config))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in problems:
         if reporter is not None:

@@ -308,11 +308,15 @@ class SglangSession:
                 problems.append(f"{name}: restore failed: {exc}")
         return problems
 
-    def summary(self) -> dict[str, Any]:
-        return {"deployments": [r.as_json() for r in self.records]}
+    def summary(self, benchmarks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return {
+            "deployments": [r.as_json() for r in self.records],
+            "benchmarks": list(benchmarks or []),
+        }
 
-    def write_summary(self) -> None:
+    def write_summary(self, benchmarks: list[dict[str, Any]] | None = None) -> None:
         if self.summary_path is None:
             return
         self.summary_path.parent.mkdir(parents=True, exist_ok=True)
-        self.summary_path.write_text(json.dumps(self.summary(), indent=2) + "\n")
+        text = json.dumps(self.summary(benchmarks), indent=2, default=str)
+        self.summary_path.write_text(text + "\n")

@@ -10,23 +10,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from seed import CONFIGS
 
-from pytest_sglang import ServerConfig, sweep
 from pytest_sglang.resolution import ADJUST_DRAFT_TOKENS_WARNING
 from pytest_sglang.session import Deployment
-
-SEED = ServerConfig(
-    model_path="/shared/models/Qwen3.5-122B-A10B",
-    served_model_name="qwen3.5-122b",
-    tp_size=4,
-    host="0.0.0.0",
-    port=30000,
-    speculative_algorithm="EAGLE",
-    speculative_num_steps=1,
-    speculative_eagle_topk=1,
-)
-
-CONFIGS = sweep(SEED, speculative_num_steps=[1, 2, 3, 4])
 
 
 @pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)

@@ -1,0 +1,28 @@
+"""The benchmark engine: workloads, an asyncio load generator and bench_serving-style metrics.
+
+Why our own load generator instead of shelling out to ``bench_serving``: it needs no SGLang
+install or tokenizer on the client side, it runs in-process inside a pytest test with hard
+bounds (a request timeout and a run deadline), and it turns every bad response into a counted
+failure with a reason instead of a crash. Metric names follow bench_serving's results file so
+the numbers can be compared with it.
+
+Modules: :mod:`.workload` (what to send), :mod:`.loadgen` (sending it, timing each stream),
+:mod:`.metrics` (the run's figures), :mod:`.pytest_plugin` (the ``sglang_bench`` fixture).
+"""
+
+from __future__ import annotations
+
+from .loadgen import run_workload, run_workload_async
+from .metrics import BenchResult, RequestRecord, compute_metrics
+from .workload import JsonlPrompts, RandomPrompts, Workload
+
+__all__ = [
+    "BenchResult",
+    "JsonlPrompts",
+    "RandomPrompts",
+    "RequestRecord",
+    "Workload",
+    "compute_metrics",
+    "run_workload",
+    "run_workload_async",
+]

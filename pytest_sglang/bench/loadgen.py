@@ -1,0 +1,297 @@
+"""The load generator: asyncio + aiohttp streams against SGLang's chat and /generate endpoints.
+
+Why it never raises for a bad response: a benchmark of a config that half-works is a result
+(``failed=12, failures={"HTTP 503": 12}``), not a crash. Every request has a timeout, the run
+has a deadline after which whatever is still in flight is cancelled and counted, and every
+stream is parsed defensively (HTTP errors, error events, malformed JSON, a stream cut before
+``[DONE]``, a missing usage chunk). Timing uses ``time.perf_counter`` at chunk arrival.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from .metrics import BenchResult, RequestRecord, compute_metrics
+from .workload import Workload
+
+__all__ = ["fetch_server_accept_length", "run_workload", "run_workload_async"]
+
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+INFO_TIMEOUT_S = 5.0
+
+
+def _body(
+    workload: Workload, prompt: str, model: str, output_tokens: int
+) -> tuple[str, dict[str, Any]]:
+    if workload.api == "generate":
+        return "/generate", {
+            "text": prompt,
+            "sampling_params": {
+                "max_new_tokens": output_tokens,
+                "temperature": workload.temperature,
+                "ignore_eos": workload.ignore_eos,
+            },
+            "stream": True,
+        }
+    return "/v1/chat/completions", {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": output_tokens,
+        "temperature": workload.temperature,
+        "ignore_eos": workload.ignore_eos,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
+async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """The ``data:`` payloads of an SSE stream, whatever the chunking of the TCP reads."""
+    buffer = b""
+    async for piece in response.content.iter_any():
+        buffer += piece
+        while True:
+            cut = buffer.find(b"\n\n")
+            if cut < 0:
+                break
+            event, buffer = buffer[:cut], buffer[cut + 2 :]
+            for line in event.splitlines():
+                if line.startswith(b"data:"):
+                    yield line[5:].strip()
+        if len(buffer) > MAX_EVENT_BYTES:
+            raise ValueError(f"an SSE event exceeds {MAX_EVENT_BYTES} bytes")
+    rest = buffer.strip()
+    if rest.startswith(b"data:"):
+        yield rest[5:].strip()
+
+
+def _error_text(payload: Any) -> str | None:
+    if isinstance(payload, dict) and "error" in payload:
+        err = payload["error"]
+        message = err.get("message") if isinstance(err, dict) else err
+        return str(message)[:200]
+    return None
+
+
+class _Stream:
+    """Parses one response's events into a :class:`RequestRecord`."""
+
+    def __init__(self, record: RequestRecord, api: str) -> None:
+        self.record = record
+        self.api = api
+        self.last: float | None = None
+        self.done = False
+        self.usage_seen = False
+        self.finish: str | None = None
+        self.text_len = 0
+
+    def text_arrived(self, now: float) -> None:
+        r = self.record
+        if r.ttft is None:
+            r.ttft = now - r.start
+        elif self.last is not None:
+            r.itls.append(now - self.last)
+        self.last = now
+
+    def feed(self, data: bytes, now: float) -> None:
+        if data == b"[DONE]":
+            self.done = True
+            return
+        payload = json.loads(data)
+        problem = _error_text(payload)
+        if problem is not None:
+            raise _Failed("server error", f"server error event: {problem}")
+        if not isinstance(payload, dict):
+            raise ValueError(f"event is not a JSON object: {data[:80]!r}")
+        if self.api == "generate":
+            self._generate(payload, now)
+        else:
+            self._chat(payload, now)
+
+    def _chat(self, payload: dict[str, Any], now: float) -> None:
+        for choice in payload.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content") or delta.get("reasoning_content"):
+                self.text_arrived(now)
+            if choice.get("finish_reason"):
+                self.finish = str(choice["finish_reason"])
+        usage = payload.get("usage")
+        if isinstance(usage, dict) and "completion_tokens" in usage:
+            self.usage_seen = True
+            self.record.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            self.record.completion_tokens = int(usage["completion_tokens"])
+
+    def _generate(self, payload: dict[str, Any], now: float) -> None:
+        if "output_ids" in payload:
+            arrived = bool(payload["output_ids"])
+        else:  # older servers: only the cumulative text tells that tokens arrived
+            arrived = len(str(payload.get("text") or "")) > self.text_len
+        self.text_len = len(str(payload.get("text") or ""))
+        if arrived:
+            self.text_arrived(now)
+        meta = payload.get("meta_info")
+        if not isinstance(meta, dict):
+            raise ValueError("a /generate event has no meta_info")
+        if "completion_tokens" in meta:
+            self.usage_seen = True
+            self.record.prompt_tokens = int(meta.get("prompt_tokens") or 0)
+            self.record.completion_tokens = int(meta["completion_tokens"])
+        reason = meta.get("finish_reason")
+        if isinstance(reason, dict):
+            self.finish = str(reason.get("type"))
+            if meta.get("spec_accept_length") is not None:
+                self.record.accept_length = float(meta["spec_accept_length"])
+                verify = meta.get("spec_verify_ct")
+                self.record.verify_ct = int(verify) if verify else None
+
+    def close(self, now: float) -> None:
+        r = self.record
+        if not self.done:
+            raise _Failed("truncated stream", "the stream ended before data: [DONE]")
+        if self.finish == "abort":
+            raise _Failed("aborted", "the server aborted the request (finish_reason abort)")
+        if not self.usage_seen:
+            raise _Failed(
+                "no usage",
+                "no token counts in the stream (usage chunk / meta_info.completion_tokens)",
+            )
+        r.e2e = now - r.start
+
+
+class _Failed(Exception):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+async def _exchange(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    workload: Workload,
+    prompt: str,
+    model: str,
+    output_tokens: int,
+    record: RequestRecord,
+) -> None:
+    path, body = _body(workload, prompt, model, output_tokens)
+    parser = _Stream(record, workload.api)
+    async with session.post(base_url + path, json=body) as response:
+        if response.status != 200:
+            text = (await response.text(errors="replace"))[:200].strip()
+            raise _Failed(f"HTTP {response.status}", f"HTTP {response.status}: {text}")
+        async for data in _events(response):
+            parser.feed(data, time.perf_counter())
+        parser.close(time.perf_counter())
+
+
+async def _one(
+    session: aiohttp.ClientSession,
+    base_url: str,
+    workload: Workload,
+    prompt: str,
+    model: str,
+    output_tokens: int,
+) -> RequestRecord:
+    record = RequestRecord(start=time.perf_counter())
+    try:
+        await asyncio.wait_for(
+            _exchange(session, base_url, workload, prompt, model, output_tokens, record),
+            workload.request_timeout_s,
+        )
+    except _Failed as exc:
+        record.fail(exc.reason, str(exc))
+    except (asyncio.TimeoutError, TimeoutError):
+        record.fail("timeout", f"no complete response within {workload.request_timeout_s:g} s")
+    except (ValueError, UnicodeDecodeError) as exc:
+        record.fail("malformed SSE", f"malformed stream: {str(exc)[:200]}")
+    except aiohttp.ClientPayloadError as exc:
+        record.fail("truncated stream", f"the stream was cut: {str(exc)[:200]}")
+    except (aiohttp.ClientError, OSError) as exc:
+        record.fail("connection", f"{type(exc).__name__}: {str(exc)[:200]}")
+    return record
+
+
+async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: str) -> float | None:
+    """``internal_states[0].avg_spec_accept_length`` from /server_info (None when absent)."""
+    for path in ("/server_info", "/get_server_info"):
+        try:
+            async with session.get(
+                base_url + path, timeout=aiohttp.ClientTimeout(total=INFO_TIMEOUT_S)
+            ) as response:
+                if response.status != 200:
+                    continue
+                info = await response.json(content_type=None)
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, OSError):
+            continue
+        states = info.get("internal_states") if isinstance(info, dict) else None
+        if isinstance(states, list) and states and isinstance(states[0], dict):
+            value = states[0].get("avg_spec_accept_length")
+            return float(value) if isinstance(value, (int, float)) else None
+        return None
+    return None
+
+
+async def run_workload_async(
+    base_url: str, workload: Workload, *, model: str = "default"
+) -> BenchResult:
+    """Run ``workload`` against ``base_url``; bounded by ``workload.total_timeout_s``."""
+    base_url = base_url.rstrip("/")
+    prompts = workload.prompts.prompts(workload.num_requests)
+    limit = workload.concurrency or workload.num_requests
+    connector = aiohttp.TCPConnector(limit=max(limit, 1) + 2, force_close=False)
+    # requests are bounded by wait_for; aiohttp's own 5-minute default would cut long runs
+    unbounded = aiohttp.ClientTimeout(total=None, sock_connect=30)
+    async with aiohttp.ClientSession(connector=connector, timeout=unbounded) as session:
+        for _ in range(workload.warmup_requests):
+            await _one(
+                session, base_url, workload, prompts[0], model, min(workload.output_tokens, 16)
+            )
+        records: list[RequestRecord] = []
+        gate = asyncio.Semaphore(limit)
+
+        async def gated(prompt: str) -> RequestRecord:
+            async with gate:
+                return await _one(
+                    session, base_url, workload, prompt, model, workload.output_tokens
+                )
+
+        async def launch() -> None:
+            tasks: list[asyncio.Task[RequestRecord]] = []
+            try:
+                for prompt, delay in zip(prompts, workload.arrival_delays()):
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    tasks.append(asyncio.ensure_future(gated(prompt)))
+                for task in tasks:
+                    records.append(await task)
+            finally:
+                for task in tasks:
+                    task.cancel()
+
+        began = time.perf_counter()
+        try:
+            await asyncio.wait_for(launch(), workload.total_timeout_s)
+        except (asyncio.TimeoutError, TimeoutError):
+            missing = workload.num_requests - len(records)
+            records.extend(
+                RequestRecord(start=began).fail(
+                    "run deadline",
+                    f"not finished within the run's {workload.total_timeout_s:g} s deadline",
+                )
+                for _ in range(missing)
+            )
+        duration = time.perf_counter() - began
+        accept = None
+        if workload.api == "chat" and any(r.ok for r in records):
+            accept = await fetch_server_accept_length(session, base_url)
+    return compute_metrics(records, duration, server_accept_length=accept)
+
+
+def run_workload(base_url: str, workload: Workload, *, model: str = "default") -> BenchResult:
+    """Synchronous :func:`run_workload_async` on a fresh event loop (for pytest tests)."""
+    return asyncio.run(run_workload_async(base_url, workload, model=model))

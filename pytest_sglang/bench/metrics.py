@@ -1,0 +1,194 @@
+"""A run's figures, named as in bench_serving's results file (sglang-facts.md section 6).
+
+Why token counts come only from the server (the final ``usage`` chunk, or ``meta_info.
+completion_tokens`` on ``/generate``): a chunk may carry several tokens (speculative decoding
+hands out 2-4 at once), so counting chunks would under-count exactly the configs being compared.
+Definitions, as bench_serving's:
+
+- ``output_throughput`` = completion tokens of completed requests / ``duration``;
+  ``total_throughput`` adds their prompt tokens; ``request_throughput`` = completed / duration.
+- TTFT: request start to the first chunk with generated text. ITL: gaps between consecutive
+  chunks with text after the first. TPOT: (E2E - TTFT) / (completion tokens - 1), for requests
+  with more than one token. E2E: request start to the end of the stream.
+- Latencies are in milliseconds; percentiles interpolate linearly (numpy's default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BenchResult", "RequestRecord", "compute_metrics", "percentile"]
+
+MAX_ERROR_SAMPLES = 10
+
+
+@dataclass
+class RequestRecord:
+    """One measured request. ``error`` empty means it completed; ``reason`` classifies a failure."""
+
+    start: float = 0.0
+    ttft: float | None = None
+    itls: list[float] = field(default_factory=list)
+    e2e: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    accept_length: float | None = None
+    verify_ct: int | None = None
+    reason: str = ""
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+    def fail(self, reason: str, error: str) -> RequestRecord:
+        """Mark as failed; the first failure wins (it is the cause, later ones are effects)."""
+        if not self.reason:
+            self.reason = reason
+            self.error = error
+        return self
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) with linear interpolation, like ``numpy.percentile``."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass
+class BenchResult:
+    """Every figure of one run; :meth:`as_dict` gives the flat bench_serving-style mapping."""
+
+    duration: float
+    completed: int
+    failed: int
+    total_input_tokens: int
+    total_output_tokens: int
+    request_throughput: float
+    input_throughput: float
+    output_throughput: float
+    total_throughput: float
+    concurrency: float
+    latencies: dict[str, float | None]
+    accept_length: float | None
+    accept_length_source: str
+    failures: dict[str, int]
+    errors: list[str]
+
+    def __getattr__(self, name: str) -> Any:
+        # mean_ttft_ms etc. read like bench_serving's attributes
+        latencies = self.__dict__.get("latencies", {})
+        if name in latencies:
+            return latencies[name]
+        raise AttributeError(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "duration": self.duration,
+            "completed": self.completed,
+            "failed": self.failed,
+            "total_input_tokens": self.total_input_tokens,
+            "total_output_tokens": self.total_output_tokens,
+            "request_throughput": self.request_throughput,
+            "input_throughput": self.input_throughput,
+            "output_throughput": self.output_throughput,
+            "total_throughput": self.total_throughput,
+            "concurrency": self.concurrency,
+        }
+        out.update(self.latencies)
+        out["accept_length"] = self.accept_length
+        out["accept_length_source"] = self.accept_length_source
+        out["failures"] = dict(self.failures)
+        out["errors"] = list(self.errors)
+        return out
+
+
+def _summary(prefix: str, values_s: Sequence[float]) -> dict[str, float | None]:
+    ms = [v * 1000.0 for v in values_s]
+    if not ms:
+        return {f"{stat}_{prefix}_ms": None for stat in ("mean", "median", "p90", "p99")}
+    return {
+        f"mean_{prefix}_ms": sum(ms) / len(ms),
+        f"median_{prefix}_ms": percentile(ms, 50),
+        f"p90_{prefix}_ms": percentile(ms, 90),
+        f"p99_{prefix}_ms": percentile(ms, 99),
+    }
+
+
+def request_accept_length(records: Sequence[RequestRecord]) -> float | None:
+    """Accept length over the run from per-request ``/generate`` meta_info.
+
+    Exact when the server reports ``spec_verify_ct`` (sum of tokens / sum of verify steps),
+    else the token-weighted mean of each request's ``spec_accept_length``.
+    """
+    done = [r for r in records if r.ok and r.accept_length is not None]
+    if not done:
+        return None
+    if all(r.verify_ct for r in done):
+        verify = sum(r.verify_ct or 0 for r in done)
+        return sum(r.completion_tokens for r in done) / verify
+    weight = sum(r.completion_tokens for r in done)
+    if weight <= 0:
+        return sum(r.accept_length or 0.0 for r in done) / len(done)
+    return sum((r.accept_length or 0.0) * r.completion_tokens for r in done) / weight
+
+
+def compute_metrics(
+    records: Sequence[RequestRecord],
+    duration: float,
+    *,
+    server_accept_length: float | None = None,
+) -> BenchResult:
+    """The run's figures from its requests; ``duration`` is the measured wall time in seconds.
+
+    ``server_accept_length`` is the /server_info figure, used when the requests themselves do
+    not report one (the OpenAI endpoints do not).
+    """
+    ok = [r for r in records if r.ok]
+    bad = [r for r in records if not r.ok]
+    duration = max(duration, 1e-9)
+    input_tokens = sum(r.prompt_tokens for r in ok)
+    output_tokens = sum(r.completion_tokens for r in ok)
+    ttfts = [r.ttft for r in ok if r.ttft is not None]
+    itls = [gap for r in ok for gap in r.itls]
+    e2es = [r.e2e for r in ok if r.e2e is not None]
+    tpots = [
+        (r.e2e - r.ttft) / (r.completion_tokens - 1)
+        for r in ok
+        if r.e2e is not None and r.ttft is not None and r.completion_tokens > 1
+    ]
+    latencies: dict[str, float | None] = {}
+    latencies.update(_summary("ttft", ttfts))
+    latencies.update(_summary("itl", itls))
+    latencies.update(_summary("tpot", tpots))
+    latencies.update(_summary("e2e_latency", e2es))
+    accept = request_accept_length(records)
+    source = "generate meta_info" if accept is not None else ""
+    if accept is None and server_accept_length is not None:
+        accept, source = server_accept_length, "server_info"
+    return BenchResult(
+        duration=duration,
+        completed=len(ok),
+        failed=len(bad),
+        total_input_tokens=input_tokens,
+        total_output_tokens=output_tokens,
+        request_throughput=len(ok) / duration,
+        input_throughput=input_tokens / duration,
+        output_throughput=output_tokens / duration,
+        total_throughput=(input_tokens + output_tokens) / duration,
+        concurrency=sum(e2es) / duration,
+        latencies=latencies,
+        accept_length=accept,
+        accept_length_source=source,
+        failures=dict(Counter(r.reason for r in bad)),
+        errors=[r.error for r in bad][:MAX_ERROR_SAMPLES],
+    )

@@ -1,0 +1,122 @@
+"""The ``sglang_bench`` fixture and the benchmark table in the terminal summary.
+
+Why through pytest-benchmark's ``benchmark.pedantic``: its ``--benchmark-json``,
+``--benchmark-compare`` and storage then carry our figures in ``extra_info`` for free, next to
+its own wall-time statistics of each round. Results are also kept in ``config.stash`` under
+:data:`RESULTS_KEY` (read them with :func:`bench_results`) for the session summary JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..errors import SglangError
+from ..session import Deployment
+from .loadgen import run_workload
+from .metrics import BenchResult
+from .workload import Workload
+
+__all__ = ["RESULTS_KEY", "SglangBench", "bench_results"]
+
+RESULTS_KEY = pytest.StashKey[list[dict[str, Any]]]()
+
+
+def bench_results(config: pytest.Config) -> list[dict[str, Any]]:
+    """Every benchmark result of the session, in run order (each is the ``extra_info`` dict)."""
+    return config.stash.setdefault(RESULTS_KEY, [])
+
+
+class SglangBench:
+    """Callable returned by the fixture: ``sglang_bench(workload, rounds=1) -> BenchResult``."""
+
+    def __init__(self, benchmark: Any, deployment: Deployment, config: pytest.Config) -> None:
+        self.benchmark = benchmark
+        self.deployment = deployment
+        self.config = config
+        self.used = False
+
+    @property
+    def model(self) -> str:
+        cfg = self.deployment.config
+        return str(getattr(cfg, "served_model_name", None) or cfg.model_path)
+
+    def __call__(self, workload: Workload, rounds: int = 1) -> BenchResult:
+        __tracebackhide__ = True
+        if self.used:
+            pytest.fail(
+                "sglang_bench can run one workload per test; split the workloads into "
+                "separate (parametrized) tests",
+                pytrace=False,
+            )
+        if rounds < 1:
+            pytest.fail(f"sglang_bench rounds={rounds}: needs rounds >= 1", pytrace=False)
+        self.used = True
+        runs: list[BenchResult] = []
+
+        def one_round() -> BenchResult:
+            result = run_workload(self.deployment.base_url, workload, model=self.model)
+            runs.append(result)
+            return result
+
+        self.benchmark.pedantic(one_round, rounds=rounds, iterations=1, warmup_rounds=0)
+        result = runs[-1]
+        info = self._extra_info(workload, result, runs)
+        self.benchmark.extra_info.update(info)
+        bench_results(self.config).append(info)
+        return result
+
+    def _extra_info(
+        self, workload: Workload, result: BenchResult, runs: list[BenchResult]
+    ) -> dict[str, Any]:
+        d = self.deployment
+        try:
+            config = d.resolved.model_dump(mode="json", exclude_none=True)
+        except (SglangError, ValueError, TypeError):
+            config = {}
+        info: dict[str, Any] = result.as_dict()
+        info.update(
+            workload=workload.name,
+            workload_spec=workload.describe(),
+            config_id=d.config_id,
+            config=config,
+            host=d.host,
+            sglang_version=d.sglang_version,
+            rounds=len(runs),
+            output_throughput_rounds=[r.output_throughput for r in runs],
+        )
+        return info
+
+
+@pytest.fixture
+def sglang_bench(
+    request: pytest.FixtureRequest, benchmark: Any, sglang_server: Deployment
+) -> SglangBench:
+    """Run one workload against the test's deployment; figures go to ``benchmark.extra_info``.
+
+    ``result = sglang_bench(Workload.single_stream(256))``; once per test.
+    """
+    return SglangBench(benchmark, sglang_server, request.config)
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    results = config.stash.get(RESULTS_KEY, [])
+    if not results:
+        return
+    terminalreporter.section("sglang benchmarks")
+    terminalreporter.write_line(
+        f"{'config':<28} {'workload':<16} {'out tok/s':>10} {'TTFT p50 ms':>12} "
+        f"{'ITL p50 ms':>11} {'accept':>7} {'failed':>7}"
+    )
+    for r in results:
+        failed = f"{r['failed']}/{r['completed'] + r['failed']}"
+        terminalreporter.write_line(
+            f"{r['config_id']:<28} {r['workload']:<16} {_fmt(r['output_throughput']):>10} "
+            f"{_fmt(r['median_ttft_ms']):>12} {_fmt(r['median_itl_ms'], 2):>11} "
+            f"{_fmt(r['accept_length'], 2):>7} {failed:>7}"
+        )

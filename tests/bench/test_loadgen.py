@@ -1,0 +1,86 @@
+"""The load generator against a real simulator process (loopback HTTP, real SSE streams)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sglang.bench import RandomPrompts, Workload, run_workload
+
+
+@pytest.mark.parametrize("api", ["chat", "generate"])
+def test_single_stream_counts_tokens_from_the_server(fast_sim: str, api: str) -> None:
+    w = Workload.single_stream(64, prompt_tokens=20, requests=2, api=api)
+    r = run_workload(fast_sim, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (2, 0), r.errors
+    assert r.total_output_tokens == 128
+    # chat adds the template's tokens: 4 per message + 3 for the generation prompt
+    assert r.total_input_tokens == 2 * (20 + (7 if api == "chat" else 0))
+    assert r.output_throughput > 0
+    assert r.median_ttft_ms is not None and r.median_itl_ms is not None
+    # EAGLE steps 2: the accept length is reported and above 1 (several tokens per chunk)
+    assert r.accept_length is not None and r.accept_length > 1.5
+    assert r.accept_length_source == ("server_info" if api == "chat" else "generate meta_info")
+
+
+def test_fixed_concurrency(fast_sim: str) -> None:
+    w = Workload.fixed_concurrency(
+        8, num_requests=24, output_tokens=16, prompts=RandomPrompts((5, 50), seed=2)
+    )
+    r = run_workload(fast_sim, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (24, 0), r.errors
+    assert r.total_output_tokens == 24 * 16
+
+
+def test_request_rate_with_max_concurrency(fast_sim: str) -> None:
+    w = Workload.rate(200, num_requests=30, output_tokens=8, max_concurrency=4, seed=7)
+    r = run_workload(fast_sim, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (30, 0), r.errors
+    assert r.total_output_tokens == 240
+    assert r.duration > 0
+
+
+def test_prompt_file_workload(fast_sim: str, tmp_path) -> None:
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"prompt": "one two three"}\n{"prompt": "four five"}\n')
+    from pytest_sglang.bench import JsonlPrompts
+
+    w = Workload.fixed_concurrency(
+        2, num_requests=4, output_tokens=4, api="generate", prompts=JsonlPrompts(path)
+    )
+    r = run_workload(fast_sim, w)
+    assert r.completed == 4
+    assert r.total_input_tokens == 3 + 2 + 3 + 2
+
+
+def test_timing_matches_injected_ttft_and_itl(simulator) -> None:
+    url = simulator(env={"SGLANG_SIM_TTFT_MS": "60", "SGLANG_SIM_ITL_MS": "20"})
+    r = run_workload(
+        url, Workload.fixed_concurrency(4, num_requests=8, output_tokens=10), model="qwen3-8b"
+    )
+    assert r.completed == 8, r.errors
+    assert 40 < r.median_ttft_ms < 200
+    assert 10 < r.median_itl_ms < 60
+
+
+def test_server_dying_mid_run_is_counted_not_raised(simulator) -> None:
+    url = simulator(env={"SGLANG_SIM_TIME_SCALE": "0.2", "SGLANG_SIM_FAULT": "crash-after=3"})
+    w = Workload.fixed_concurrency(
+        2,
+        num_requests=8,
+        output_tokens=64,
+        warmup_requests=0,
+        request_timeout_s=10,
+        total_timeout_s=30,
+    )
+    r = run_workload(url, w, model="qwen3-8b")
+    assert r.completed + r.failed == 8
+    assert r.failed >= 1
+    assert set(r.failures) <= {
+        "connection",
+        "truncated stream",
+        "timeout",
+        "HTTP 500",
+        "server error",
+        "aborted",
+        "run deadline",
+    }

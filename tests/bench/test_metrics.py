@@ -1,0 +1,118 @@
+"""The metrics math: definitions as bench_serving's, token counts from the server only."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sglang.bench.metrics import RequestRecord, compute_metrics, percentile
+from pytest_sglang.bench.workload import JsonlPrompts, RandomPrompts, Workload
+from pytest_sglang.errors import ConfigError
+
+
+def ok(ttft: float, itls: list[float], e2e: float, out: int, prompt: int = 10) -> RequestRecord:
+    return RequestRecord(ttft=ttft, itls=itls, e2e=e2e, completion_tokens=out, prompt_tokens=prompt)
+
+
+def test_percentile_interpolates_like_numpy() -> None:
+    values = [1.0, 2.0, 3.0, 4.0]
+    assert percentile(values, 50) == 2.5
+    assert percentile(values, 90) == pytest.approx(3.7)
+    assert percentile(values, 99) == pytest.approx(3.97)
+    assert percentile([5.0], 99) == 5.0
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_throughputs_and_latencies() -> None:
+    records = [
+        ok(0.1, [0.01, 0.03], 0.5, out=41),
+        ok(0.3, [0.02], 0.7, out=11, prompt=20),
+        RequestRecord().fail("HTTP 503", "HTTP 503: busy"),
+    ]
+    m = compute_metrics(records, duration=2.0)
+    assert (m.completed, m.failed) == (2, 1)
+    assert m.failures == {"HTTP 503": 1}
+    assert m.errors == ["HTTP 503: busy"]
+    assert m.total_output_tokens == 52
+    assert m.output_throughput == 26.0
+    assert m.total_throughput == (52 + 30) / 2.0
+    assert m.request_throughput == 1.0
+    d = m.as_dict()
+    assert d["mean_ttft_ms"] == pytest.approx(200.0)
+    assert d["median_ttft_ms"] == pytest.approx(200.0)
+    assert d["median_itl_ms"] == pytest.approx(20.0)
+    assert d["median_e2e_latency_ms"] == pytest.approx(600.0)
+    # TPOT: (e2e - ttft) / (tokens - 1): 0.4/40 = 10 ms and 0.4/10 = 40 ms
+    assert d["mean_tpot_ms"] == pytest.approx(25.0)
+    assert m.p99_tpot_ms == pytest.approx(39.7)
+    for key in (
+        "output_throughput",
+        "total_throughput",
+        "request_throughput",
+        "p90_itl_ms",
+        "p99_e2e_latency_ms",
+        "completed",
+        "failed",
+        "accept_length",
+        "duration",
+    ):
+        assert key in d
+
+
+def test_no_completed_requests_gives_none_latencies_and_zero_throughput() -> None:
+    m = compute_metrics([RequestRecord().fail("timeout", "t")], duration=1.0)
+    assert m.output_throughput == 0.0
+    assert m.as_dict()["median_ttft_ms"] is None
+    assert m.accept_length is None
+
+
+def test_accept_length_prefers_request_meta_info_and_is_exact_with_verify_counts() -> None:
+    a = ok(0.1, [], 1.0, out=30)
+    a.accept_length, a.verify_ct = 3.0, 10
+    b = ok(0.1, [], 1.0, out=10)
+    b.accept_length, b.verify_ct = 2.0, 5
+    m = compute_metrics([a, b], 1.0, server_accept_length=9.9)
+    assert m.accept_length == pytest.approx(40 / 15)
+    assert m.accept_length_source == "generate meta_info"
+    m = compute_metrics([ok(0.1, [], 1.0, out=3)], 1.0, server_accept_length=2.5)
+    assert (m.accept_length, m.accept_length_source) == (2.5, "server_info")
+
+
+def test_workload_names_and_validation(tmp_path) -> None:
+    assert Workload.single_stream(256).name == "single-stream"
+    assert Workload.fixed_concurrency(64).name == "concurrency-64"
+    assert Workload.rate(8).name == "rate-8"
+    assert Workload.rate(0.5).name == "rate-0.5"
+    with pytest.raises(ConfigError, match="concurrency=0"):
+        Workload.fixed_concurrency(0)
+    with pytest.raises(ConfigError, match="request_rate"):
+        Workload.rate(float("inf"))
+    with pytest.raises(ConfigError, match="length"):
+        RandomPrompts((10, 5))
+
+
+def test_prompts_are_seeded_and_of_exact_word_length(tmp_path) -> None:
+    fixed = RandomPrompts(17, seed=3).prompts(5)
+    assert [len(p.split()) for p in fixed] == [17] * 5
+    assert fixed == RandomPrompts(17, seed=3).prompts(5)
+    assert fixed != RandomPrompts(17, seed=4).prompts(5)
+    ranged = RandomPrompts((4, 9), seed=1).prompts(50)
+    assert {len(p.split()) for p in ranged} <= set(range(4, 10))
+    assert len({len(p.split()) for p in ranged}) > 1
+    delays = Workload.rate(10, 200, seed=5).arrival_delays()
+    assert delays == Workload.rate(10, 200, seed=5).arrival_delays()
+    assert 0.05 < sum(delays) / len(delays) < 0.2
+
+
+def test_jsonl_prompts(tmp_path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prompt": "a b c"}\n\n{"prompt": "d e"}\n')
+    assert JsonlPrompts(path).prompts(3) == ["a b c", "d e", "a b c"]
+    path.write_text('{"prompt": "a"}\n{"text": 1}\n')
+    with pytest.raises(ConfigError, match=r"p.jsonl:2: needs a non-empty string field 'prompt'"):
+        JsonlPrompts(path).prompts(1)
+    path.write_text("{oops\n")
+    with pytest.raises(ConfigError, match=r"p.jsonl:1: not JSON"):
+        JsonlPrompts(path).prompts(1)
+    with pytest.raises(ConfigError, match="cannot read"):
+        JsonlPrompts(tmp_path / "missing.jsonl").prompts(1)
