@@ -380,11 +380,7 @@ def build_app(state: ServerState) -> web.Application:
         req = new_request(prompt, max_new, temperature, ignore_eos, seed_text, body.get("seed"))
         model = str(body.get("model") or state.served)
         if body.get("stream"):
-            options = body.get("stream_options") or {}
-            include = bool(options.get("include_usage")) or bool(
-                state.args.get("stream_response_default_include_usage")
-            )
-            return await stream_oai(request, req, True, model, include)
+            return await stream_oai(request, req, True, model, _include_usage(body))
         await wait_done(req)
         reason, matched = oai_finish(req)
         return web.json_response(
@@ -412,6 +408,13 @@ def build_app(state: ServerState) -> web.Application:
             }
         )
 
+    def _include_usage(body: dict[str, Any]) -> bool:
+        """Usage in the stream: asked for per request, or the server default flag (0.5.10+)."""
+        options = body.get("stream_options") or {}
+        return bool(options.get("include_usage")) or bool(
+            state.args.get("stream_response_default_include_usage")
+        )
+
     async def completions(request: web.Request) -> web.StreamResponse:
         try:
             body = await read_json(request)
@@ -430,8 +433,7 @@ def build_app(state: ServerState) -> web.Application:
         req = new_request(prompt, max_new, temperature, ignore_eos, seed_text, body.get("seed"))
         model = str(body.get("model") or state.served)
         if body.get("stream"):
-            options = body.get("stream_options") or {}
-            return await stream_oai(request, req, False, model, bool(options.get("include_usage")))
+            return await stream_oai(request, req, False, model, _include_usage(body))
         await wait_done(req)
         reason, matched = oai_finish(req)
         return web.json_response(
