@@ -18,8 +18,13 @@ from .session import Deployment, HostSession, SglangSession
 
 __all__ = ["Deployment"]
 
-#: The benchmark fixture and its hooks live in their own plugin module.
-pytest_plugins = ["pytest_sglang.bench.pytest_plugin"]
+#: Benchmarks, baselines and reports each keep their fixtures, options and hooks in their own
+#: plugin module, loaded with this one.
+pytest_plugins = [
+    "pytest_sglang.bench.pytest_plugin",
+    "pytest_sglang.baseline.pytest_plugin",
+    "pytest_sglang.report.pytest_plugin",
+]
 
 SESSION_KEY = pytest.StashKey[SglangSession]()
 _SIGTERM_KEY = pytest.StashKey[Any]()

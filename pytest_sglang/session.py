@@ -58,6 +58,11 @@ class Deployment:
     def config_id(self) -> str:
         return self.config.id
 
+    @property
+    def deployer(self) -> Deployer | None:
+        """The host's deployer (its ``transport`` reaches the host), None once restored."""
+        return self._deployer
+
     def url(self, path: str) -> str:
         return self.base_url + (path if path.startswith("/") else "/" + path)
 

@@ -1,0 +1,1 @@
+"""Baselines and performance gates."""

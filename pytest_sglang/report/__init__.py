@@ -1,0 +1,1 @@
+"""Reports: Allure results, plots and the HTML summary."""

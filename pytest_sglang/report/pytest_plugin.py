@@ -1,0 +1,1 @@
+"""pytest hooks for reports (filled in by the reports work)."""
