@@ -11,7 +11,8 @@ from the host entry or the inventory's ``[defaults]`` table; a missing one is an
     launch = "/opt/sglang/.venv/bin/python -m sglang.launch_server"
 
     [hosts.llm-two]
-    ssh = "root@llm-two.example.com:22"   # or ssh://user@host:port, or an ssh_config alias
+    ssh = "root@llm-two.example.com:22"   # or ssh://user@host:port, an ssh_config alias, or
+                                          # "local": one more simulator on this machine
     service = "sglang-qwen.service"
     known_hosts = "~/.ssh/known_hosts"    # optional
     identity = "~/.ssh/id_ed25519"        # optional
@@ -90,10 +91,10 @@ class HostSpec:
         return f"ssh://{user}{self.hostname}:{self.port}"
 
 
-def _local_spec(entry: dict[str, Any], where: str) -> HostSpec:
+def _local_spec(entry: dict[str, Any], where: str, name: str = LOCAL_HOST) -> HostSpec:
     launch = entry.get("launch") or f"{sys.executable} -m pytest_sglang.sim"
     return HostSpec(
-        name=LOCAL_HOST,
+        name=name,
         kind="local",
         launch=launch,
         hostname="127.0.0.1",
@@ -281,6 +282,9 @@ def resolve_host(
     if name in hosts:
         assert inventory_path is not None
         entry = {**defaults, **_check_entry(hosts[name], f"[hosts.{name}]", inventory_path)}
+        if entry.get("ssh") == LOCAL_HOST:
+            # Another simulator on this machine, under its own name (e.g. to try xdist locally).
+            return _local_spec(entry, inv_name, name=name)
         target = _parse_target(entry.get("ssh") or name, f"[hosts.{name}] in {inventory_path}")
         return _ssh_spec(name, entry, target, ssh_cfg, inv_name, inv_name)
 

@@ -199,3 +199,12 @@ def test_transport_for_local() -> None:
     transport = transport_for(spec)
     assert isinstance(transport, LocalTransport)
     assert transport.run("echo %s", "a b").stdout == "a b\n"
+
+
+def test_an_inventory_entry_can_name_another_local_simulator(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.toml"
+    path.write_text('[hosts.sim-b]\nssh = "local"\nenv = { SGLANG_SIM_GPU_NAME = "B" }\n')
+    spec = resolve_host("sim-b", inventory_path=path)
+    assert (spec.name, spec.kind, spec.deployer) == ("sim-b", "local", "process")
+    assert spec.env == {"SGLANG_SIM_GPU_NAME": "B"}
+    assert "pytest_sglang.sim" in spec.launch
