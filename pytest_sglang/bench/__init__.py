@@ -6,8 +6,9 @@ bounds (a request timeout and a run deadline), and it turns every bad response i
 failure with a reason instead of a crash. Metric names follow bench_serving's results file so
 the numbers can be compared with it.
 
-Modules: :mod:`.workload` (what to send), :mod:`.loadgen` (sending it, timing each stream),
-:mod:`.metrics` (the run's figures), :mod:`.pytest_plugin` (the ``sglang_bench`` fixture).
+Modules: :mod:`.workload` (what to send, incl. concurrency sweeps), :mod:`.loadgen` (sending
+it, timing each stream), :mod:`.metrics` (the run's figures), :mod:`.prometheus` (the server's
+own ``/metrics`` figures for the run), :mod:`.pytest_plugin` (the ``sglang_bench`` fixture).
 """
 
 from __future__ import annotations

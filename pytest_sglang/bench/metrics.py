@@ -10,6 +10,13 @@ Definitions, as bench_serving's:
 - TTFT: request start to the first chunk with generated text. ITL: gaps between consecutive
   chunks with text after the first. TPOT: (E2E - TTFT) / (completion tokens - 1), for requests
   with more than one token. E2E: request start to the end of the stream.
+- Request start is the moment just before the request's bytes are written to its (already
+  open, pooled) connection. Why not when the client decided to send it, as bench_serving does:
+  when 256 requests start together, the client spends milliseconds serialising the ones ahead
+  of the last; that is the client's queue, not the server's latency, and it would make TTFT
+  depend on the client's CPU.
+- ``server_metrics``: the server's own Prometheus figures for the run when it exposes
+  ``/metrics`` (flat names, see :mod:`.prometheus`), else empty.
 - Latencies are in milliseconds; percentiles interpolate linearly (numpy's default).
 """
 
@@ -83,6 +90,7 @@ class BenchResult:
     accept_length_source: str
     failures: dict[str, int]
     errors: list[str]
+    server_metrics: dict[str, float] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         # mean_ttft_ms etc. read like bench_serving's attributes
@@ -109,6 +117,7 @@ class BenchResult:
         out["accept_length_source"] = self.accept_length_source
         out["failures"] = dict(self.failures)
         out["errors"] = list(self.errors)
+        out["server_metrics"] = dict(self.server_metrics)
         return out
 
 

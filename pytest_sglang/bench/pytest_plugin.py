@@ -4,6 +4,10 @@ Why through pytest-benchmark's ``benchmark.pedantic``: its ``--benchmark-json``,
 ``--benchmark-compare`` and storage then carry our figures in ``extra_info`` for free, next to
 its own wall-time statistics of each round. Results are also kept in ``config.stash`` under
 :data:`RESULTS_KEY` (read them with :func:`bench_results`) for the session summary JSON.
+
+After each run the figures go through the baseline gates (:mod:`pytest_sglang.baseline`): the
+comparison, ``--sglang-confirm`` re-runs of a regression, ``--sglang-baseline-save``, and the
+test failing with one line when a regression stands.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ..deploy.base import REDACTED
 from ..errors import SglangError
 from ..session import Deployment
 from .loadgen import run_workload
@@ -31,10 +36,17 @@ def bench_results(config: pytest.Config) -> list[dict[str, Any]]:
 class SglangBench:
     """Callable returned by the fixture: ``sglang_bench(workload, rounds=1) -> BenchResult``."""
 
-    def __init__(self, benchmark: Any, deployment: Deployment, config: pytest.Config) -> None:
+    def __init__(
+        self,
+        benchmark: Any,
+        deployment: Deployment,
+        config: pytest.Config,
+        node: pytest.Item | None = None,
+    ) -> None:
         self.benchmark = benchmark
         self.deployment = deployment
         self.config = config
+        self.node = node
         self.used = False
 
     @property
@@ -65,7 +77,61 @@ class SglangBench:
         info = self._extra_info(workload, result, runs)
         self.benchmark.extra_info.update(info)
         bench_results(self.config).append(info)
+        self._gate(workload, runs, rounds, info, one_round)
         return result
+
+    def _gate(
+        self,
+        workload: Workload,
+        runs: list[BenchResult],
+        rounds: int,
+        info: dict[str, Any],
+        one_round: Any,
+    ) -> None:
+        """Compare with the baseline; fail the test (one line) when a regression stands."""
+        __tracebackhide__ = True
+        # imported here: the baseline plugin module is registered (and rewritten) after this one
+        from ..baseline.pytest_plugin import gatekeeper, marker_gates
+
+        keeper = gatekeeper(self.config)
+        if keeper is None or self.node is None:
+            return
+        try:
+            gates = {g.metric: g for g in marker_gates(self.node)}
+        except ValueError as exc:
+            pytest.fail(f"@pytest.mark.sglang_gate: {exc}", pytrace=False)
+        first = len(runs)
+
+        def rerun() -> list[dict[str, Any]]:
+            start = len(runs)
+            for _ in range(rounds):
+                one_round()
+            return [r.as_dict() for r in runs[start:]]
+
+        try:
+            outcome = keeper.check(
+                nodeid=self.node.nodeid,
+                name=self.node.name,
+                deployment=self.deployment,
+                workload=workload.name,
+                rounds=[r.as_dict() for r in runs[:first]],
+                extra_info=info,
+                rerun=rerun,
+                gates={**keeper.gates, **gates},
+            )
+        except SglangError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        info["confirm_runs"] = outcome.confirm_runs
+        self.benchmark.extra_info["confirm_runs"] = outcome.confirm_runs
+        for row in outcome.rows:
+            prefix = f"sglang_gate.{row['metric']}"
+            self.node.user_properties.append((f"{prefix}.verdict", row["verdict"]))
+            if row["delta_pct"] is not None:
+                self.node.user_properties.append((f"{prefix}.delta_pct", row["delta_pct"]))
+                self.node.user_properties.append((f"{prefix}.baseline", row["baseline"]))
+                self.node.user_properties.append((f"{prefix}.current", row["current"]))
+        if outcome.failure:
+            pytest.fail(outcome.failure, pytrace=False)
 
     def _extra_info(
         self, workload: Workload, result: BenchResult, runs: list[BenchResult]
@@ -75,6 +141,8 @@ class SglangBench:
             config = d.resolved.model_dump(mode="json", exclude_none=True)
         except (SglangError, ValueError, TypeError):
             config = {}
+        if config.get("env"):  # never an environment value in results (tokens live there)
+            config["env"] = {name: REDACTED for name in config["env"]}
         info: dict[str, Any] = result.as_dict()
         info.update(
             workload=workload.name,
@@ -97,7 +165,7 @@ def sglang_bench(
 
     ``result = sglang_bench(Workload.single_stream(256))``; once per test.
     """
-    return SglangBench(benchmark, sglang_server, request.config)
+    return SglangBench(benchmark, sglang_server, request.config, request.node)
 
 
 def _fmt(value: Any, digits: int = 1) -> str:

@@ -1,10 +1,11 @@
 """What a benchmark sends: prompts and the arrival pattern, as small frozen dataclasses.
 
-Why frozen dataclasses with factories (:meth:`Workload.single_stream`, :meth:`Workload.
-concurrency`, :meth:`Workload.rate`): a workload is a value that appears in test ids, in
-``extra_info`` and in the summary; it must be hashable, printable and impossible to change
-between rounds. Prompts are random words (one word is one token on the simulator's tokenizer
-and on common BPE vocabularies), seeded so every round and every config sees the same text.
+Why frozen dataclasses with factories (:meth:`Workload.single_stream`,
+:meth:`Workload.fixed_concurrency`, :meth:`Workload.rate`, :meth:`Workload.sweep`): a workload
+is a value that appears in test ids, in ``extra_info`` and in the summary; it must be hashable,
+printable and impossible to change between rounds. Prompts are random words (one word is one
+token on the simulator's tokenizer and on common BPE vocabularies), seeded so every round and
+every config sees the same text.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -23,6 +25,9 @@ __all__ = ["API", "JsonlPrompts", "PromptSource", "RandomPrompts", "Workload"]
 
 API = Literal["chat", "generate"]
 Kind = Literal["single-stream", "concurrency", "rate"]
+
+#: The default levels of :meth:`Workload.sweep`: powers of two up to 64.
+DEFAULT_SWEEP = (1, 2, 4, 8, 16, 32, 64)
 
 #: Common English words: one token each on the simulator (its own vocabulary) and, with a
 #: leading space, on most BPE vocabularies, so a prompt of N words is close to N tokens anywhere.
@@ -217,7 +222,37 @@ class Workload:
             **options,  # type: ignore[arg-type]
         )
 
+    @classmethod
+    def sweep(
+        cls,
+        concurrencies: Sequence[int] = DEFAULT_SWEEP,
+        *,
+        rounds: int = 4,
+        output_tokens: int = 128,
+        **options: object,
+    ) -> list[Workload]:
+        """One fixed-concurrency workload per level, ``rounds * level`` requests each.
+
+        For ``@pytest.mark.parametrize("workload", Workload.sweep([1, 8, 64]), ids=str)``: the
+        test ids are the workloads' names (``concurrency-1``, ``concurrency-8``, ...). Why a list
+        of workloads rather than one run that steps through levels: each level then gets its own
+        pytest-benchmark entry, baseline and line in the table, and a failing level fails alone.
+        """
+        levels = list(concurrencies)
+        bad = [c for c in levels if not isinstance(c, int) or isinstance(c, bool) or c < 1]
+        if not levels or bad or len(set(levels)) != len(levels) or rounds < 1:
+            raise ConfigError(
+                f"Workload.sweep(concurrencies={levels!r}, rounds={rounds}): give distinct "
+                "integer levels >= 1, e.g. [1, 4, 16, 64], and rounds >= 1"
+            )
+        return [
+            cls.fixed_concurrency(c, rounds * c, output_tokens, **options) for c in sorted(levels)
+        ]
+
     # -- derived ------------------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return self.name
 
     @property
     def name(self) -> str:

@@ -34,6 +34,8 @@ __all__ = ["Request", "Scheduler"]
 #: offset in [0, NATURAL_SPREAD): deterministic, so greedy output is reproducible.
 NATURAL_MIN = 24
 NATURAL_SPREAD = 232
+#: The event loop's timer granularity (epoll waits in whole milliseconds, rounded up).
+TIMER_SLACK_S = 0.001
 
 
 @dataclass(eq=False)
@@ -55,6 +57,7 @@ class Request:
     verify_ct: int = 0
     accepted: int = 0
     created: float = field(default_factory=time.time)
+    arrived: float | None = None  # event-loop time the HTTP request was received
     first_token_at: float = 0.0
     finished_at: float = 0.0
     _credit: float = 0.0
@@ -170,19 +173,32 @@ class Scheduler:
 
     # ------------------------------------------------------------------ timing
     async def _sleep_until(self, deadline: float) -> float:
+        """Wake at ``deadline`` (loop time), not up to a millisecond after it.
+
+        The event loop's epoll wait rounds its timeout up to whole milliseconds, so a plain
+        ``sleep`` wakes 0-1 ms late (0.5 ms on average): every injected TTFT would be late by
+        that much. Sleep to a millisecond before the deadline, then yield until it passes.
+        """
         loop = asyncio.get_running_loop()
         now = loop.time()
         if deadline > now:
-            await asyncio.sleep(deadline - now)
+            if deadline - now > TIMER_SLACK_S:
+                await asyncio.sleep(deadline - now - TIMER_SLACK_S)
+            while loop.time() < deadline:
+                await asyncio.sleep(0)
             return deadline
         await asyncio.sleep(0)
         # Fell behind (busy CPU): do not burst to catch up more than a little.
         return max(deadline, now - 0.05)
 
     async def _run_fixed(self, req: Request) -> None:
-        """Exact TTFT/ITL injection: token k at arrival + TTFT + (k-1) * ITL."""
+        """Exact TTFT/ITL injection: token k at arrival + TTFT + (k-1) * ITL.
+
+        Arrival is when the HTTP layer received the request (``req.arrived``), not when this
+        task first runs: parsing the body and a loop turn would otherwise add to every TTFT.
+        """
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        start = req.arrived if req.arrived is not None else loop.time()
         ttft = (self.settings.ttft_ms or 0.0) / 1000.0
         itl = (self.settings.itl_ms or 0.0) / 1000.0
         await self._sleep_until(start + ttft)

@@ -71,8 +71,18 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
+#: ``request[ARRIVED]``: event-loop time the request was received (the timetable's origin).
+ARRIVED = "sglang_sim_arrived"
+
+
 @web.middleware
 async def _access(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request[ARRIVED] = asyncio.get_running_loop().time()
+    if request.method == "POST":
+        # Requests that arrive together must all be stamped before any is parsed: yield once so
+        # the other connections' handlers stamp theirs too (else the 16th of a burst would be
+        # stamped after 15 body parses, and its TTFT would start late).
+        await asyncio.sleep(0)
     try:
         response = await handler(request)
     except web.HTTPException as exc:
@@ -266,11 +276,14 @@ def build_app(state: ServerState) -> web.Application:
         seed_text: str,
         seed: Any = None,
         warmup: bool = False,
+        arrived: float | None = None,
     ) -> Request:
         base = prompt_seed(seed_text)
         if temperature > 0:
             base ^= prompt_seed(str(seed) if seed is not None else uuid.uuid4().hex)
-        req = Request(prompt_tokens, max_new, ignore_eos, temperature, base, is_warmup=warmup)
+        req = Request(
+            prompt_tokens, max_new, ignore_eos, temperature, base, is_warmup=warmup, arrived=arrived
+        )
         sched.submit(req)
         return req
 
@@ -377,7 +390,15 @@ def build_app(state: ServerState) -> web.Application:
             return _error(400, str(exc))
         max_new = min(max_new, max(1, state.context_len - prompt))
         seed_text = json.dumps(messages, sort_keys=True, default=str)
-        req = new_request(prompt, max_new, temperature, ignore_eos, seed_text, body.get("seed"))
+        req = new_request(
+            prompt,
+            max_new,
+            temperature,
+            ignore_eos,
+            seed_text,
+            body.get("seed"),
+            arrived=request.get(ARRIVED),
+        )
         model = str(body.get("model") or state.served)
         if body.get("stream"):
             return await stream_oai(request, req, True, model, _include_usage(body))
@@ -430,7 +451,15 @@ def build_app(state: ServerState) -> web.Application:
             max_new, temperature, ignore_eos = _sampling(body, "max_tokens", 16)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
-        req = new_request(prompt, max_new, temperature, ignore_eos, seed_text, body.get("seed"))
+        req = new_request(
+            prompt,
+            max_new,
+            temperature,
+            ignore_eos,
+            seed_text,
+            body.get("seed"),
+            arrived=request.get(ARRIVED),
+        )
         model = str(body.get("model") or state.served)
         if body.get("stream"):
             return await stream_oai(request, req, False, model, _include_usage(body))
@@ -497,7 +526,14 @@ def build_app(state: ServerState) -> web.Application:
             return _error(400, str(exc))
         warmup = request.headers.get("X-Sglang-Sim-Warmup") == "1"
         req = new_request(
-            prompt, max_new, temperature, ignore_eos, seed_text, params.get("seed"), warmup
+            prompt,
+            max_new,
+            temperature,
+            ignore_eos,
+            seed_text,
+            params.get("seed"),
+            warmup,
+            arrived=request.get(ARRIVED),
         )
         if not body.get("stream"):
             await wait_done(req)

@@ -84,3 +84,67 @@ def test_server_dying_mid_run_is_counted_not_raised(simulator) -> None:
         "aborted",
         "run deadline",
     }
+
+
+def test_sweep_is_one_fixed_concurrency_workload_per_level() -> None:
+    levels = Workload.sweep([16, 1, 4], rounds=2, output_tokens=8, api="generate")
+    assert [str(w) for w in levels] == ["concurrency-1", "concurrency-4", "concurrency-16"]
+    assert [(w.concurrency, w.num_requests) for w in levels] == [(1, 2), (4, 8), (16, 32)]
+    assert all(w.output_tokens == 8 and w.api == "generate" for w in levels)
+
+
+@pytest.mark.parametrize("levels", [[], [0, 2], [2, 2], [1.5]])
+def test_bad_sweep_levels_are_one_line_errors(levels: list[object]) -> None:
+    from pytest_sglang.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"Workload.sweep\(concurrencies=.*distinct integer"):
+        Workload.sweep(levels)  # type: ignore[arg-type]
+
+
+def test_sweep_gives_readable_test_ids(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from pytest_sglang.bench import Workload
+
+        @pytest.mark.parametrize("workload", Workload.sweep([1, 8]), ids=str)
+        def test_level(workload):
+            assert workload.kind == "concurrency"
+        """
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_level?concurrency-1? PASSED*", "*concurrency-8? PASSED*"])
+
+
+def test_sweep_runs_every_level(fast_sim: str) -> None:
+    results = [
+        run_workload(fast_sim, w, model="qwen3-8b")
+        for w in Workload.sweep([1, 4], rounds=2, output_tokens=8)
+    ]
+    assert [(r.completed, r.failed) for r in results] == [(2, 0), (8, 0)]
+    assert [r.total_output_tokens for r in results] == [16, 64]
+
+
+def test_server_metrics_cover_the_measured_requests_only(simulator) -> None:
+    eagle = ("--speculative-algorithm", "EAGLE", "--speculative-num-steps", "2")
+    url = simulator("--enable-metrics", *eagle, env={"SGLANG_SIM_TIME_SCALE": "0"})
+    # 64 tokens: enough decode steps (> 40) for the simulator to log and set its gauges
+    w = Workload.fixed_concurrency(4, num_requests=8, output_tokens=64, warmup_requests=2)
+    r = run_workload(url, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (8, 0), r.errors
+    m = r.server_metrics
+    # counters are deltas over the measured phase: warmup requests and pool warming excluded
+    assert m["generation_tokens_delta"] == r.total_output_tokens == 512
+    assert m["prompt_tokens_delta"] == r.total_input_tokens
+    assert m["num_requests_delta"] == 8
+    assert m["spec_verify_calls_delta"] > 0
+    assert m["spec_accept_length"] > 1.0  # a gauge: its value after the run
+    assert m["time_to_first_token_seconds_mean"] >= 0
+    assert r.as_dict()["server_metrics"] == m
+
+
+def test_no_server_metrics_without_enable_metrics(fast_sim: str) -> None:
+    r = run_workload(fast_sim, Workload.single_stream(4), model="qwen3-8b")
+    assert r.completed == 1
+    assert r.server_metrics == {} and r.as_dict()["server_metrics"] == {}

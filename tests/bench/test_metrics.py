@@ -116,3 +116,49 @@ def test_jsonl_prompts(tmp_path) -> None:
         JsonlPrompts(path).prompts(1)
     with pytest.raises(ConfigError, match="cannot read"):
         JsonlPrompts(tmp_path / "missing.jsonl").prompts(1)
+
+
+# What prometheus_client (SGLang's exporter) writes: counters typed without ``_total``,
+# ``_created`` timestamps, histograms, two ranks of one gauge, and non-SGLang collectors.
+SCRAPE = """\
+# HELP python_gc_objects_collected_total Objects collected during gc
+# TYPE python_gc_objects_collected_total counter
+python_gc_objects_collected_total{generation="0"} 123.0
+# TYPE sglang:generation_tokens counter
+sglang:generation_tokens_total{model_name="m",tp_rank="0"} %(gen)s
+sglang:generation_tokens_created{model_name="m",tp_rank="0"} 1.7e+09
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{model_name="m",dp_rank="0"} %(accept0)s
+sglang:spec_accept_length{model_name="m",dp_rank="1"} 3.0
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 3.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} %(count)s
+sglang:time_to_first_token_seconds_sum{model_name="m"} %(sum)s
+sglang:time_to_first_token_seconds_count{model_name="m"} %(count)s
+sglang:num_requests_total{model_name="m"} %(count)s
+not a metric line
+sglang:broken_gauge{model_name="m"} NaN
+"""
+
+
+def test_prometheus_run_delta_flattens_sglang_series() -> None:
+    from pytest_sglang.bench.prometheus import parse_prometheus, run_delta
+
+    before = parse_prometheus(SCRAPE % dict(gen=100, accept0=2.0, count=4, sum=0.2))
+    after = parse_prometheus(SCRAPE % dict(gen=612, accept0=2.5, count=12, sum=1.0))
+    assert run_delta(before, after) == {
+        "generation_tokens_delta": 512.0,  # counter: the run's increase
+        "num_requests_delta": 8.0,  # untyped *_total: a counter too
+        "spec_accept_length": 2.75,  # gauge: after the run, mean of the ranks
+        "time_to_first_token_seconds_count_delta": 8.0,
+        "time_to_first_token_seconds_sum_delta": 0.8,
+        "time_to_first_token_seconds_mean": pytest.approx(0.1),
+    }
+    assert parse_prometheus("<html>not found</html>") == {}
+
+
+def test_result_dict_carries_server_metrics() -> None:
+    m = compute_metrics([ok(0.1, [0.01], 0.2, out=2)], duration=1.0)
+    assert m.as_dict()["server_metrics"] == {}
+    m.server_metrics = {"generation_tokens_delta": 2.0}
+    assert m.as_dict()["server_metrics"] == {"generation_tokens_delta": 2.0}

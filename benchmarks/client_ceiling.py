@@ -1,0 +1,484 @@
+"""Is our client ever the bottleneck? Streamed tokens/s and client CPU per token, next to AIPerf.
+
+Two phases, each against a fresh ``python -m pytest_sglang.sim`` (no speculation, so every
+token is its own SSE chunk: the client's worst case), chat completions, ``--concurrency``
+streams (256), 32-word prompts, greedy, ignore_eos, every client run one after the other:
+
+- ceiling: the simulator at full speed (SGLANG_SIM_TIME_SCALE=0), ``--requests`` x ``--tokens``;
+  whoever burns less CPU per token streams more. ``--trials`` runs per client, alternating, and
+  the best counts: on a shared 2-core machine other work only ever slows a run down.
+- agreement: the simulator paces every stream (TTFT 50 ms, ITL 100 ms: 2560 tok/s at 256), far
+  below both clients' ceilings, so both must report the same tok/s (within 3 %).
+
+Each client runs in its own process. A sampler polls the server's ``generation_tokens_total``
+and the CPU time of the client's and the simulator's process trees (``/proc``) every 50 ms; the
+figures come from the streaming window (first to last sample in which tokens were generated),
+so start-up (AIPerf imports pandas and transformers and starts a dozen processes) is left out
+for both. Per run: the client's own tok/s figure, the server's tok/s over the window, client CPU
+microseconds per token, and the cores the client and the simulator used.
+
+AIPerf is not a project dependency; install it apart (about 1.2 GB, no torch, ~2 min):
+``python3 -m venv /tmp/aiperf-venv && /tmp/aiperf-venv/bin/pip install aiperf``. It is found via
+``--aiperf PATH``, ``$AIPERF``, ``aiperf`` on PATH or /tmp/aiperf-venv/bin/aiperf; without it the
+peer is skipped with that hint. It needs a tokenizer on disk: one is built from the simulator's
+vocabulary with the ``tokenizers`` and ``transformers`` of AIPerf's own environment, and
+``--use-server-token-count`` makes it count tokens from the server's usage as we do.
+``--httpx-python PY`` adds a minimal httpx client (the HTTP library choice, see loadgen.py).
+Usage: ``python benchmarks/client_ceiling.py [--concurrency 256] [--requests 1024] [--tokens 128]
+[--trials 3] [--httpx-python /tmp/aiperf-venv/bin/python]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from pytest_sglang.deploy.process import free_port
+
+MODEL = "qwen3-8b"
+INSTALL_HINT = (
+    "python3 -m venv /tmp/aiperf-venv && /tmp/aiperf-venv/bin/pip install aiperf  "
+    "(~1.2 GB, no torch), then rerun (or pass --aiperf /tmp/aiperf-venv/bin/aiperf)"
+)
+SAMPLE_S = 0.05
+#: The agreement phase: a server that sets the pace (10 tok/s per stream, 2560 tok/s at 256).
+#: Every running stream gets its token at the same instant (as in a real decode step), so a
+#: client must absorb a burst of 256 chunks each step: 100 ms leaves AIPerf (~100 us a chunk)
+#: room; at 40 ms it fell behind and measured itself, not the server.
+PACED_KNOBS = {"SGLANG_SIM_TTFT_MS": "50", "SGLANG_SIM_ITL_MS": "100"}
+PACED_TOKENS = 32
+CLIENT_TIMEOUT_S = 600
+TICKS = os.sysconf("SC_CLK_TCK")
+
+TOKENIZER_SCRIPT = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+from transformers import PreTrainedTokenizerFast
+from pytest_sglang.sim.tokenizer import VOCAB
+vocab = {"[UNK]": 0, "<|im_end|>": 1}
+for word in VOCAB:
+    vocab.setdefault(word, len(vocab))
+tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+tok.decoder = decoders.WordPiece(prefix="##")
+fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="<|im_end|>")
+fast.save_pretrained(sys.argv[1])
+"""
+
+OURS_SCRIPT = """
+import json, sys
+from pytest_sglang.bench import RandomPrompts, Workload, run_workload
+url, conc, n, tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+w = Workload.fixed_concurrency(conc, num_requests=n, output_tokens=tokens,
+                               prompts=RandomPrompts(32), warmup_requests=1)
+r = run_workload(url, w, model=sys.argv[5])
+print(json.dumps({"tok_s": r.output_throughput, "completed": r.completed, "failed": r.failed,
+                  "ttft": r.median_ttft_ms, "itl": r.median_itl_ms}))
+"""
+
+
+HTTPX_SCRIPT = """
+import asyncio, json, sys, time
+import httpx
+url, model = sys.argv[1], sys.argv[5]
+conc, n, tokens = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+words = "the of and to in is you that it he was for on are as with his they at be".split()
+prompt = " ".join(words[i % len(words)] for i in range(32))
+body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": tokens,
+        "temperature": 0, "ignore_eos": True, "stream": True,
+        "stream_options": {"include_usage": True}}
+async def main():
+    limits = httpx.Limits(max_connections=conc + 2, max_keepalive_connections=conc + 2)
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0)) as client:
+        gate, total = asyncio.Semaphore(conc), [0, 0]
+        async def one():
+            async with gate:
+                async with client.stream("POST", url + "/v1/chat/completions", json=body) as r:
+                    buf = b""
+                    async for piece in r.aiter_bytes():
+                        buf += piece
+                        while b"\\n\\n" in buf:
+                            event, buf = buf.split(b"\\n\\n", 1)
+                            data = event[5:].strip()
+                            if data == b"[DONE]":
+                                total[1] += 1
+                                continue
+                            usage = json.loads(data).get("usage")
+                            if usage:
+                                total[0] += usage["completion_tokens"]
+        await one()
+        total[:] = [0, 0]
+        began = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(n)))
+        duration = time.perf_counter() - began
+    print(json.dumps({"tok_s": total[0] / duration, "completed": total[1], "failed": n - total[1]}))
+asyncio.run(main())
+"""
+
+
+@dataclass
+class Sample:
+    at: float
+    server_tokens: float
+    cpu_s: float
+    server_cpu_s: float
+
+
+@dataclass
+class Window:
+    samples: list[Sample] = field(default_factory=list)
+
+    def streaming(self) -> tuple[float, float, float, float] | None:
+        """(seconds, server tokens, client CPU s, server CPU s) between the first and the last
+        sample in which the server's token counter moved."""
+        moving = [
+            i
+            for i in range(1, len(self.samples))
+            if self.samples[i].server_tokens > self.samples[i - 1].server_tokens
+        ]
+        if not moving:
+            return None
+        a, b = self.samples[moving[0] - 1], self.samples[moving[-1]]
+        return (
+            b.at - a.at,
+            b.server_tokens - a.server_tokens,
+            b.cpu_s - a.cpu_s,
+            b.server_cpu_s - a.server_cpu_s,
+        )
+
+
+def _tree_cpu_s(root: int) -> float:
+    """utime + stime of ``root`` and every live descendant, from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        # utime, stime, cutime, cstime: reaped children's time is kept in the parent's c*time
+        stats[pid] = sum(int(x) for x in fields[11:15]) / TICKS
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def _server_tokens(url: str) -> float:
+    text = requests.get(url + "/metrics", timeout=5).text
+    for line in text.splitlines():
+        if line.startswith("sglang:generation_tokens_total"):
+            return float(line.rsplit(" ", 1)[1])
+    raise SystemExit("the simulator's /metrics has no sglang:generation_tokens_total")
+
+
+def _run_sampled(
+    argv: list[str], url: str, env: dict[str, str], server_pid: int
+) -> tuple[str, Window, int]:
+    """Run a client process to completion while sampling; returns (stdout, window, rc)."""
+    window = Window()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            try:
+                tokens = _server_tokens(url)
+            except requests.RequestException:
+                tokens = window.samples[-1].server_tokens if window.samples else 0.0
+            window.samples.append(
+                Sample(time.perf_counter(), tokens, _tree_cpu_s(proc.pid), _tree_cpu_s(server_pid))
+            )
+            stop.wait(SAMPLE_S)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        out, err = proc.communicate(timeout=CLIENT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        sys.stderr.write(err.decode(errors="replace")[-2000:])
+    return out.decode(errors="replace"), window, proc.returncode
+
+
+def _start_simulator(knobs: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "SGLANG_SIM_STARTUP_SCALE": "0", **knobs}
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest_sglang.sim",
+        "--model-path",
+        "/models/Qwen3-8B",
+        "--served-model-name",
+        MODEL,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--enable-metrics",
+        "--max-running-requests",
+        "1024",
+    ]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if requests.get(url + "/health", timeout=1).status_code == 200:
+                return proc, url
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise SystemExit("simulator did not become ready within 60 s")
+        time.sleep(0.05)
+
+
+def _find_aiperf(given: str | None) -> str | None:
+    for candidate in (given, os.environ.get("AIPERF"), shutil.which("aiperf")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    default = Path("/tmp/aiperf-venv/bin/aiperf")
+    return str(default) if default.is_file() else None
+
+
+def _aiperf_argv(
+    aiperf: str, url: str, tokenizer: Path, out: Path, args: argparse.Namespace
+) -> list[str]:
+    return [
+        aiperf,
+        "profile",
+        "--model",
+        MODEL,
+        "--url",
+        url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--tokenizer",
+        str(tokenizer),
+        "--use-server-token-count",
+        "--concurrency",
+        str(args.concurrency),
+        "--request-count",
+        str(args.requests),
+        "--warmup-request-count",
+        "1",
+        "--synthetic-input-tokens-mean",
+        "32",
+        "--output-tokens-mean",
+        str(args.tokens),
+        "--output-tokens-stddev",
+        "0",
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--extra-inputs",
+        "temperature:0",
+        "--artifact-dir",
+        str(out),
+        "--ui-type",
+        "none",
+    ]
+
+
+def _aiperf_tok_s(out: Path) -> tuple[float | None, str]:
+    files = sorted(out.rglob("profile_export_aiperf.json"))
+    if not files:
+        return None, "no profile_export_aiperf.json"
+    data = json.loads(files[0].read_text())
+    metric = data.get("output_token_throughput") or {}
+    value = metric.get("avg") if isinstance(metric, dict) else None
+    count = (data.get("request_count") or {}).get("avg")
+    errors = (data.get("error_request_count") or {}).get("avg")
+    note = f"requests {count}, errors {errors}"
+    ttft = (data.get("time_to_first_token") or {}).get("p50")
+    itl = (data.get("inter_token_latency") or {}).get("p50")
+    if ttft is not None and itl is not None:
+        note += f", p50 TTFT {ttft:.1f} ms, p50 ITL {itl:.2f} ms"
+    return (float(value) if value is not None else None), note
+
+
+@dataclass
+class Run:
+    """One client run: its own tok/s figure and the sampled streaming window."""
+
+    client: str
+    tok_s: float | None
+    window: Window
+    note: str
+
+    def figures(self) -> tuple[float, float, float, float] | None:
+        """(server tok/s, client CPU us/token, client cores, server cores) over the window."""
+        stream = self.window.streaming()
+        if stream is None or stream[1] <= 0:
+            return None
+        seconds, tokens, cpu, server_cpu = stream
+        return tokens / seconds, cpu * 1e6 / tokens, cpu / seconds, server_cpu / seconds
+
+    def row(self) -> str:
+        figures = self.figures()
+        own = f"{self.tok_s:10.0f}" if self.tok_s is not None else f"{'-':>10}"
+        if figures is None:
+            return f"{self.client:<8} {own}   no tokens streamed ({self.note})"
+        server_tok_s, us_per_token, cores, server_cores = figures
+        return (
+            f"{self.client:<8} {own} {server_tok_s:12.0f} {us_per_token:14.1f} {cores:8.2f} "
+            f"{server_cores:8.2f}   {self.note}"
+        )
+
+
+def _client_argv(python: str, script: str, url: str, args: argparse.Namespace) -> list[str]:
+    return [
+        python,
+        "-c",
+        script,
+        url,
+        str(args.concurrency),
+        str(args.requests),
+        str(args.tokens),
+        MODEL,
+    ]
+
+
+def _script_run(
+    client: str, argv: list[str], url: str, env: dict[str, str], server_pid: int
+) -> Run:
+    out, window, rc = _run_sampled(argv, url, env, server_pid)
+    lines = out.strip().splitlines()
+    figures = json.loads(lines[-1]) if rc == 0 and lines else {}
+    note = f"completed {figures.get('completed')}, failed {figures.get('failed')}"
+    if figures.get("ttft") is not None:
+        note += f", p50 TTFT {figures['ttft']:.1f} ms, p50 ITL {figures['itl']:.2f} ms"
+    return Run(client, figures.get("tok_s"), window, note if rc == 0 else f"exit {rc}")
+
+
+def _aiperf_run(
+    aiperf: str, url: str, env: dict[str, str], server_pid: int, args: argparse.Namespace
+) -> Run:
+    with tempfile.TemporaryDirectory(prefix="client-ceiling-") as tmp:
+        tokenizer = Path(tmp) / "tokenizer"
+        subprocess.run(
+            [str(Path(aiperf).with_name("python")), "-c", TOKENIZER_SCRIPT, str(tokenizer)],
+            check=True,
+            env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            stderr=subprocess.DEVNULL,
+        )
+        # AIPerf refuses a local tokenizer path when HF_HUB_OFFLINE is set
+        peer_env = {k: v for k, v in env.items() if k != "HF_HUB_OFFLINE"}
+        artifacts = Path(tmp) / "aiperf"
+        argv = _aiperf_argv(aiperf, url, tokenizer, artifacts, args)
+        _, window, rc = _run_sampled(argv, url, peer_env, server_pid)
+        tok_s, note = _aiperf_tok_s(artifacts)
+        return Run("aiperf", tok_s, window, f"exit {rc}, {note}")
+
+
+def _best(runs: list[Run], client: str) -> float | None:
+    figures = [r.tok_s for r in runs if r.client == client and r.tok_s]
+    return max(figures) if figures else None
+
+
+def _phase(
+    title: str,
+    knobs: dict[str, str],
+    args: argparse.Namespace,
+    aiperf: str | None,
+    trials: int,
+) -> list[Run]:
+    """Run every client ``trials`` times, alternating, against one fresh simulator."""
+    env = dict(os.environ)
+    sim, url = _start_simulator(knobs)
+    runs: list[Run] = []
+    try:
+        for _ in range(max(1, trials)):
+            ours_argv = _client_argv(sys.executable, OURS_SCRIPT, url, args)
+            runs.append(_script_run("ours", ours_argv, url, env, sim.pid))
+            if args.httpx_python:
+                httpx_argv = _client_argv(args.httpx_python, HTTPX_SCRIPT, url, args)
+                runs.append(_script_run("httpx", httpx_argv, url, env, sim.pid))
+            if aiperf is not None:
+                runs.append(_aiperf_run(aiperf, url, env, sim.pid, args))
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    knob_text = " ".join(f"{k}={v}" for k, v in knobs.items())
+    print(
+        f"\n{title}: concurrency {args.concurrency}, {args.requests} requests x {args.tokens} "
+        f"tokens, {knob_text}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'client':<8} {'own tok/s':>10} {'server tok/s':>12} {'CPU us/token':>14} "
+        f"{'cores':>8} {'sim cores':>8}"
+    )
+    for run in runs:
+        print(run.row())
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--requests", type=int, default=1024)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument(
+        "--trials",
+        type=int,
+        default=3,
+        help="ceiling runs per client, alternating; the best counts (others' load only slows)",
+    )
+    parser.add_argument("--aiperf", default=None, help="path to the aiperf executable")
+    parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument(
+        "--httpx-python",
+        default=None,
+        help="a Python with httpx installed: adds a minimal httpx client row (for the choice "
+        "of HTTP library; AIPerf's venv has httpx)",
+    )
+    args = parser.parse_args()
+    aiperf = None if args.skip_peer else _find_aiperf(args.aiperf)
+    if aiperf is None:
+        print(f"AIPerf peer skipped (not found or --skip-peer). To install: {INSTALL_HINT}")
+    ceiling = _phase("ceiling", {"SGLANG_SIM_TIME_SCALE": "0"}, args, aiperf, args.trials)
+    paced_args = argparse.Namespace(**{**vars(args), "requests": 2 * args.concurrency})
+    paced_args.tokens = PACED_TOKENS
+    agreement = _phase("agreement (server-paced)", PACED_KNOBS, paced_args, aiperf, 1)
+    ours, peer = _best(ceiling, "ours"), _best(ceiling, "aiperf")
+    if ours and peer:
+        gap = ours / peer - 1
+        print(
+            f"\nceiling, best tok/s: ours {ours:.0f}, aiperf {peer:.0f} ({gap:+.1%}); "
+            f"ours at least as fast: {'yes' if gap >= 0 else 'NO'}"
+        )
+    ours, peer = _best(agreement, "ours"), _best(agreement, "aiperf")
+    if ours and peer:
+        gap = ours / peer - 1
+        print(
+            f"agreement, tok/s: ours {ours:.0f}, aiperf {peer:.0f} ({gap:+.1%}); "
+            f"agree within 3 %: {'yes' if abs(gap) <= 0.03 else 'NO'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
