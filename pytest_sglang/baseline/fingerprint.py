@@ -1,0 +1,165 @@
+"""What a baseline was measured on: GPU, driver, CUDA, SGLang version, model and its config.
+
+Why a fingerprint: a number measured on an H100 says nothing about an RTX PRO 6000, and a figure
+from SGLang 0.5.18 is not a baseline for 0.5.23. Comparisons only happen between runs with the
+same fingerprint digest; anything else is skipped with the fields that differ.
+
+Collected over the deployment's own transport, so it describes the host that served the
+benchmark: ``nvidia-smi --query-gpu=name,driver_version --format=csv,noheader`` (one line per
+GPU), the CUDA version from the ``nvidia-smi`` header (else ``nvcc --version``), and
+``sha256sum <model_path>/config.json``. A host that runs the simulator (launcher
+``<python> -m pytest_sglang.sim``) has no nvidia-smi: the simulator's own settings
+(``SGLANG_SIM_GPU_*``) are asked through the launcher's python instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..deploy.base import launch_argv
+from ..errors import SglangError
+
+if TYPE_CHECKING:
+    from ..session import Deployment
+    from ..transport.base import Transport
+
+__all__ = [
+    "FINGERPRINT_FIELDS",
+    "collect_fingerprint",
+    "diff_fingerprints",
+    "fingerprint_digest",
+    "gpu_facts",
+    "model_config_sha256",
+]
+
+#: The fields that make up the digest (extra fields added by hooks are included too).
+FINGERPRINT_FIELDS = (
+    "gpu_name",
+    "gpu_count",
+    "driver",
+    "cuda",
+    "sglang_version",
+    "model_path",
+    "model_config_sha256",
+)
+
+_SIM_CODE = (
+    "import json; from pytest_sglang.sim.knobs import SimSettings; s = SimSettings.from_env(); "
+    "print(json.dumps({'gpu_name': s.gpu.name, 'memory_gb': s.gpu.memory_gb}))"
+)
+_CUDA_RE = re.compile(r"CUDA Version:\s*([0-9.]+)")
+_NVCC_RE = re.compile(r"release\s+([0-9.]+)")
+
+
+def fingerprint_digest(fingerprint: dict[str, Any]) -> str:
+    """A short, stable digest of the fingerprint (key order does not matter)."""
+    text = json.dumps(fingerprint, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def diff_fingerprints(current: dict[str, Any], stored: dict[str, Any]) -> list[str]:
+    """``["sglang_version 0.5.23 (baseline 0.5.18)", ...]`` for every field that differs."""
+    out: list[str] = []
+    for key in sorted(set(current) | set(stored)):
+        if current.get(key) != stored.get(key):
+            out.append(f"{key} {current.get(key)!r} (baseline {stored.get(key)!r})")
+    return out
+
+
+def _simulator_python(argv: list[str]) -> str | None:
+    for i, word in enumerate(argv[:-1]):
+        if word == "-m" and argv[i + 1] == "pytest_sglang.sim":
+            return argv[0]
+    return None
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def gpu_facts(transport: Transport) -> dict[str, Any]:
+    facts: dict[str, Any] = {"gpu_name": "", "gpu_count": 0, "driver": "", "cuda": ""}
+    query = transport.run(
+        "nvidia-smi --query-gpu=name,driver_version --format=csv,noheader", timeout=60
+    )
+    if query.ok:
+        rows = [
+            [cell.strip() for cell in line.split(",")]
+            for line in query.stdout.splitlines()
+            if line.strip()
+        ]
+        names = sorted({row[0] for row in rows})
+        facts["gpu_name"] = " + ".join(names)
+        facts["gpu_count"] = len(rows)
+        facts["driver"] = rows[0][1] if rows and len(rows[0]) > 1 else ""
+        header = transport.run("nvidia-smi", timeout=60)
+        m = _CUDA_RE.search(header.stdout) if header.ok else None
+        if m:
+            facts["cuda"] = m.group(1)
+    if not facts["cuda"]:
+        nvcc = transport.run("nvcc --version", timeout=60)
+        m = _NVCC_RE.search(nvcc.stdout) if nvcc.ok else None
+        if m:
+            facts["cuda"] = m.group(1)
+    return facts
+
+
+def _sim_facts(deployment: Deployment, python: str) -> dict[str, Any]:
+    deployer = deployment.deployer
+    assert deployer is not None
+    # Only the simulator's own knobs: the launcher environment may hold secrets.
+    env = {
+        k: v
+        for k, v in {**deployer.launcher_env(), **deployment.deployed.env}.items()
+        if k.startswith("SGLANG_SIM_")
+    }
+    words = [f"{k}={v}" for k, v in sorted(env.items())]
+    command = "env" + " %s" * len(words) + " %s -c %s"
+    result = deployer.transport.run(command, *words, python, _SIM_CODE, timeout=120)
+    try:
+        sim = json.loads(_first_line(result.stdout)) if result.ok else {}
+    except ValueError:
+        sim = {}
+    return {
+        "gpu_name": str(sim.get("gpu_name", "")) + " (simulated)",
+        "gpu_count": 0,
+        "driver": "simulator",
+        "cuda": "simulator",
+    }
+
+
+def model_config_sha256(transport: Transport, model_path: str) -> str:
+    result = transport.run("sha256sum -- %s", f"{model_path.rstrip('/')}/config.json", timeout=120)
+    digest = _first_line(result.stdout).split(" ")[0] if result.ok else ""
+    return digest if re.fullmatch(r"[0-9a-f]{64}", digest) else "absent"
+
+
+def collect_fingerprint(deployment: Deployment) -> dict[str, Any]:
+    """The host fingerprint of a live deployment (see the module docstring)."""
+    fp: dict[str, Any] = {
+        "gpu_name": "",
+        "gpu_count": 0,
+        "driver": "",
+        "cuda": "",
+        "sglang_version": deployment.sglang_version,
+        "model_path": deployment.config.model_path,
+        "model_config_sha256": "absent",
+    }
+    deployer = deployment.deployer
+    if deployer is None:
+        return fp
+    try:
+        argv = launch_argv(deployer.spec)
+    except SglangError:
+        argv = []
+    python = _simulator_python(argv)
+    facts = _sim_facts(deployment, python) if python else gpu_facts(deployer.transport)
+    fp.update(facts)
+    fp["model_config_sha256"] = model_config_sha256(
+        deployer.transport, deployment.config.model_path
+    )
+    return fp

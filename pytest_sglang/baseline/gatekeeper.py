@@ -1,0 +1,252 @@
+"""The session's baseline work: compare each benchmark with its stored runs, confirm, save.
+
+``Gatekeeper`` is a plain class (kept in ``config.stash`` by the plugin) so that the flow reads
+in one place; the ``sglang_bench`` fixture calls :meth:`Gatekeeper.check` after every run:
+
+1. the fingerprint of the deployment's host (once per deployment, through the hooks);
+2. the stored runs for (fingerprint, config, workload): none -> ``missing``; only for another
+   fingerprint -> ``skipped`` with the fields that differ; ``--sglang-baseline-require`` turns
+   both into a failure;
+3. every enabled gate decided on the per-round values (:func:`.gates.decide`); a regression
+   re-runs the workload ``--sglang-confirm`` times, pooling the rounds, before it stands;
+4. the rows recorded (terminal table, summary, JUnit properties) and, with
+   ``--sglang-baseline-save``, the run appended to the store unless it regressed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .fingerprint import diff_fingerprints, fingerprint_digest
+from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, known_metric
+from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
+
+if TYPE_CHECKING:
+    from ..session import Deployment
+
+__all__ = ["GateOutcome", "Gatekeeper"]
+
+RoundValues = list[dict[str, Any]]
+FingerprintSource = Callable[["Deployment"], dict[str, Any]]
+#: Fewer rounds than this leave the test little power (benchmarks/gate_noise.py).
+MIN_POWERFUL_ROUNDS = 3
+
+
+@dataclass
+class GateOutcome:
+    """What :meth:`Gatekeeper.check` concluded for one benchmark."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    failure: str = ""
+    confirm_runs: int = 0
+    saved_to: str = ""
+
+    @property
+    def regressed(self) -> bool:
+        return any(r["verdict"] == "regression" for r in self.rows)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+class Gatekeeper:
+    """Baseline comparisons and saves for one pytest session."""
+
+    def __init__(
+        self,
+        store: BaselineStore,
+        *,
+        gates: Mapping[str, Gate],
+        fingerprint_of: FingerprintSource,
+        save: bool = False,
+        require: bool = False,
+        confirm: int = 1,
+        alpha: float = DEFAULT_ALPHA,
+        floor: float = DEFAULT_NOISE_FLOOR,
+        version: str = "",
+    ) -> None:
+        self.store = store
+        self.gates = dict(gates)
+        self.fingerprint_of = fingerprint_of
+        self.save = save
+        self.require = require
+        self.confirm = confirm
+        self.alpha = alpha
+        self.floor = floor
+        self.version = version
+        self.results: list[dict[str, Any]] = []
+        self._fingerprints: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def fingerprint(self, deployment: Deployment) -> dict[str, Any]:
+        key = (deployment.host, deployment.config.digest)
+        if key not in self._fingerprints:
+            self._fingerprints[key] = self.fingerprint_of(deployment)
+        return self._fingerprints[key]
+
+    # -- the flow -------------------------------------------------------------------------------
+    def check(
+        self,
+        *,
+        nodeid: str,
+        name: str,
+        deployment: Deployment,
+        workload: str,
+        rounds: RoundValues,
+        extra_info: dict[str, Any],
+        rerun: Callable[[], RoundValues],
+        gates: Mapping[str, Gate] | None = None,
+    ) -> GateOutcome:
+        """Compare, confirm, record and maybe save; ``outcome.failure`` is the test's verdict."""
+        active = {m: g for m, g in (gates or self.gates).items() if g.enabled}
+        fp = self.fingerprint(deployment)
+        key = BaselineKey(
+            deployment.config_id, deployment.config.digest, workload, fingerprint_digest(fp)
+        )
+        stored = self.store.load(key)
+        base = dict(nodeid=nodeid, config_id=deployment.config_id, workload=workload)
+        outcome = GateOutcome()
+        if stored is None:
+            outcome.rows = self._unmatched(base, active, key, fp)
+            if self.require and not self.save:
+                outcome.failure = "baseline required (--sglang-baseline-require): " + (
+                    outcome.rows[0]["reason"] if outcome.rows else "none found"
+                )
+        else:
+            values = list(rounds)
+            outcome.rows = self._compare(base, active, stored, values)
+            while outcome.regressed and outcome.confirm_runs < self.confirm:
+                values += rerun()
+                outcome.confirm_runs += 1
+                outcome.rows = self._compare(base, active, stored, values)
+            rounds = values
+            if outcome.regressed:
+                outcome.failure = self._regression_message(outcome, stored)
+        if self.save and not outcome.regressed:
+            entry = self._entry(nodeid, name, extra_info, rounds, active)
+            outcome.saved_to = str(self.store.save(key, fp, entry, version=self.version))
+        elif self.save:
+            for row in outcome.rows:
+                row["reason"] += "; not saved as a baseline (it regressed)"
+        self.results.extend(outcome.rows)
+        return outcome
+
+    def _unmatched(
+        self, base: dict[str, Any], gates: Mapping[str, Gate], key: BaselineKey, fp: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        others = self.store.others(key)
+        where = f"config {key.config_id}, workload {key.workload}"
+        if others:
+            diffs = diff_fingerprints(fp, others[-1].fingerprint) or ["fingerprint digest"]
+            verdict = "skipped"
+            reason = (
+                f"baseline for {where} was measured on another host fingerprint "
+                f"({'; '.join(diffs)}); not compared"
+            )
+        else:
+            verdict = "missing"
+            reason = (
+                f"no baseline for {where} in {self.store.root / key.folder}; "
+                "record one with --sglang-baseline-save"
+            )
+        return [
+            self._row(base, gate, verdict, None, None, None, reason, None)
+            for gate in gates.values()
+        ]
+
+    def _compare(
+        self,
+        base: dict[str, Any],
+        gates: Mapping[str, Gate],
+        stored: StoredBaseline,
+        rounds: RoundValues,
+    ) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for metric, gate in gates.items():
+            current = [float(r[metric]) for r in rounds if isinstance(r.get(metric), (int, float))]
+            baseline = stored.values(metric)
+            if not current or not baseline:
+                side = "this run" if not current else "the baseline"
+                reason = f"{metric}: no values in {side}; not compared"
+                rows.append(self._row(base, gate, "skipped", None, None, None, reason, None))
+                continue
+            v = decide(gate, current, baseline, alpha=self.alpha, floor=self.floor)
+            reason = v.reason
+            if len(rounds) < MIN_POWERFUL_ROUNDS:
+                reason += f"; rounds={len(rounds)}: use rounds>={MIN_POWERFUL_ROUNDS} for power"
+            rows.append(
+                self._row(
+                    base, gate, v.verdict, v.baseline, v.current, v.delta_pct, reason, v.p_value
+                )
+            )
+        return rows
+
+    @staticmethod
+    def _row(
+        base: dict[str, Any],
+        gate: Gate,
+        verdict: str,
+        baseline: float | None,
+        current: float | None,
+        delta: float | None,
+        reason: str,
+        p_value: float | None,
+    ) -> dict[str, Any]:
+        return {
+            **base,
+            "metric": gate.metric,
+            "direction": gate.direction,
+            "baseline": baseline,
+            "current": current,
+            "delta_pct": None if delta is None else round(delta, 3),
+            "threshold_pct": gate.threshold_pct,
+            "verdict": verdict,
+            "reason": reason,
+            "p_value": p_value,
+        }
+
+    def _regression_message(self, outcome: GateOutcome, stored: StoredBaseline) -> str:
+        parts = [
+            f"{r['metric']} {abs(r['delta_pct']):.1f}% worse ({_fmt(r['baseline'])} -> "
+            f"{_fmt(r['current'])}, threshold {r['threshold_pct']:g}%, p={r['p_value']:.2g})"
+            for r in outcome.rows
+            if r["verdict"] == "regression"
+        ]
+        confirmed = (
+            f", confirmed by {outcome.confirm_runs} re-run(s)" if outcome.confirm_runs else ""
+        )
+        return f"performance regression vs {stored.path}: {'; '.join(parts)}{confirmed}"
+
+    def _entry(
+        self,
+        nodeid: str,
+        name: str,
+        extra_info: dict[str, Any],
+        rounds: RoundValues,
+        gates: Mapping[str, Gate],
+    ) -> dict[str, Any]:
+        """A pytest-benchmark benchmark entry for this run (``stats`` over round wall times)."""
+        # every known metric, so that a gate enabled later has per-round history too
+        metrics = sorted({m for r in rounds for m in r if known_metric(m)} | set(gates))
+        rounds_values = {
+            m: [r[m] for r in rounds if isinstance(r.get(m), (int, float))] for m in metrics
+        }
+        durations = [float(r.get("duration") or 0.0) for r in rounds] or [0.0]
+        info = dict(extra_info)
+        info.update(
+            rounds_values=rounds_values,
+            saved_at=dt.datetime.now(dt.timezone.utc).isoformat(),
+        )
+        return {
+            "group": None,
+            "name": name,
+            "fullname": nodeid,
+            "params": None,
+            "param": None,
+            "extra_info": info,
+            "options": {"rounds": len(rounds), "iterations": 1, "warmup": False},
+            "stats": round_stats(durations),
+        }

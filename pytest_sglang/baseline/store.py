@@ -1,0 +1,172 @@
+"""The baseline store: pytest-benchmark JSON files, one per (config, workload, fingerprint).
+
+Layout (users commit it next to their scenarios)::
+
+    baselines/<config_id>-<config digest>/<workload>/<fingerprint digest>.json
+
+Why pytest-benchmark's own format: ``pytest-benchmark compare baselines/.../*.json`` and every
+tool that reads ``--benchmark-json`` output work on the baselines as they are. Each file is one
+such document: ``machine_info`` holds the fingerprint (plus its digest), ``benchmarks`` the last
+N saved runs of the key, oldest first, each a regular benchmark entry (``name``, ``fullname``,
+``stats`` with min/max/mean/stddev/rounds/median/... over the rounds' wall times, and
+``extra_info`` with our figures and ``rounds_values``: every gated metric per round, which the
+significance test needs).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SglangError
+
+__all__ = ["BaselineError", "BaselineKey", "BaselineStore", "StoredBaseline", "round_stats"]
+
+
+class BaselineError(SglangError):
+    """The baseline store cannot be read or written, or a required baseline is unusable."""
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe(text: str) -> str:
+    return _UNSAFE.sub("_", text).strip("._") or "_"
+
+
+@dataclass(frozen=True)
+class BaselineKey:
+    """What a baseline is for: a config (id and digest), a workload, a host fingerprint."""
+
+    config_id: str
+    config_digest: str
+    workload: str
+    fingerprint_digest: str
+
+    @property
+    def folder(self) -> Path:
+        return Path(f"{_safe(self.config_id)}-{self.config_digest[:12]}") / _safe(self.workload)
+
+    @property
+    def relpath(self) -> Path:
+        return self.folder / f"{self.fingerprint_digest}.json"
+
+
+@dataclass
+class StoredBaseline:
+    """One file: the fingerprint it was measured on and its runs (oldest first)."""
+
+    path: Path
+    machine_info: dict[str, Any]
+    runs: list[dict[str, Any]]
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        fp = self.machine_info.get("sglang_fingerprint", {})
+        return fp if isinstance(fp, dict) else {}
+
+    def values(self, metric: str) -> list[float]:
+        """Every stored per-round value of ``metric``, across the stored runs."""
+        out: list[float] = []
+        for run in self.runs:
+            info = run.get("extra_info", {})
+            per_round = info.get("rounds_values", {}).get(metric)
+            if isinstance(per_round, list) and per_round:
+                out.extend(float(v) for v in per_round if isinstance(v, (int, float)))
+            elif isinstance(info.get(metric), (int, float)):
+                out.append(float(info[metric]))
+        return out
+
+
+def round_stats(durations: list[float]) -> dict[str, Any]:
+    """pytest-benchmark's ``stats`` block for these round times, computed by its own Stats."""
+    from pytest_benchmark.stats import Stats
+
+    stats: Any = Stats()  # type: ignore[no-untyped-call]
+    for d in durations:
+        stats.update(d)
+    out: dict[str, Any] = stats.as_dict()
+    out["data"] = list(durations)
+    out["iterations"] = 1
+    return out
+
+
+class BaselineStore:
+    """Reads and writes baseline files under ``root``; keeps the last ``history`` runs."""
+
+    def __init__(self, root: Path, history: int = 10) -> None:
+        self.root = root
+        self.history = history
+
+    def path(self, key: BaselineKey) -> Path:
+        return self.root / key.relpath
+
+    def _read(self, path: Path) -> StoredBaseline:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BaselineError(
+                f"baseline {path}: cannot read it ({exc}); fix or delete the file"
+            ) from None
+        runs = data.get("benchmarks") if isinstance(data, dict) else None
+        if not isinstance(runs, list):
+            raise BaselineError(
+                f"baseline {path}: not a pytest-benchmark JSON file (no 'benchmarks' list); "
+                "fix or delete the file"
+            )
+        machine_info = data.get("machine_info") or {}
+        return StoredBaseline(path, machine_info if isinstance(machine_info, dict) else {}, runs)
+
+    def load(self, key: BaselineKey) -> StoredBaseline | None:
+        path = self.path(key)
+        return self._read(path) if path.is_file() else None
+
+    def others(self, key: BaselineKey) -> list[StoredBaseline]:
+        """Baselines of the same config and workload measured on another fingerprint."""
+        folder = self.root / key.folder
+        if not folder.is_dir():
+            return []
+        mine = self.path(key)
+        return [self._read(p) for p in sorted(folder.glob("*.json")) if p != mine]
+
+    def save(
+        self,
+        key: BaselineKey,
+        fingerprint: dict[str, Any],
+        entry: dict[str, Any],
+        *,
+        version: str = "",
+    ) -> Path:
+        """Append ``entry`` (a pytest-benchmark benchmark dict) to the key's file, keep N."""
+        path = self.path(key)
+        stored = self.load(key)
+        runs = [*(stored.runs if stored else []), entry][-self.history :]
+        now = dt.datetime.now(dt.timezone.utc).isoformat()
+        document = {
+            "machine_info": {
+                "node": str(fingerprint.get("host", "")),
+                "sglang_fingerprint": fingerprint,
+                "sglang_fingerprint_digest": key.fingerprint_digest,
+            },
+            "commit_info": {},
+            "benchmarks": runs,
+            "datetime": now,
+            "version": version,
+        }
+        text = json.dumps(document, indent=2, sort_keys=False, default=str) + "\n"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            raise BaselineError(
+                f"baseline {path}: cannot write it ({exc.strerror}); check "
+                "--sglang-baseline-dir and its permissions"
+            ) from None
+        return path

@@ -1,0 +1,247 @@
+"""Baselines and gates end to end: real pytest sessions (pytester) against the real simulator.
+
+Each ``runpytest`` deploys the simulator as a local process and benchmarks it (single stream,
+32 tokens, 3 rounds, TIME_SCALE 0.2: fast, with real timing noise). The gates are widened to
+10-20 % here so that this machine's load never trips them; the defaults' statistics are checked
+by ``benchmarks/gate_noise.py``. SGLANG_SIM_SPEED_FACTOR=0.8 slows the simulator by 20 %.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+TEST = """
+import pytest
+from pytest_sglang import ServerConfig
+from pytest_sglang.bench import Workload
+
+CFG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+
+@pytest.mark.sglang_gate(median_ttft_ms="off")
+@pytest.mark.parametrize("sglang_server", [CFG], indirect=True)
+def test_decode(sglang_bench):
+    sglang_bench(Workload.single_stream(32), rounds=3)
+"""
+
+WIDE = ("--sglang-gate=output_throughput:-10%", "--sglang-gate=median_itl_ms:+20%")
+
+
+SIM_ENV = {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TIME_SCALE": "0.2"}
+
+
+@pytest.fixture(autouse=True)
+def noisy_fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith("SGLANG_SIM_")]:
+        monkeypatch.delenv(name)
+    for name, value in SIM_ENV.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(scope="module")
+def saved_baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A baselines/ folder with one saved run of TEST, recorded once for the module."""
+    root = tmp_path_factory.mktemp("saved")
+    (root / "test_saved.py").write_text(TEST)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_SIM_")}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_saved.py",
+            *WIDE,
+            "--sglang-baseline-save",
+        ],
+        cwd=root,
+        env={**env, **SIM_ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return root / "baselines"
+
+
+def with_baseline(pytester: pytest.Pytester, saved: Path) -> None:
+    """TEST as test_saved.py (same node ids, so the same baseline key) plus the saved store."""
+    pytester.makepyfile(test_saved=TEST)
+    pytester.makeconftest(DUMP)
+    shutil.copytree(saved, pytester.path / "baselines")
+
+
+def baseline_files(root: Path) -> list[Path]:
+    return sorted((root / "baselines").rglob("*.json"))
+
+
+def comparisons(summary: Path) -> list[dict[str, object]]:
+    """The rows as the plugin's accessor gives them (read back from a conftest dump)."""
+    return list(json.loads(summary.read_text()))
+
+
+DUMP = """
+import json
+from pytest_sglang.baseline.pytest_plugin import comparison_results
+
+def pytest_sessionfinish(session):
+    path = session.config.rootpath / "comparisons.json"
+    path.write_text(json.dumps(comparison_results(session.config), default=str))
+"""
+
+
+def test_save_then_compare_and_pass(pytester: pytest.Pytester, saved_baseline: Path) -> None:
+    with_baseline(pytester, saved_baseline)
+    [path] = baseline_files(pytester.path)
+    assert path.parent.name == "single-stream"
+    assert path.parent.parent.name.startswith("base-")
+
+    xml = pytester.path / "junit.xml"
+    second = pytester.runpytest(
+        *WIDE,
+        "--sglang-baseline-save",
+        "--sglang-baseline-history=2",
+        "--sglang-baseline-require",
+        f"--junitxml={xml}",
+    )
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(
+        [
+            "*sglang baseline comparisons*",
+            "*test*metric*baseline*current*delta*verdict*",
+            "*test_decode*output_throughput*",
+        ]
+    )
+    data = json.loads(path.read_text())
+    assert len(data["benchmarks"]) == 2
+    fp = data["machine_info"]["sglang_fingerprint"]
+    assert fp["sglang_version"] == "0.5.23"
+    assert fp["gpu_name"].endswith("(simulated)")
+    assert fp["model_path"] == "/models/Qwen3-8B"
+    entry = data["benchmarks"][-1]
+    assert entry["fullname"].endswith("test_decode[base]") and entry["name"] == "test_decode[base]"
+    assert entry["stats"]["rounds"] >= 3 and entry["stats"]["mean"] > 0
+    assert len(entry["extra_info"]["rounds_values"]["output_throughput"]) >= 3
+
+    rows = comparisons(pytester.path / "comparisons.json")
+    assert {r["metric"] for r in rows} == {"output_throughput", "median_itl_ms"}
+    assert all(r["verdict"] in ("ok", "improvement") for r in rows), rows
+    row = next(r for r in rows if r["metric"] == "output_throughput")
+    assert row["direction"] == "higher" and row["threshold_pct"] == 10.0
+    assert isinstance(row["p_value"], float) and isinstance(row["delta_pct"], float)
+    assert row["workload"] == "single-stream" and row["config_id"] == "base"
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
+    assert props["sglang_gate.output_throughput.verdict"] in ("ok", "improvement")
+    assert "sglang_gate.output_throughput.delta_pct" in props
+
+    # The store is pytest-benchmark's format: its own CLI reads it.
+    cli = Path(sys.executable).with_name("pytest-benchmark")
+    shown = subprocess.run(
+        [str(cli), "compare", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "test_decode" in shown.stdout and "Mean" in shown.stdout
+
+
+def test_injected_regression_fails_after_a_confirm_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, saved_baseline: Path
+) -> None:
+    with_baseline(pytester, saved_baseline)
+    before = baseline_files(pytester.path)[0].read_text()
+
+    monkeypatch.setenv("SGLANG_SIM_SPEED_FACTOR", "0.8")
+    result = pytester.runpytest(*WIDE, "--sglang-baseline-save", "--sglang-confirm=1")
+    result.assert_outcomes(failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*performance regression vs *baselines*: *worse*confirmed by 1 re-run*",
+            "*output_throughput*regression*",
+        ]
+    )
+    rows = comparisons(pytester.path / "comparisons.json")
+    row = next(r for r in rows if r["metric"] == "output_throughput")
+    assert row["verdict"] == "regression" and row["delta_pct"] < -10
+    assert "not saved" in row["reason"]
+    assert baseline_files(pytester.path)[0].read_text() == before  # a regression is not saved
+
+
+def test_fingerprint_mismatch_skips_and_require_mode_errors(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, saved_baseline: Path
+) -> None:
+    with_baseline(pytester, saved_baseline)
+
+    monkeypatch.setenv("SGLANG_SIM_GPU_NAME", "NVIDIA H100 80GB HBM3")
+    skipped = pytester.runpytest(*WIDE)
+    skipped.assert_outcomes(passed=1)
+    skipped.stdout.fnmatch_lines(
+        [
+            "*output_throughput*skipped*",
+            "*another host fingerprint (gpu_name*H100*(baseline*RTX PRO 6000*not compared*",
+        ]
+    )
+    rows = comparisons(pytester.path / "comparisons.json")
+    assert {r["verdict"] for r in rows} == {"skipped"}
+
+    required = pytester.runpytest(*WIDE, "--sglang-baseline-require")
+    required.assert_outcomes(failed=1)
+    required.stdout.fnmatch_lines(
+        ["*baseline required (--sglang-baseline-require): *another host fingerprint*"]
+    )
+
+
+def test_require_mode_errors_without_a_baseline(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest(*WIDE, "--sglang-baseline-require")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*baseline required (--sglang-baseline-require): no baseline for config base, workload single-stream*"
+        ]
+    )
+    assert baseline_files(pytester.path) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--sglang-gate=throughput:5%", "*unknown metric 'throughput'*"),
+        ("--sglang-gate=output_throughput:+5%", "*higher is better*would fail improvements*"),
+        ("--sglang-gate=median_ttft_ms:5", "*gate for median_ttft_ms: '5' is not a threshold*"),
+        ("--sglang-confirm=-1", "*--sglang-confirm*must be >= 0*"),
+        ("--sglang-gate-alpha=2", "*--sglang-gate-alpha*between 0 and 1*"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(
+    pytester: pytest.Pytester, option: str, message: str
+) -> None:
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_bad_marker_fails_the_test_with_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+import pytest
+
+@pytest.mark.sglang_gate(output_throughput="fast")
+def test_x():
+    pass
+"""
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.sglang_gate: gate for output_throughput: 'fast' is not a threshold*"]
+    )
