@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import signal
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
@@ -39,6 +40,16 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
 
 
@@ -78,10 +89,61 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="Write a JSON summary of the session's deployments (and results) to PATH.",
     )
+    group.addoption(
+        "--sglang-lock-timeout",
+        type=_non_negative_float,
+        default=300.0,
+        metavar="SECONDS",
+        help="How long to wait for a host that another session holds locked before failing "
+        "(naming the holder). Default: %(default)r",
+    )
+    group.addoption(
+        "--sglang-restore",
+        action="store_true",
+        default=False,
+        help="Restore the --sglang-host hosts from the intent record a killed session left "
+        "there, then exit without running tests.",
+    )
+    group.addoption(
+        "--sglang-dry-run",
+        action="store_true",
+        default=False,
+        help="Connect and preflight, show per host the diff of the unit and files and which "
+        "services would restart; change nothing (deployment tests are skipped).",
+    )
+    group.addoption(
+        "--sglang-drain-timeout",
+        type=_non_negative_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="Before stopping a serving service, wait up to this long for its in-flight "
+        "requests to finish. Default: %(default)r",
+    )
+    group.addoption(
+        "--sglang-force",
+        action="store_true",
+        default=False,
+        help="Stop serving services at once, without waiting for in-flight requests.",
+    )
+    group.addoption(
+        "--sglang-secret-env",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="Another environment-variable name pattern (shell glob) whose values are secrets "
+        "and are redacted from every output; adds to the ini option sglang_secret_env and the "
+        "built-in *_TOKEN, *_KEY, *PASSWORD*, *SECRET*, HF_TOKEN. Repeatable.",
+    )
     parser.addini(
         "sglang_inventory",
         "TOML host inventory (relative to the rootdir).",
         default="sglang-hosts.toml",
+    )
+    parser.addini(
+        "sglang_secret_env",
+        "Extra environment-variable name patterns whose values are secrets (one per line).",
+        type="linelist",
+        default=[],
     )
 
 
@@ -93,28 +155,89 @@ def _inventory_path(config: pytest.Config) -> Path | None:
     return default if default.exists() else None
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{JOURNAL_MARKER}(expect=[regex, ...], forbid=[regex, ...]): extra checks on the "
-        "startup journal of the deployment the test uses.",
-    )
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-
-    def progress(message: str) -> None:
-        if reporter is not None:
-            reporter.write_line(message)
-
+def _make_session(config: pytest.Config, progress: Any = None) -> SglangSession:
     summary = config.getoption("sglang_summary")
     ssh_config = config.getoption("sglang_ssh_config")
-    config.stash[SESSION_KEY] = SglangSession(
+    return SglangSession(
         list(config.getoption("sglang_host") or []),
         inventory=_inventory_path(config),
         ssh_config=Path(ssh_config).expanduser() if ssh_config else None,
         ready_timeout=config.getoption("sglang_ready_timeout"),
         summary_path=Path(summary) if summary else None,
         progress=progress,
+        lock_timeout=config.getoption("sglang_lock_timeout"),
+        drain_timeout=0.0
+        if config.getoption("sglang_force")
+        else config.getoption("sglang_drain_timeout"),
+        dry_run=config.getoption("sglang_dry_run"),
+        secret_patterns=[
+            *config.getini("sglang_secret_env"),
+            *config.getoption("sglang_secret_env"),
+        ],
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--sglang-restore``: put the hosts back from their intent records, run no tests."""
+    if not config.getoption("sglang_restore"):
+        return None
+    if not config.getoption("sglang_host"):
+        print("[sglang] --sglang-restore needs --sglang-host NAME (repeatable)")
+        return int(pytest.ExitCode.USAGE_ERROR)
+    session = _make_session(config, progress=print)
+    failed = False
+    with _shielded():
+        for line in session.restore_hosts():
+            failed = failed or "restore failed" in line
+            print(f"[sglang] {line}")
+    return int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK)
+
+
+@contextlib.contextmanager
+def _shielded() -> Iterator[None]:
+    """While restoring, Ctrl-C and SIGTERM only say to wait: an interrupted restore would leave
+    the host half-configured (every step of the restore is bounded by a timeout)."""
+    previous: dict[signal.Signals, Any] = {}
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        print(f"[sglang] signal {signum} during restore: finishing the restore first")
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, hold)
+    except ValueError:  # not the main thread (embedded use): nothing to shield
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        from . import distributed
+
+        config.pluginmanager.register(distributed, "sglang-distributed")
+    config.addinivalue_line(
+        "markers",
+        f"{JOURNAL_MARKER}(expect=[regex, ...], forbid=[regex, ...]): extra checks on the "
+        "startup journal of the deployment the test uses.",
+    )
+
+    def progress(message: str) -> None:
+        # Looked up each time: the terminal reporter registers after this hook may run. Output
+        # capture is lifted for the line (as live logging does), or a test would swallow it.
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        uncaptured = capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()
+        with uncaptured:
+            reporter.write_line(message)
+
+    config.stash[SESSION_KEY] = _make_session(config, progress)
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
@@ -138,12 +261,18 @@ def pytest_collection_modifyitems(
     """Group tests by config so that each distinct config is deployed once per host.
 
     Tests without a deployment run first; the configs keep the order in which they first
-    appear; within a group the written order is kept.
+    appear; within a group the written order is kept. The session's redactor learns every
+    config's secrets here, before anything can report them.
     """
     first_seen: dict[str, int] = {}
+    sglang = config.stash.get(SESSION_KEY, None)
     for item in items:
         cfg = _config_of(item)
         if cfg is not None:
+            if cfg.digest not in first_seen and sglang is not None:
+                # Learn every secret before the first test runs: reports set up early.
+                sglang.redactor.add_env(cfg.env)
+                sglang.redactor.add_argv(list(cfg.extra_args))
             first_seen.setdefault(cfg.digest, len(first_seen))
 
     def key(item: pytest.Item) -> int:
@@ -165,16 +294,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    sglang = session.config.stash.get(SESSION_KEY, None)
+    problems: list[str] = []
+    if sglang is not None:
+        with _shielded():  # a signal now would interrupt the restore itself
+            problems = sglang.restore_all()
     previous = session.config.stash.get(_SIGTERM_KEY, None)
     if previous is not None:
         signal.signal(signal.SIGTERM, previous)
-    sglang = session.config.stash.get(SESSION_KEY, None)
     if sglang is None:
         return
-    problems = sglang.restore_all()
-    from .bench.pytest_plugin import bench_results  # registered through pytest_plugins
-
-    sglang.write_summary(benchmarks=bench_results(session.config))
+    if not hasattr(session.config, "workerinput"):  # xdist workers report to the controller
+        sglang.write_summary(*_results(session.config))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in problems:
         if reporter is not None:
@@ -183,16 +314,43 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def _results(config: pytest.Config) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """This process's benchmark results and baseline comparisons (sub-plugins keep them)."""
+    from .baseline.pytest_plugin import comparison_results
+    from .bench.pytest_plugin import bench_results
+
+    return bench_results(config), comparison_results(config)
+
+
+def summary_of(config: pytest.Config) -> dict[str, Any]:
+    """This process's whole summary, as ``--sglang-summary`` writes it (secrets redacted)."""
+    return config.stash[SESSION_KEY].summary(*_results(config))
+
+
+def merge_summary(config: pytest.Config, worker_summary: dict[str, Any]) -> None:
+    """On the xdist controller: add a worker's summary to the session's."""
+    config.stash[SESSION_KEY].merge(worker_summary)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     sglang = config.stash.get(SESSION_KEY, None)
-    if sglang is None or not sglang.records:
+    if sglang is None:
+        return
+    if sglang.plans:
+        terminalreporter.section("sglang dry run (nothing was changed)")
+        for (host, config_id), plan in sglang.plans.items():
+            terminalreporter.write_line(f"--- {host}: {config_id}")
+            for line in plan.splitlines():
+                terminalreporter.write_line(line)
+    rows = sglang.summary()["deployments"]  # this process's and, on the controller, workers'
+    if not rows:
         return
     terminalreporter.section("sglang deployments")
-    for record in sglang.records:
-        ready = f"{record.ready_s:.1f}s" if record.ready_s is not None else "-"
-        detail = f"  {record.reason}" if record.reason else ""
+    for row in rows:
+        ready = f"{row['ready_s']:.1f}s" if row.get("ready_s") is not None else "-"
+        detail = f"  {row['reason']}" if row.get("reason") else ""
         terminalreporter.write_line(
-            f"{record.host:<12} {record.config_id:<28} {record.outcome:<7} ready {ready}{detail}"
+            f"{row['host']:<12} {row['config_id']:<28} {row['outcome']:<7} ready {ready}{detail}"
         )
 
 
@@ -211,7 +369,7 @@ def sglang_host(sglang_session: SglangSession) -> Iterator[HostSession]:
     try:
         host = sglang_session.host()
     except SglangError as exc:
-        _fail(str(exc))
+        _fail(sglang_session.redactor.redact(str(exc)))
     yield host
 
 
@@ -244,16 +402,72 @@ def sglang_server(request: pytest.FixtureRequest, sglang_host: HostSession) -> D
             "@pytest.mark.parametrize('sglang_server', [ServerConfig(...)], indirect=True)",
             pytrace=False,
         )
+    sglang = request.config.stash[SESSION_KEY]
+    redact = sglang.redactor.redact
+    if sglang.dry_run:
+        try:
+            plan = sglang.plan(config, sglang_host.spec.name)
+        except SglangError as exc:
+            _fail(redact(str(exc)))
+        del plan  # shown in the "sglang dry run" section of the terminal summary
+        pytest.skip(f"--sglang-dry-run: {config.id} not deployed on {sglang_host.spec.name}")
     try:
         deployment = sglang_host.deployment(config)
     except SglangError as exc:
         excerpt = getattr(exc, "excerpt", "")
-        _fail(str(exc) + (f"\n--- journal excerpt ---\n{excerpt}" if excerpt else ""))
+        _fail(redact(str(exc) + (f"\n--- journal excerpt ---\n{excerpt}" if excerpt else "")))
     try:
         _journal_marker_checks(request, deployment)
     except SglangError as exc:
-        _fail(str(exc))
+        _fail(redact(str(exc)))
     return deployment
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Secrets out of test reports: failure text, captured output and the exception itself.
+
+    This wrapper runs innermost (``trylast``), so JUnit XML, the terminal and Allure (whose
+    wrapper reads the report and ``call.excinfo`` after ours) only ever see redacted text.
+    """
+    report = yield
+    sglang = item.config.stash.get(SESSION_KEY, None)
+    if sglang is not None and sglang.redactor.active:
+        _redact_report(report, call, sglang.redactor)
+    return report
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(
+    config: pytest.Config, benchmarks: list[Any], output_json: dict[str, Any]
+) -> None:
+    """pytest-benchmark writes each test's params with ``repr`` (a ServerConfig's ``env``
+    included): the JSON it writes goes through the redactor too."""
+    sglang = config.stash.get(SESSION_KEY, None)
+    if sglang is not None and sglang.redactor.active:
+        from pytest_benchmark.utils import safe_dumps  # what it writes the file with
+
+        redacted = json.loads(sglang.redactor.redact(safe_dumps(output_json)))  # type: ignore[no-untyped-call]
+        output_json.clear()
+        output_json.update(redacted)
+
+
+def _redact_report(report: pytest.TestReport, call: pytest.CallInfo[None], redactor: Any) -> None:
+    report.sections = [(title, redactor.redact(text)) for title, text in report.sections]
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        if redactor.contains_secret(text):
+            report.longrepr = redactor.redact(text)
+    excinfo = call.excinfo
+    if excinfo is not None:
+        exc = excinfo.value
+        with contextlib.suppress(Exception):
+            if redactor.contains_secret(str(exc)):
+                exc.args = tuple(redactor.redact(a) if isinstance(a, str) else a for a in exc.args)
+                if hasattr(exc, "msg") and isinstance(exc.msg, str):
+                    exc.msg = redactor.redact(exc.msg)
 
 
 def _fail(message: str) -> NoReturn:

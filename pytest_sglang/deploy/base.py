@@ -12,14 +12,16 @@ import json
 import re
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PreflightError, TransportError
 
 if TYPE_CHECKING:
     from ..config import ServerConfig
     from ..hosts import HostSpec
+    from ..secrets import Redactor
     from ..transport.base import Transport
 
 __all__ = [
@@ -146,6 +148,14 @@ class Deployer(ABC):
         self.spec = spec
         self.transport = transport
         self._version: str | None = spec.sglang_version
+        #: Who deploys (user, machine, pid, session, since): written into the intent record.
+        self.owner: dict[str, Any] = {}
+        #: Progress lines for the terminal (the session sets it; silent by default).
+        self.say: Callable[[str], None] = lambda _message: None
+        #: Seconds to let a serving service finish its requests before the first stop; 0 skips.
+        self.drain_timeout: float = 0.0
+        #: The session's redactor: artifacts never carry a secret value.
+        self.redactor: Redactor | None = None
 
     # -- what the launcher runs with ------------------------------------------------------
     def launcher_env(self) -> dict[str, str]:
@@ -237,8 +247,27 @@ class Deployer(ABC):
         if argv is not None:
             out["argv"] = json.dumps(redact_argv(list(argv)))
         if env is not None:
-            out["env"] = json.dumps(redact_env(dict(env)), sort_keys=True)
+            shown = redact_env(dict(env))
+            if self.redactor is not None:
+                shown = self.redactor.env_view(shown)
+            out["env"] = json.dumps(shown, sort_keys=True)
         return out
+
+    def redact(self, text: str) -> str:
+        """``text`` without the session's secret values (unchanged without a redactor)."""
+        return self.redactor.redact(text) if self.redactor is not None else text
+
+    # -- crash safety and dry runs (backends that change files override these) --------------
+    def pending_intent(self) -> dict[str, Any] | None:
+        """The intent record an earlier session left on the host (it died before restoring)."""
+        return None
+
+    def plan(self, config: ServerConfig) -> str:
+        """What ``deploy(config)`` would change, for ``--sglang-dry-run``; changes nothing."""
+        argv = launch_argv(self.spec) + config.to_argv(self.sglang_version())
+        lines = [f"would start: {shlex.join(redact_argv(argv))}"]
+        lines += [f"would write: {dest}" for dest in config.files]
+        return self.redact("\n".join(lines))
 
     # -- the backend ------------------------------------------------------------------------
     @abstractmethod

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DeployError, JournalError, RestoreError, TransportError
 from .base import Deployer, JournalEntry, ServiceState, launch_argv
+from .drain import drain, in_flight, serving_port
+from .plan import render_diff
 from .unit import EXIT_MARKER, render_env_file, render_unit
 
 if TYPE_CHECKING:
@@ -84,15 +86,22 @@ class SystemdDeployer(Deployer):
         self._check(f"creating {directory}", "mkdir -p -- %s", directory)
         if not self._needs_sudo:
             self.transport.put(data, path, mode=mode)
-            return
-        tmp = self.transport.check_output("mktemp").strip()
-        try:
-            self.transport.put(data, tmp, mode=0o600)
-            self._check(
-                f"installing {path}", "install -m %s -- %s %s", format(mode, "o"), tmp, path
+        else:
+            tmp = self.transport.check_output("mktemp").strip()
+            try:
+                self.transport.put(data, tmp, mode=0o600)
+                self._check(
+                    f"installing {path}", "install -m %s -- %s %s", format(mode, "o"), tmp, path
+                )
+            finally:
+                self.transport.run("rm -f -- %s", tmp)
+        # SFTP can report success for a write the disk refused (pipelined writes): check.
+        size = self._sh("stat -c %%s -- %s", path).stdout.strip()
+        if size != str(len(data)):
+            raise DeployError(
+                f"host {self.spec.name!r}: writing {path} failed: {len(data)} bytes sent, "
+                f"{size or 'none'} on disk; is the file system full? (df {directory})"
             )
-        finally:
-            self.transport.run("rm -f -- %s", tmp)
 
     # -- backup / restore -------------------------------------------------------------------
     def _show(self, props: str) -> dict[str, str]:
@@ -103,17 +112,49 @@ class SystemdDeployer(Deployer):
             values[key] = value
         return values
 
-    def _load_manifest(self) -> dict[str, Any]:
+    def _read_manifest(self) -> dict[str, Any] | None:
+        """The intent record on the host, or None when there is none (or it is unreadable)."""
+        existing = self._sh("cat -- %s", f"{self.backup_dir}/manifest.json")
+        if not existing.ok or not existing.stdout.strip():
+            return None
+        try:
+            data = json.loads(existing.stdout)
+        except ValueError:
+            raise RestoreError(
+                f"host {self.spec.name!r}: the intent record {self.backup_dir}/manifest.json is "
+                "not valid JSON; inspect it and the copies next to it, then remove it"
+            ) from None
+        return data if isinstance(data, dict) else None
+
+    def pending_intent(self) -> dict[str, Any] | None:
+        if self._manifest is not None:
+            return None  # ours, not a leftover
+        return self._read_manifest()
+
+    def _load_manifest(self, planned: list[str]) -> dict[str, Any]:
+        """The intent record, written on the host before the first change.
+
+        It says who changes the host (``owner``: user, machine, pid, session, since) and what will
+        change (``changes``), and it grows one entry per file *before* that file is copied or
+        touched, so a session killed at any point leaves a record that restores exactly.
+        """
         if self._manifest is not None:
             return self._manifest
-        existing = self._sh("cat -- %s", f"{self.backup_dir}/manifest.json")
-        if existing.ok and existing.stdout.strip():
+        existing = self._read_manifest()
+        if existing is not None:
             # A previous session died before restoring: its backup holds the originals.
-            self._manifest = json.loads(existing.stdout)
+            self._manifest = existing
             return self._manifest
         prior = self._show("ActiveState,UnitFileState,LoadState")
         self._manifest = {
+            "version": 1,
             "service": self.service,
+            "owner": dict(self.owner),
+            "changes": {
+                "files": list(planned),
+                "dropin_dir": self.dropin_dir,
+                "restarts": [self.service],
+            },
             "active_state": prior.get("ActiveState", ""),
             "unit_file_state": prior.get("UnitFileState", ""),
             "load_state": prior.get("LoadState", ""),
@@ -130,32 +171,47 @@ class SystemdDeployer(Deployer):
         self._write(f"{self.backup_dir}/manifest.json", data, 0o600)
 
     def _backup(self, paths: list[str]) -> None:
-        """Copy every path not yet backed up (recording absent ones) before it is changed."""
-        manifest = self._load_manifest()
+        """Record, then copy, every path not yet backed up, before any of them is changed.
+
+        Order matters for a kill at any instant: the manifest names each copy before the copy
+        is made (restore skips a copy that was never made: its original was not touched yet),
+        and names the drop-in move before the move.
+        """
+        manifest = self._load_manifest(paths)
         files: dict[str, Any] = manifest["files"]
-        changed = False
+        new: list[str] = []
         for path in paths:
             if path in files:
                 continue
             copy = f"{self.backup_dir}/files/{len(files)}"
             exists = self._sh("test -e %s || test -L %s", path, path).ok
-            if exists:
-                self._check(f"backing up {path}", "mkdir -p -- %s", posixpath.dirname(copy))
-                self._check(f"backing up {path}", "cp -a -- %s %s", path, copy)
             files[path] = {"existed": exists, "copy": copy if exists else None}
-            if not exists:
+            if exists:
+                new.append(path)
+            else:
                 manifest.setdefault("created_dirs", []).extend(self._missing_dirs(path))
-            changed = True
+        move_dropin = False
         if manifest["dropin"] is None:
             # Drop-ins could override ExecStart or Environment: move them aside for the session.
+            move_dropin = self._sh("test -d %s", self.dropin_dir).ok
             moved = f"{self.backup_dir}/dropin"
-            exists = self._sh("test -d %s", self.dropin_dir).ok
-            if exists:
-                self._check("moving drop-ins aside", "mv -- %s %s", self.dropin_dir, moved)
-            manifest["dropin"] = {"existed": exists, "copy": moved if exists else None}
-            changed = True
-        if changed:
-            self._save_manifest()
+            manifest["dropin"] = {"existed": move_dropin, "copy": moved if move_dropin else None}
+        self._save_manifest()
+        for path in new:
+            copy = files[path]["copy"]
+            self._check(
+                f"backing up {path}",
+                "mkdir -p -- %s && cp -a -- %s %s.tmp && mv -f -- %s.tmp %s",
+                posixpath.dirname(copy),
+                path,
+                copy,
+                copy,
+                copy,
+            )
+        if move_dropin:
+            self._check(
+                "moving drop-ins aside", "mv -- %s %s", self.dropin_dir, manifest["dropin"]["copy"]
+            )
 
     def _missing_dirs(self, path: str) -> list[str]:
         """Ancestors of ``path`` that do not exist yet (deepest first), to remove on restore."""
@@ -167,22 +223,28 @@ class SystemdDeployer(Deployer):
         return missing
 
     def restore(self) -> None:
-        """Put back the original files and service state; safe to call repeatedly."""
-        manifest = self._manifest
+        """Put back the original files and service state; safe to call repeatedly, and from a
+        later session (the intent record on the host is all it needs)."""
+        manifest = self._manifest if self._manifest is not None else self._read_manifest()
         if manifest is None:
-            existing = self._sh("cat -- %s", f"{self.backup_dir}/manifest.json")
-            if not existing.ok or not existing.stdout.strip():
-                return  # nothing was changed (or it was already restored)
-            manifest = json.loads(existing.stdout)
+            return  # nothing was changed (or it was already restored)
         try:
             self._sh("systemctl stop -- %s", self.service, timeout=90)
             for path, info in manifest["files"].items():
-                if info["existed"]:
-                    self._check(f"restoring {path}", "cp -a -- %s %s", info["copy"], path)
-                else:
+                if not info["existed"]:
                     self._check(f"removing {path}", "rm -f -- %s", path)
+                elif self._sh("test -e %s || test -L %s", info["copy"], info["copy"]).ok:
+                    self._check(
+                        f"restoring {path}",
+                        "cp -a -- %s %s.sglang-restore && mv -f -- %s.sglang-restore %s",
+                        info["copy"],
+                        path,
+                        path,
+                        path,
+                    )
+                # else: killed before the copy was made, so the original was never touched.
             dropin = manifest.get("dropin") or {}
-            if dropin.get("existed"):
+            if dropin.get("existed") and self._sh("test -d %s", dropin["copy"]).ok:
                 self._check(
                     "restoring drop-ins",
                     "rm -rf -- %s && cp -a -- %s %s",
@@ -207,7 +269,8 @@ class SystemdDeployer(Deployer):
         except (DeployError, TransportError) as exc:
             raise RestoreError(
                 f"host {self.spec.name!r}: restore of {self.service} incomplete ({exc}); the "
-                f"originals are kept in {self.backup_dir}"
+                f"originals are kept in {self.backup_dir}; the next session (or "
+                f"'pytest --sglang-restore --sglang-host {self.spec.name}') restores them"
             ) from exc
         self._manifest = None
 
@@ -220,8 +283,8 @@ class SystemdDeployer(Deployer):
                 return line[len("-- cursor: ") :].strip()
         return ""
 
-    def deploy(self, config: ServerConfig) -> str:
-        self.preflight(config)
+    def _render(self, config: ServerConfig) -> tuple[list[str], dict[str, str], str, str]:
+        """(argv, env, unit text, env-file text) that deploying ``config`` writes."""
         version = self.sglang_version()
         argv = launch_argv(self.spec) + config.to_argv(version)
         env = {**self.spec.env, **config.env}
@@ -232,9 +295,76 @@ class SystemdDeployer(Deployer):
             config_id=config.id,
             digest=config.digest,
         )
-        env_text = render_env_file(env)
+        return argv, env, unit, render_env_file(env)
+
+    def plan(self, config: ServerConfig) -> str:
+        """Unified diffs of the unit, env file (secrets redacted) and files; which services
+        would restart. Reads only."""
+        self.preflight(config)
+        _argv, env, unit, _env_text = self._render(config)
+        masked = render_env_file(self.redactor.env_view(env) if self.redactor else env)
+        current_env = self._sh("cat -- %s", self.env_path)
+        current_env_text = current_env.stdout if current_env.ok else None
+        if current_env_text is not None and self.redactor is not None:
+            current_env_text = self.redactor.redact(current_env_text)
+        targets: list[tuple[str, str | None, str]] = [
+            (self.unit_path, self._current_text(self.unit_path), unit),
+            (self.env_path, current_env_text, masked),
+        ]
+        for dest, spec in config.files.items():
+            new = spec.data().decode("utf-8", "replace")
+            targets.append((dest, self._current_text(dest), new))
+        out: list[str] = []
+        for path, old, new in targets:
+            out.append(render_diff(path, old, new))
+        if self._sh("test -d %s", self.dropin_dir).ok:
+            out.append(f"would move aside for the session: {self.dropin_dir}")
+        active = self._show("ActiveState").get("ActiveState", "")
+        out.append(
+            f"would restart: {self.service} (now {active or 'unknown'}); restored and "
+            f"{'restarted' if active in ('active', 'activating', 'reloading') else 'left stopped'}"
+            " at the end"
+        )
+        return self.redact("\n".join(line for line in out if line))
+
+    def _current_text(self, path: str) -> str | None:
+        result = self._sh("cat -- %s", path)
+        return result.stdout if result.ok else None
+
+    def _drain_before_first_stop(self) -> None:
+        """Let the service we are about to replace finish its in-flight requests."""
+        if self.drain_timeout <= 0 or self._manifest is None:
+            return
+        if self._deploy_cursor is not None:
+            return  # our own previous config: nothing else was using it
+        if self._show("ActiveState").get("ActiveState") != "active":
+            return
+        show = self._sh("systemctl show -p ExecStart -- %s", self.service).stdout
+        words = show.split("argv[]=", 1)[1].split(" ;", 1)[0].split() if "argv[]=" in show else []
+        host, port = serving_port(words)
+        remote = "127.0.0.1" if host in _LOCAL_ADDRS else host
+        try:
+            forward = self.transport.forward(port, remote)
+        except TransportError:
+            self.say(f"[sglang] {self.spec.name}: cannot reach {self.service} on port {port}")
+            return
+        try:
+            url = f"http://127.0.0.1:{forward.local_port}"
+            drain(
+                lambda: in_flight(url),
+                what=f"{self.spec.name} {self.service}",
+                timeout=self.drain_timeout,
+                say=self.say,
+            )
+        finally:
+            forward.close()
+
+    def deploy(self, config: ServerConfig) -> str:
+        self.preflight(config)
+        argv, env, unit, env_text = self._render(config)
         payloads = {dest: (spec.data(), spec.mode) for dest, spec in config.files.items()}
         self._backup([self.unit_path, self.env_path, *payloads])
+        self._drain_before_first_stop()
         self._write(self.env_path, env_text.encode(), 0o600)
         for dest, (data, mode) in payloads.items():
             self._write(dest, data, mode)
@@ -325,7 +455,7 @@ class SystemdDeployer(Deployer):
     def artifacts(self) -> dict[str, str]:
         out = super().artifacts()
         if self._last_unit is not None:
-            out["unit"] = self._last_unit
+            out["unit"] = self.redact(self._last_unit)
         return out
 
     def stop(self) -> None:

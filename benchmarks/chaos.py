@@ -1,0 +1,236 @@
+"""Chaos: interrupt real pytest sessions at random points and check the host comes back intact.
+
+Each round starts a pytest session (a subprocess, as CI runs it) that deploys a config with an
+extra file on a systemd + OpenSSH test host and runs a short benchmark against it, then sends
+SIGINT, SIGTERM or SIGKILL at a random moment of the deploy or the benchmark. After the session
+ends (and, for SIGKILL, after the follow-up ``pytest --sglang-restore``), the unit, its drop-in,
+the extra file and the env-file directory must be byte-identical to the originals (sha256, mode,
+owner), the service must be in its prior state (active, running the original command), and no
+backup or lock may be left behind. Prints one line per round and the tally (target: N/N).
+
+Needs root, systemd-nspawn and sshd (it boots the nspawn test host of tests/testhost.py).
+Usage: .venv/bin/python benchmarks/chaos.py [--sessions 20] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+SERVICE = "sglang-chaos.service"
+UNIT = f"/etc/systemd/system/{SERVICE}"
+DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
+EXTRA = "/opt/chaos-kernels/E=16.json"
+WATCHED = (
+    UNIT,
+    DROPIN,
+    EXTRA,
+    "/etc/pytest-sglang",
+    "/var/lib/pytest-sglang",
+    "/run/lock/pytest-sglang.json",
+)
+ORIGINAL_UNIT = (
+    "[Unit]\nDescription=production (stand-in)\n[Service]\nExecStart=/bin/sleep infinity\n"
+)
+ORIGINAL_DROPIN = "[Service]\nEnvironment=PROD=1\n"
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+
+SESSION_TEST = f"""
+import pathlib, time
+import pytest
+from pytest_sglang import ServerConfig
+from pytest_sglang.bench import Workload
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b",
+                      files={{"{EXTRA}": {{"content": "{{\\"chaos\\": 1}}"}}}})
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_bench(sglang_bench):
+    sglang_bench(Workload.fixed_concurrency(4, num_requests=24, output_tokens=48))
+    time.sleep(5)
+"""
+
+
+@dataclass
+class Tally:
+    rounds: list[tuple[str, float, bool, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> int:
+        return sum(1 for r in self.rounds if r[2])
+
+    def line(self) -> str:
+        return f"chaos: {self.ok}/{len(self.rounds)} sessions left the host as it was"
+
+
+def snapshot(host: Any) -> dict[str, str]:
+    """sha256 + mode + owner of each watched path, and the service's state and command."""
+    out: dict[str, str] = {}
+    for path in WATCHED:
+        cmd = (
+            f"test -e '{path}' && {{ stat -c '%F %a %U:%G' '{path}'; "
+            f"test -f '{path}' && sha256sum < '{path}'; }} || echo absent"
+        )
+        out[path] = host.ssh(cmd).stdout.strip()
+    out["active"] = host.ssh(f"systemctl is-active {SERVICE}").stdout.strip()
+    show = host.ssh(f"systemctl show -p ExecStart --value {SERVICE}").stdout
+    out["command"] = show.split(";")[1].strip() if ";" in show else show.strip()
+    return out
+
+
+def install_production(host: Any) -> dict[str, str]:
+    host.ssh(f"mkdir -p {UNIT}.d /opt/chaos-kernels", check=True)
+    host.ssh(f"cat > {UNIT}", input=ORIGINAL_UNIT, check=True)
+    host.ssh(f"cat > {DROPIN} && chmod 640 {DROPIN}", input=ORIGINAL_DROPIN, check=True)
+    host.ssh(f"echo '{{\"1\": 16}}' > '{EXTRA}' && chmod 600 '{EXTRA}'", check=True)
+    host.ssh(f"systemctl daemon-reload && systemctl restart {SERVICE}", check=True)
+    return snapshot(host)
+
+
+def remove_production(host: Any) -> None:
+    host.ssh(
+        f"systemctl stop {SERVICE}; rm -rf {UNIT} {UNIT}.d /opt/chaos-kernels "
+        "/var/lib/pytest-sglang /etc/pytest-sglang; systemctl daemon-reload"
+    )
+
+
+def write_inventory(host: Any, path: Path) -> Path:
+    path.write_text(
+        f"""
+[hosts.chaos]
+ssh = "root@{host.ip}:22"
+service = "{SERVICE}"
+launch = "{sys.executable} -m pytest_sglang.sim"
+known_hosts = "{host.known_hosts_path}"
+identity = "{host.key_path}"
+env = {{ SGLANG_SIM_STARTUP_SCALE = "0.05", SGLANG_SIM_ITL_MS = "10" }}
+"""
+    )
+    return path
+
+
+def _pytest(workdir: Path, inventory: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--rootdir={workdir}",
+        "--sglang-host",
+        "chaos",
+        "--sglang-inventory",
+        str(inventory),
+        "--sglang-lock-timeout",
+        "30",
+        *extra,
+    ]
+
+
+def one_round(
+    host: Any, workdir: Path, inventory: Path, sig: signal.Signals, delay: float
+) -> tuple[bool, str]:
+    """Start a session, signal it after ``delay`` s, recover if killed; (intact?, detail)."""
+    (workdir / "test_chaos_session.py").write_text(SESSION_TEST)
+    log = (workdir / "session.log").open("wb")
+    proc = subprocess.Popen(
+        [*_pytest(workdir, inventory), str(workdir / "test_chaos_session.py")],
+        cwd=workdir,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    time.sleep(delay)
+    ended_early = proc.poll() is not None
+    if not ended_early:
+        proc.send_signal(sig)
+    try:
+        proc.wait(timeout=180)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        log.close()
+        return False, "the session did not exit within 180 s of the signal"
+    log.close()
+    detail = "ended before the signal" if ended_early else f"rc={proc.returncode}"
+    if sig == signal.SIGKILL and not ended_early:
+        follow = subprocess.run(
+            _pytest(workdir, inventory, "--sglang-restore"),
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        said = [line for line in follow.stdout.splitlines() if line.startswith("[sglang]")]
+        detail += "; follow-up: " + (said[-1] if said else f"rc={follow.returncode}")
+    return True, detail
+
+
+def run_chaos(
+    host: Any, *, sessions: int, seed: int, min_delay: float = 2.5, max_delay: float = 9.0
+) -> Tally:
+    """Run the rounds against a booted test host; returns the tally."""
+    rng = random.Random(seed)
+    tally = Tally()
+    original = install_production(host)
+    try:
+        with tempfile.TemporaryDirectory(prefix="sglang-chaos-") as tmp:
+            workdir = Path(tmp)
+            inventory = write_inventory(host, workdir / "hosts.toml")
+            for i in range(sessions):
+                sig = SIGNALS[i % len(SIGNALS)] if i < len(SIGNALS) else rng.choice(SIGNALS)
+                delay = rng.uniform(min_delay, max_delay)
+                finished, detail = one_round(host, workdir, inventory, sig, delay)
+                now = snapshot(host)
+                intact = finished and now == original
+                if not intact and finished:
+                    diff = [k for k in original if original[k] != now.get(k)]
+                    detail += f"; differs: {', '.join(diff)}"
+                tally.rounds.append((sig.name, delay, intact, detail))
+                mark = "ok  " if intact else "FAIL"
+                print(f"{mark} round {i + 1:>2}: {sig.name:<7} at {delay:4.1f}s  {detail}")
+                if not intact:  # put the host back for the next round (and see if it can)
+                    remove_production(host)
+                    original = install_production(host)
+    finally:
+        remove_production(host)
+    print(tally.line())
+    return tally
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-delay", type=float, default=9.0)
+    args = parser.parse_args()
+    from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites
+
+    missing = missing_prerequisites()
+    if missing:
+        print("chaos: cannot boot the test host: needs " + ", ".join(missing))
+        return 2
+    factory = TestHostFactory(STATE_ROOT)
+    try:
+        host = factory("chaos")
+        tally = run_chaos(host, sessions=args.sessions, seed=args.seed, max_delay=args.max_delay)
+    finally:
+        factory.close()
+    return 0 if tally.ok == len(tally.rounds) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Crash safety on the real systemd host: SIGTERM restores before exiting; after SIGKILL the
+intent record on the host names the dead session, and the next session (or ``--sglang-restore``)
+restores from it first. ``--sglang-dry-run`` changes nothing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from testhost import SystemdTestHost
+
+from .conftest import EXTRA, SERVICE, UNIT, snapshot, write_inventory
+
+CONFIG = f"""
+import pathlib, time
+import pytest
+from pytest_sglang import ServerConfig
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b",
+                      files={{"{EXTRA}": {{"content": "{{}}"}}}})
+"""
+LONG_TEST = """
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_long(sglang_server):
+    pathlib.Path({marker!r}).write_text("x")
+    time.sleep(120)
+"""
+CHECK_TEST = """
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_ready(sglang_server):
+    assert sglang_server.get("/health").status_code == 200
+"""
+
+
+def _start(pytester: pytest.Pytester, inventory: Path, marker: Path) -> Any:
+    pytester.makepyfile(CONFIG + LONG_TEST.format(marker=str(marker)))
+    proc = pytester.popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-s",
+            "--sglang-host",
+            "testhost",
+            "--sglang-inventory",
+            str(inventory),
+        ],
+        stdin=pytester.CLOSE_STDIN,
+    )
+    deadline = time.monotonic() + 90
+    while not marker.exists():
+        assert proc.poll() is None, "pytest ended before deploying"
+        assert time.monotonic() < deadline, "never deployed"
+        time.sleep(0.1)
+    return proc
+
+
+def _manifest(transport: Any) -> dict[str, Any]:
+    text = transport.check_output("cat /var/lib/pytest-sglang/%s/manifest.json", SERVICE)
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def test_sigterm_restores_before_exiting(
+    pytester: pytest.Pytester,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
+    proc = _start(pytester, inv, pytester.path / "deployed")
+    assert snapshot(systemd_transport) != production  # really reconfigured
+    intent = _manifest(systemd_transport)
+    assert intent["owner"]["pid"] == proc.pid
+    assert set(intent["owner"]) >= {"user", "machine", "pid", "session", "since"}
+    assert UNIT in intent["changes"]["files"] and EXTRA in intent["changes"]["files"]
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=90)
+    assert snapshot(systemd_transport) == production
+    assert systemd_transport.run("test -e /run/lock/pytest-sglang.json").rc != 0  # unlocked
+
+
+def test_after_sigkill_the_next_session_restores_first(
+    pytester: pytest.Pytester,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
+    proc = _start(pytester, inv, pytester.path / "deployed")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    left = snapshot(systemd_transport)
+    assert left != production
+    assert _manifest(systemd_transport)["owner"]["pid"] == proc.pid
+
+    pytester.makepyfile(CONFIG + CHECK_TEST)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--sglang-host", "testhost", "--sglang-inventory", str(inv)
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*breaking the stale host lock of *pid {proc.pid}*is gone*",
+            f"*testhost: found the intent record of *pid {proc.pid}*restoring it first*",
+            "*testhost: restored*",
+        ]
+    )
+    assert snapshot(systemd_transport) == production
+
+
+def test_sglang_restore_on_demand(
+    pytester: pytest.Pytester,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
+    proc = _start(pytester, inv, pytester.path / "deployed")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert snapshot(systemd_transport) != production
+    args = ["--sglang-restore", "--sglang-host", "testhost", "--sglang-inventory", str(inv)]
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*found the intent record*", "*testhost: restored*"])
+    assert "passed" not in result.stdout.str()  # no tests ran
+    assert snapshot(systemd_transport) == production
+    again = pytester.runpytest_subprocess(*args)
+    again.stdout.fnmatch_lines(["*testhost: nothing to restore*"])
+
+
+def test_dry_run_shows_the_diff_and_changes_nothing(
+    pytester: pytest.Pytester,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    inv = write_inventory(systemd_host, pytester.path / "hosts.toml", HF_TOKEN="hf_dryrunsecret")
+    pytester.makepyfile(CONFIG + CHECK_TEST)
+    result = pytester.runpytest_subprocess(
+        "--sglang-dry-run", "--sglang-host", "testhost", "--sglang-inventory", str(inv)
+    )
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*sglang dry run (nothing was changed)*",
+            f"--- a{UNIT}",
+            f"+++ b{UNIT}",
+            "-ExecStart=/bin/sleep infinity",
+            "+ExecStart=*--model-path*",
+            "+++ b/etc/pytest-sglang/sglang-rel.env",
+            f"*would move aside for the session: {UNIT}.d*",
+            f"would restart: {SERVICE} (now active)*",
+        ]
+    )
+    assert "hf_dryrunsecret" not in result.stdout.str()
+    assert snapshot(systemd_transport) == production

@@ -1,0 +1,141 @@
+"""Draining a serving server before a stop, against a real HTTP server on loopback."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+
+import pytest
+
+from pytest_sglang.deploy.drain import drain, in_flight, serving_port
+
+
+class _Metrics(BaseHTTPRequestHandler):
+    running: ClassVar[list[int]] = []  # popped one per scrape; the last value stays
+
+    def do_GET(self) -> None:
+        if self.path != "/metrics":
+            self.send_error(404)
+            return
+        now = self.running.pop(0) if len(self.running) > 1 else self.running[0]
+        body = (
+            "# TYPE sglang:num_running_reqs gauge\n"
+            f'sglang:num_running_reqs{{model_name="m",tp_rank="0"}} {float(now)}\n'
+            'sglang:num_queue_reqs{model_name="m",tp_rank="0"} 0.0\n'
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_waits_until_the_in_flight_requests_are_done(server: str) -> None:
+    _Metrics.running = [3, 2, 0]
+    said: list[str] = []
+    assert drain(lambda: in_flight(server), what="h svc", timeout=30, say=said.append, poll_s=0.05)
+    assert said[0] == "[sglang] h svc: 3 request(s) in flight; draining for up to 30s"
+    assert said[-1] == "[sglang] h svc: drained"
+
+
+def test_gives_up_after_the_drain_timeout(server: str) -> None:
+    _Metrics.running = [5]
+    said: list[str] = []
+    assert not drain(lambda: in_flight(server), what="h", timeout=0.3, say=said.append, poll_s=0.05)
+    assert "still 5 request(s) after 0s; stopping anyway" in said[-1]
+
+
+def test_a_server_without_metrics_is_not_waited_for() -> None:
+    said: list[str] = []
+    assert in_flight("http://127.0.0.1:9") is None
+    assert not drain(lambda: None, what="h", timeout=60, say=said.append)
+    assert "in-flight requests unknown" in said[0]
+
+
+def test_serving_port_reads_the_argv() -> None:
+    assert serving_port(["python", "-m", "sglang.launch_server"]) == ("127.0.0.1", 30000)
+    assert serving_port(["x", "--port", "8000", "--host=0.0.0.0"]) == ("0.0.0.0", 8000)
+
+
+BUSY_SERVER = """import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        n = 2 if os.path.exists("/tmp/sglang-busy") else 0
+        body = ("sglang:num_running_reqs{tp_rank=\\"0\\"} %d.0\\n" % n).encode()
+        self.send_response(200); self.end_headers(); self.wfile.write(body)
+HTTPServer(("127.0.0.1", 30000), H).serve_forever()
+"""
+STANDIN = """import sys, time
+if sys.argv[-1] == "--help" and "--model-path" not in sys.argv:
+    print("--model-path --served-model-name"); sys.exit(0)
+time.sleep(100000)
+"""
+
+
+def test_the_systemd_deployer_drains_the_production_service_first(
+    systemd_host: object, systemd_transport: object, new_transport: object
+) -> None:
+    import sys
+    import time
+    from typing import Any
+
+    from pytest_sglang.config import ServerConfig
+    from pytest_sglang.deploy.systemd import SystemdDeployer
+    from pytest_sglang.hosts import HostSpec
+
+    from .conftest import SERVICE, UNIT
+
+    t: Any = systemd_transport
+    t.put(BUSY_SERVER.encode(), "/opt/busy.py", mode=0o644)
+    t.put(STANDIN.encode(), "/opt/standin.py", mode=0o644)
+    unit = f"[Service]\nExecStart={sys.executable} /opt/busy.py\n"
+    t.put(unit.encode(), UNIT, mode=0o644)
+    t.check_output("touch /tmp/sglang-busy; systemctl daemon-reload; systemctl restart %s", SERVICE)
+    spec = HostSpec(
+        name="testhost",
+        kind="ssh",
+        launch=f"{sys.executable} /opt/standin.py",
+        service=SERVICE,
+        sglang_version="0.5.23",
+        source="test",
+    )
+    d = SystemdDeployer(spec, t)
+    said: list[str] = []
+    d.say, d.drain_timeout = said.append, 30.0
+    for _ in range(50):  # the stand-in production server is listening
+        if t.run(
+            "python3 -c %s", "import socket; socket.create_connection(('127.0.0.1', 30000))"
+        ).ok:
+            break
+        time.sleep(0.1)
+    other: Any = new_transport()  # type: ignore[operator]
+    finisher = threading.Timer(1.0, lambda: other.run("rm -f /tmp/sglang-busy"))
+    finisher.start()
+    try:
+        d.deploy(ServerConfig(model_path="/m"))
+        assert any("2 request(s) in flight; draining for up to 30s" in s for s in said), said
+        assert said[-1].endswith("drained")
+    finally:
+        finisher.cancel()
+        d.restore()
+        t.run(
+            "systemctl stop %s; rm -f -- %s /opt/busy.py /opt/standin.py /tmp/sglang-busy; "
+            "systemctl daemon-reload",
+            SERVICE,
+            UNIT,
+        )

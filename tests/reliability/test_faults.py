@@ -1,0 +1,222 @@
+"""Faults on the real systemd host: an SSH drop mid-deploy and mid-benchmark, the host
+"restarting" (sshd down, every session cut, /run wiped, the service stopped), a full disk on
+upload and a crash-looping production service. Each ends in a one-line error (or a recovery)
+and a restored host.
+
+The sessions run in this process through :class:`SglangSession` (what the plugin drives), over
+real SSH to the nspawn host; faults are injected from a second connection.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from testhost import SystemdTestHost
+
+from pytest_sglang.bench import Workload
+from pytest_sglang.bench.loadgen import run_workload
+from pytest_sglang.config import ServerConfig
+from pytest_sglang.errors import SglangError
+from pytest_sglang.session import SglangSession
+
+from .conftest import EXTRA, SERVICE, UNIT, snapshot, write_inventory
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+
+# Kill the sshd process of every established SSH connection except the one running this.
+CUT_SESSIONS = r"""
+me=$(echo "$SSH_CONNECTION" | awk '{print $2}')
+ss -Htnp state established '( sport = :22 )' | while read -r _ _ local peer users; do
+  port=${peer##*:}
+  [ "$port" = "$me" ] && continue
+  pid=$(echo "$users" | sed -n 's/.*pid=\([0-9]*\).*/\1/p')
+  [ -n "$pid" ] && kill -9 "$pid"
+done
+true
+"""
+
+
+def _session(host: SystemdTestHost, tmp: Path, **env: str) -> SglangSession:
+    inv = write_inventory(host, tmp / "hosts.toml", **env)
+    said: list[str] = []
+    session = SglangSession(
+        ["testhost"],
+        inventory=inv,
+        ssh_config=None,
+        ready_timeout=60,
+        progress=said.append,
+        lock_timeout=10,
+        drain_timeout=0,
+    )
+    session.said = said  # type: ignore[attr-defined]
+    return session
+
+
+def _when(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the fault point was never reached"
+        time.sleep(0.05)
+
+
+def _one_line(exc: BaseException) -> str:
+    message = str(exc)
+    assert message and "\n" not in message.split("\n--- journal excerpt")[0], message
+    assert "Traceback" not in message
+    return message
+
+
+def _finish(session: SglangSession, transport: Any, production: dict[str, str]) -> list[str]:
+    """Restore at the end of the session; if the host could not be reached then, the next
+    session's ``--sglang-restore`` must do it. Either way the host ends as it was."""
+    problems = session.restore_all()
+    if problems:
+        assert all("\n" not in p for p in problems)
+        again = _session_like(session)
+        assert any("restored" in line for line in again.restore_hosts())
+    assert snapshot(transport) == production
+    return problems
+
+
+def _session_like(session: SglangSession) -> SglangSession:
+    return SglangSession(
+        ["testhost"], inventory=session.inventory, ssh_config=None, ready_timeout=60
+    )
+
+
+def test_ssh_drop_mid_deploy(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    session = _session(systemd_host, tmp_path, SGLANG_SIM_STARTUP_SCALE="0.3")
+    host = session.host("testhost")
+    deployed = lambda: "pytest-sglang" in systemd_transport.run("cat %s", UNIT).stdout  # noqa: E731
+    cutter = threading.Thread(
+        target=lambda: (_when(deployed), systemd_transport.run("sh -c %s", CUT_SESSIONS))
+    )
+    cutter.start()
+    try:
+        host.deployment(CONFIG)
+    except SglangError as exc:
+        assert "SSH" in _one_line(exc) or "connection" in str(exc)
+    finally:
+        cutter.join(timeout=60)
+    _finish(session, systemd_transport, production)
+
+
+def test_ssh_drop_mid_benchmark(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    session = _session(systemd_host, tmp_path, SGLANG_SIM_ITL_MS="20")
+    deployment = session.host("testhost").deployment(CONFIG)
+    timer = threading.Timer(0.8, lambda: systemd_transport.run("sh -c %s", CUT_SESSIONS))
+    timer.start()
+    try:
+        result = run_workload(
+            deployment.base_url,
+            Workload.fixed_concurrency(4, num_requests=16, output_tokens=32),
+            model="qwen3-8b",
+        )
+        # Requests cut with the forward are counted as failures (or the forward reconnected):
+        # every request is accounted for, nothing hangs.
+        assert result.completed + result.failed == 16
+    except SglangError as exc:
+        _one_line(exc)
+    finally:
+        timer.join()
+    _finish(session, systemd_transport, production)
+
+
+def test_host_restart_mid_session(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    session = _session(systemd_host, tmp_path)
+    session.host("testhost").deployment(CONFIG)
+    # What a reboot does to us: sshd away for a while, every connection cut, /run wiped,
+    # the server gone. The test's own connection survives to bring sshd back.
+    systemd_transport.run(
+        "systemctl stop ssh.socket ssh.service 2>/dev/null; sh -c %s; "
+        "rm -f /run/lock/pytest-sglang.json; systemctl stop -- %s",
+        CUT_SESSIONS,
+        SERVICE,
+    )
+    restarter = threading.Timer(2.0, lambda: systemd_transport.run("systemctl start ssh.service"))
+    restarter.start()
+    try:
+        with pytest.raises(SglangError) as err:
+            session.host("testhost").deployment(CONFIG.replace(served_model_name="other"))
+        _one_line(err.value)
+    finally:
+        restarter.join()
+    _when(lambda: systemd_transport.run("systemctl is-active --quiet ssh.service").ok)
+    _finish(session, systemd_transport, production)
+
+
+def test_full_disk_on_upload(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    full = "/opt/rel-full"
+    systemd_transport.check_output(
+        "mkdir -p %s && mount -t tmpfs -o size=8k tmpfs %s && echo original > %s/k.json",
+        full,
+        full,
+        full,
+    )
+    before = systemd_transport.check_output("sha256sum %s/k.json", full)
+    try:
+        session = _session(systemd_host, tmp_path)
+        big = CONFIG.replace(files={f"{full}/k.json": {"content": "x" * 64 * 1024}})
+        with pytest.raises(SglangError) as err:
+            session.host("testhost").deployment(big)
+        message = _one_line(err.value)
+        assert "space" in message.lower() or "k.json" in message
+        _finish(session, systemd_transport, production)
+        assert systemd_transport.check_output("sha256sum %s/k.json", full) == before
+        assert systemd_transport.check_output("ls -A %s", full).split() == ["k.json"]
+    finally:
+        systemd_transport.run("umount %s; rmdir %s", full, full)
+
+
+def test_crash_looping_production_service_is_given_back_as_it_was(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    looping = (
+        "[Service]\nExecStart=/bin/sh -c 'sleep 0.2; exit 3'\nRestart=always\nRestartSec=0.3\n"
+    )
+    systemd_transport.put(looping.encode(), UNIT, mode=0o644)
+    systemd_transport.check_output("systemctl daemon-reload && systemctl restart %s", SERVICE)
+    before = systemd_transport.check_output("sha256sum %s", UNIT)
+    session = _session(systemd_host, tmp_path)
+    deployment = session.host("testhost").deployment(
+        CONFIG.replace(files={EXTRA: {"content": "{}"}})
+    )
+    assert deployment.get("/health").status_code == 200
+    assert session.restore_all() == []
+    assert systemd_transport.check_output("sha256sum %s", UNIT) == before
+    n0 = int(systemd_transport.check_output("systemctl show -p NRestarts --value %s", SERVICE))
+    _when(
+        lambda: (
+            int(systemd_transport.check_output("systemctl show -p NRestarts --value %s", SERVICE))
+            > n0
+        ),
+        timeout=20,
+    )  # looping again, as before
