@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: scenarios test lint typecheck unit testhost-deps clean
+.PHONY: scenarios test lint typecheck unit testhost-deps report-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,23 @@ testhost-deps:
 			--no-install-recommends systemd-container openssh-server >/dev/null; \
 	fi
 
+# The reports' browser check (tests/report/test_browser.py) needs the Allure 3 command-line tool
+# from the npm registry (into the git-ignored .cache/allure-cli; needs Node.js >= 20) and
+# Chromium (Debian's package, installed when root). About 25 s each on a fresh machine.
+ALLURE_CLI_VERSION ?= 3.18.0
+ALLURE_CLI := .cache/allure-cli/node_modules/.bin/allure
+report-deps:
+	@if [ "$$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then \
+		echo "installing chromium for the report browser check"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends chromium >/dev/null; \
+	fi
+	@if command -v npm >/dev/null && [ ! -x $(ALLURE_CLI) ]; then \
+		echo "installing the Allure CLI $(ALLURE_CLI_VERSION) into .cache/allure-cli"; \
+		mkdir -p .cache/allure-cli && npm install --prefix .cache/allure-cli --no-audit \
+			--no-fund --silent allure@$(ALLURE_CLI_VERSION) >/dev/null; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check pytest_sglang tests scenarios benchmarks
 	$(BIN)/ruff format --check pytest_sglang tests scenarios benchmarks
@@ -33,7 +50,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests/
 
-test: $(STAMP) testhost-deps lint typecheck
+test: $(STAMP) testhost-deps report-deps lint typecheck
 	$(BIN)/pytest tests/ scenarios/
 
 clean:

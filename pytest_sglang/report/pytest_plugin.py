@@ -1,1 +1,135 @@
-"""pytest hooks for reports (filled in by the reports work)."""
+"""pytest hooks for reports: Allure parameters and attachments, Allure session files, HTML summary.
+
+Each hook hands over to the :class:`~.collector.ReportSession` kept in ``config.stash``:
+
+- setup (before the fixtures): the config's fields become Allure parameters;
+- call: after the test body, the deployment (unit, argv, server_args, journal) and the
+  benchmark figures are attached, and the run is kept for sweeps;
+- teardown: the test's baseline comparisons are attached when the baselines have made them;
+- session finish (after the other plugins, so hosts are restored and comparisons final):
+  ``environment.properties``, ``categories.json``, the performance-metrics file and the sweep
+  summary go to ``--alluredir``, and ``--sglang-html PATH`` gets the single-file summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .collector import ReportSession
+
+__all__ = ["REPORT_KEY", "comparison_results_of"]
+
+REPORT_KEY = pytest.StashKey[ReportSession]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sglang")
+    group.addoption(
+        "--sglang-html",
+        default=None,
+        metavar="PATH",
+        help="Write a single self-contained HTML summary (sweep tables and plots, baseline "
+        "comparisons, deployments) to PATH. Default: %(default)r",
+    )
+
+
+def comparison_results_of(config: pytest.Config) -> list[dict[str, Any]]:
+    """The baselines' comparisons; none while the baselines plugin does not provide them."""
+    from ..baseline import pytest_plugin as baseline
+
+    provider = getattr(baseline, "comparison_results", None)
+    if provider is None:
+        return []
+    return [dict(row) for row in provider(config)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    alluredir = getattr(config.option, "allure_report_dir", None)
+    html = config.getoption("sglang_html")
+    hosts = config.getoption("sglang_host") or ["local"]
+    from ..plugin import SESSION_KEY
+
+    config.stash[REPORT_KEY] = ReportSession(
+        results_dir=Path(alluredir) if alluredir else None,
+        html_path=Path(html) if html else None,
+        host=hosts[0],
+        comparisons=lambda: comparison_results_of(config),
+        # the session (and its redactor, when it has one) is built by the main plugin
+        session_redactor=lambda: getattr(config.stash.get(SESSION_KEY, None), "redactor", None),
+    )
+
+
+def _report(item: pytest.Item) -> ReportSession | None:
+    return item.config.stash.get(REPORT_KEY, None)
+
+
+def _params(item: pytest.Item) -> dict[str, Any]:
+    callspec = getattr(item, "callspec", None)
+    return dict(callspec.params) if callspec is not None else {}
+
+
+def _bench(config: pytest.Config) -> list[dict[str, Any]]:
+    from ..bench.pytest_plugin import bench_results
+
+    return bench_results(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    report = _report(item)
+    if report is not None:
+        report.setup(_params(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    report = _report(item)
+    if report is None:
+        return (yield)
+    report.before_call(len(_bench(item.config)))
+    try:
+        return (yield)
+    finally:
+        from ..session import Deployment
+
+        funcargs = getattr(item, "funcargs", {})
+        deployment = funcargs.get("sglang_server")
+        report.after_call(
+            item.nodeid,
+            _params(item),
+            deployment if isinstance(deployment, Deployment) else None,
+            _bench(item.config),
+        )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    report = _report(item)
+    if report is not None:
+        report.teardown(item.nodeid)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    report = session.config.stash.get(REPORT_KEY, None)
+    if report is None:
+        return
+    from ..plugin import SESSION_KEY
+
+    sglang = session.config.stash.get(SESSION_KEY, None)
+    deployments = sglang.summary()["deployments"] if sglang is not None else []
+    report.finish(deployments)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    report = config.stash.get(REPORT_KEY, None)
+    if report is None:
+        return
+    for note in report.notes:
+        terminalreporter.write_line(f"[sglang] {note}", yellow=True)
+    if report.html_path is not None and report.html_path.exists():
+        terminalreporter.write_line(f"[sglang] HTML summary: {report.html_path}")

@@ -1,0 +1,279 @@
+"""The report's session object: what each test deployed and measured, and the files at the end.
+
+The pytest hooks in :mod:`.pytest_plugin` only call into :class:`ReportSession`. During a test
+it sets the Allure parameters, attaches what was deployed and measured, and keeps a
+:class:`~.records.BenchRecord` per benchmark; at the end of the session it finds the sweeps,
+draws their plots once, and writes the Allure session files and the HTML summary from them.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import ServerConfig
+from ..deploy.base import REDACTED, redact_env
+from ..errors import SglangError
+from . import allure_output
+from .environment import HostFacts, environment_properties, host_facts
+from .html_summary import render_summary, write_summary
+from .plots import PlotsUnavailable, plot_sweep
+from .records import BenchRecord
+from .sweeps import Sweep, find_sweeps
+from .tables import comparison_table, html_document, sweep_table
+
+if TYPE_CHECKING:
+    from ..session import Deployment
+
+__all__ = ["ReportSession", "item_config"]
+
+Comparisons = Callable[[], list[dict[str, Any]]]
+#: A report must never fail a test: these are what building an attachment can raise.
+_REPORT_ERRORS = (SglangError, OSError, ValueError, TypeError, KeyError)
+
+
+def item_config(params: Mapping[str, Any]) -> ServerConfig | None:
+    value = params.get("sglang_server")
+    return value if isinstance(value, ServerConfig) else None
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, ServerConfig):
+        return value.id
+    return str(value)
+
+
+class _Secrets:
+    """The secret values of every config and host deployed so far, blanked out of text.
+
+    Uses the session-wide redactor when the session has one, plus the values of the names
+    ``redact_env`` hides, so that a value is hidden if either rule calls it secret.
+    """
+
+    def __init__(self, session_redactor: Callable[[], Any] = lambda: None) -> None:
+        self._session = session_redactor
+        self._values: set[str] = set()
+        try:
+            from ..secrets import Redactor
+        except ImportError:  # pragma: no cover - the redactor module is part of the package
+            self._own: Any = None
+        else:
+            self._own = Redactor()
+
+    def learn(self, deployment: Deployment) -> None:
+        envs = [deployment.config.env, deployment.deployed.env]
+        if deployment.deployer is not None:
+            envs.append(dict(deployment.deployer.spec.env))
+        for env in envs:
+            for name, shown in redact_env(env).items():
+                if shown == REDACTED and len(env[name]) >= 4:
+                    self._values.add(env[name])
+            if self._own is not None:
+                self._own.add_env(env)
+        if self._own is not None:
+            self._own.add_argv(list(deployment.config.extra_args))
+
+    def __call__(self, text: str) -> str:
+        for value in sorted(self._values, key=len, reverse=True):
+            text = text.replace(value, REDACTED)
+        if self._own is not None:
+            text = self._own.redact(text)
+        redact = getattr(self._session(), "redact", None)
+        if callable(redact):
+            text = str(redact(text))
+        return text
+
+
+class ReportSession:
+    """Collects per-test report data; writes the session's Allure files and HTML summary."""
+
+    def __init__(
+        self,
+        *,
+        results_dir: Path | None,
+        html_path: Path | None,
+        host: str,
+        comparisons: Comparisons,
+        session_redactor: Callable[[], Any] = lambda: None,
+    ) -> None:
+        self.results_dir = results_dir
+        self.html_path = html_path
+        self.host = host
+        self.comparisons = comparisons
+        self.redact = _Secrets(session_redactor)
+        self.records: list[BenchRecord] = []
+        self.facts: dict[str, HostFacts] = {}
+        self.models: list[str] = []
+        self.notes: list[str] = []
+        self.started_ms = int(time.time() * 1000)
+        self._call_start_ms = 0
+        self._bench_seen = 0
+        self._attached_comparisons: set[str] = set()
+
+    @property
+    def allure(self) -> bool:
+        return self.results_dir is not None
+
+    def _note(self, line: str) -> None:
+        if line not in self.notes:
+            self.notes.append(line)
+
+    # -- per test ----------------------------------------------------------------------------
+
+    def setup(self, params: Mapping[str, Any]) -> None:
+        """Before the fixtures: parameters from the config (the deployment may still fail)."""
+        config = item_config(params)
+        if not self.allure:
+            return
+        import allure
+
+        for name, value in params.items():
+            if isinstance(value, ServerConfig):
+                # allure-pytest would show repr(config), which contains the env values
+                allure.dynamic.parameter(name, value.id)
+        if config is not None:
+            allure_output.set_parameters(config, self.host, self.redact)
+
+    def before_call(self, bench_count: int) -> None:
+        self._call_start_ms = int(time.time() * 1000)
+        self._bench_seen = bench_count
+
+    def after_call(
+        self,
+        nodeid: str,
+        params: Mapping[str, Any],
+        deployment: Deployment | None,
+        bench: list[dict[str, Any]],
+    ) -> None:
+        """After the test body: attach the deployment and the new benchmark results."""
+        stop_ms = int(time.time() * 1000)
+        new = bench[self._bench_seen :]
+        self._bench_seen = len(bench)
+        if deployment is None:
+            return
+        try:
+            self._deployment_seen(deployment)
+            if self.allure:
+                allure_output.attach_deployment(deployment, self.redact)
+            for info in new:
+                self._record(nodeid, params, deployment, info, stop_ms)
+                if self.allure:
+                    allure_output.attach_bench(info, self.redact)
+        except _REPORT_ERRORS as exc:
+            self._note(f"report: cannot attach the deployment of {nodeid}: {exc}")
+
+    def _deployment_seen(self, deployment: Deployment) -> None:
+        self.redact.learn(deployment)
+        if deployment.config.model_path not in self.models:
+            self.models.append(deployment.config.model_path)
+        if deployment.host not in self.facts:
+            self.facts[deployment.host] = host_facts(deployment)
+
+    def _record(
+        self,
+        nodeid: str,
+        params: Mapping[str, Any],
+        deployment: Deployment,
+        info: dict[str, Any],
+        stop_ms: int,
+    ) -> None:
+        self.records.append(
+            BenchRecord(
+                nodeid=nodeid,
+                test=nodeid.split("[", 1)[0],
+                host=deployment.host,
+                config_id=deployment.config_id,
+                tuned={k: _plain(v) for k, v in deployment.config.tuned().items()},
+                params={
+                    k: _plain(v)
+                    for k, v in params.items()
+                    if not isinstance(v, ServerConfig) and k != "sglang_server"
+                },
+                info=info,
+                start_ms=self._call_start_ms,
+                stop_ms=stop_ms,
+            )
+        )
+
+    def teardown(self, nodeid: str) -> None:
+        """Attach this test's baseline comparisons, when the baselines have made them by now."""
+        if not self.allure or nodeid in self._attached_comparisons:
+            return
+        rows = [r for r in self.comparisons() if r.get("nodeid") == nodeid]
+        if rows:
+            self._attached_comparisons.add(nodeid)
+            allure_output.attach_comparisons([self._redacted_row(r) for r in rows])
+
+    def _redacted_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: self.redact(v) if isinstance(v, str) else v for k, v in row.items()}
+
+    # -- session end -------------------------------------------------------------------------
+
+    def _plots(self, sweeps: list[Sweep]) -> dict[str, bytes]:
+        plots: dict[str, bytes] = {}
+        for sweep in sweeps:
+            try:
+                plots[sweep.slug] = plot_sweep(sweep)
+            except PlotsUnavailable as exc:
+                self._note(str(exc))
+                break
+        return plots
+
+    def finish(self, deployments: list[dict[str, Any]]) -> None:
+        """Write the Allure session files and the HTML summary (whichever were asked for)."""
+        if not self.allure and self.html_path is None:
+            return
+        comparisons = [self._redacted_row(r) for r in self.comparisons()]
+        sweeps = find_sweeps(self.records)
+        plots = self._plots(sweeps) if sweeps else {}
+        facts = list(self.facts.values())
+        if self.results_dir is not None:
+            environment = environment_properties(facts, self.models)
+            allure_output.write_session_files(
+                self.results_dir, environment=environment, records=self.records
+            )
+            if sweeps or comparisons:
+                self._write_summary_result(sweeps, plots, comparisons)
+        if self.html_path is not None:
+            page = render_summary(
+                facts=facts,
+                deployments=deployments,
+                sweeps=sweeps,
+                plots=plots,
+                comparisons=comparisons,
+                records=self.records,
+                notes=self.notes,
+            )
+            write_summary(self.html_path, self.redact(page))
+
+    def _write_summary_result(
+        self, sweeps: list[Sweep], plots: dict[str, bytes], comparisons: list[dict[str, Any]]
+    ) -> None:
+        assert self.results_dir is not None
+        attachments: list[tuple[str, bytes | str, str, str]] = []
+        for sweep in sweeps:
+            png = plots.get(sweep.slug)
+            if png is not None:
+                attachments.append((f"plot: {sweep.title}", png, "image/png", "png"))
+            heading = f"<h1>{html.escape(sweep.title)}</h1>"
+            page = html_document(sweep.title, heading + sweep_table(sweep))
+            attachments.append((f"table: {sweep.title}", self.redact(page), "text/html", "html"))
+        if comparisons:
+            page = html_document("baseline comparison", comparison_table(comparisons))
+            attachments.append(("baseline comparison", page, "text/html", "html"))
+        regressed = any(str(r.get("verdict", "")).lower() == "regression" for r in comparisons)
+        lines = [f"{s.title}: {len(s.points)} points" for s in sweeps]
+        lines += [f"{len(comparisons)} baseline comparison(s)"] if comparisons else []
+        lines += self.notes
+        allure_output.write_summary_result(
+            self.results_dir,
+            attachments=attachments,
+            description="\n\n".join(lines),
+            failed=regressed,
+            start_ms=self.started_ms,
+        )

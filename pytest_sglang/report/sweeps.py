@@ -1,0 +1,96 @@
+"""Which benchmark runs form a sweep, and along which parameter.
+
+A sweep is two or more runs of the same test function on the same host whose configs or test
+parameters differ. The swept parameter is what differs: a config field
+(``speculative_num_steps``) or a test parameter (``concurrency``). When several things differ at
+once the points are labelled by config id in run order, since no single axis describes them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .records import BenchRecord
+
+__all__ = ["Sweep", "SweepPoint", "find_sweeps"]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One run in a sweep: its value of the swept parameter and its record."""
+
+    value: Any
+    label: str
+    record: BenchRecord
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Runs of ``test`` on ``host`` along ``parameter``; ``numeric``: all values are numbers."""
+
+    test: str
+    host: str
+    parameter: str
+    points: tuple[SweepPoint, ...]
+
+    @property
+    def numeric(self) -> bool:
+        return all(
+            isinstance(p.value, (int, float)) and not isinstance(p.value, bool) for p in self.points
+        )
+
+    @property
+    def title(self) -> str:
+        name = self.test.rsplit("::", 1)[-1]
+        return f"{name} on {self.host}: sweep of {self.parameter}"
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe id (``test_single_stream_decode-speculative_num_steps``)."""
+        name = self.test.rsplit("::", 1)[-1]
+        raw = f"{name}-{self.parameter}"
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in raw)
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _point_of(record: BenchRecord) -> dict[str, Any]:
+    point = {k: v for k, v in record.tuned.items() if k not in ("host", "port")}
+    point.update({f"param:{k}": v for k, v in record.params.items()})
+    return point
+
+
+def find_sweeps(records: list[BenchRecord]) -> list[Sweep]:
+    """The sweeps among ``records``, in the order their tests first ran."""
+    groups: dict[tuple[str, str], list[BenchRecord]] = {}
+    for record in records:
+        groups.setdefault((record.test, record.host), []).append(record)
+    sweeps: list[Sweep] = []
+    for (test, host), runs in groups.items():
+        if len(runs) < 2:
+            continue
+        points = [_point_of(r) for r in runs]
+        names = list(dict.fromkeys(name for p in points for name in p))
+        varying = [n for n in names if len({_key(p.get(n)) for p in points}) > 1]
+        if not varying:
+            continue  # the same point repeated: not a sweep
+        if len(varying) == 1:
+            name = varying[0]
+            parameter = name.removeprefix("param:")
+            built = [
+                SweepPoint(value=p.get(name), label=f"{p.get(name)}", record=r)
+                for p, r in zip(points, runs)
+            ]
+        else:
+            parameter = "config"
+            built = [SweepPoint(value=r.config_id, label=r.config_id, record=r) for r in runs]
+        sweep = Sweep(test=test, host=host, parameter=parameter, points=tuple(built))
+        if sweep.numeric:
+            ordered = sorted(sweep.points, key=lambda p: float(p.value))
+            sweep = Sweep(test=test, host=host, parameter=parameter, points=tuple(ordered))
+        sweeps.append(sweep)
+    return sweeps

@@ -1,0 +1,173 @@
+"""Tables for reports: HTML (Allure attachments and the summary page) and CSV.
+
+Every value is escaped; the CSS is inline so that a fragment renders the same in Allure's
+attachment viewer and in the single-file summary. Tables carry a class (``sglang-sweep``,
+``sglang-comparisons``, ``sglang-deployments``, ``sglang-benchmarks``) that the browser checks
+and users' own tooling can find.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .records import LATENCY_METRICS, BenchRecord, scalar_metrics
+from .sweeps import Sweep
+
+__all__ = [
+    "CSS",
+    "bench_csv",
+    "benchmarks_table",
+    "comparison_table",
+    "deployments_table",
+    "html_document",
+    "sweep_table",
+]
+
+CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f2f2f2; } td.text, th.text { text-align: left; white-space: nowrap; }
+td.text:last-child { white-space: normal; min-width: 18em; }
+tr.regression td { background: #fde2e1; } tr.improvement td { background: #e3f6e5; }
+tr.failed td { background: #fde2e1; }
+img.plot { max-width: 100%; border: 1px solid #ddd; }
+.muted { color: #777; }
+""".strip()
+
+_COMPARISON_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("nodeid", "test"),
+    ("config_id", "config"),
+    ("workload", "workload"),
+    ("metric", "metric"),
+    ("direction", "better"),
+    ("baseline", "baseline"),
+    ("current", "current"),
+    ("delta_pct", "change %"),
+    ("threshold_pct", "threshold %"),
+    ("p_value", "p-value"),
+    ("verdict", "verdict"),
+    ("reason", "reason"),
+)
+_TEXT_COLUMNS = {"nodeid", "config_id", "workload", "metric", "direction", "verdict", "reason"}
+
+_SWEEP_METRICS: tuple[tuple[str, str], ...] = (
+    ("output_throughput", "out tok/s"),
+    ("total_throughput", "total tok/s"),
+    *((m, m.replace("_ms", " ms").replace("_", " ")) for m in LATENCY_METRICS),
+    ("accept_length", "accept len"),
+)
+
+
+def fmt(value: Any) -> str:
+    """Numbers to 3 significant decimals at most; None as a dash."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if abs(value) >= 100:
+            return f"{value:.1f}"
+        if abs(value) >= 1:
+            return f"{value:.2f}"
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _cell(value: Any, *, text: bool = False) -> str:
+    cls = ' class="text"' if text else ""
+    return f"<td{cls}>{html.escape(fmt(value))}</td>"
+
+
+def _head(labels: Iterable[tuple[str, bool]]) -> str:
+    text_class = ' class="text"'
+    cells = "".join(
+        f"<th{text_class if text else ''}>{html.escape(label)}</th>" for label, text in labels
+    )
+    return f"<thead><tr>{cells}</tr></thead>"
+
+
+def comparison_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The baseline comparisons, one row per (test, metric); the verdict colours the row."""
+    head = _head((label, key in _TEXT_COLUMNS) for key, label in _COMPARISON_COLUMNS)
+    body = []
+    for row in rows:
+        verdict = str(row.get("verdict", "")).lower().replace(" ", "-")
+        cls = html.escape(verdict, quote=True)
+        cells = "".join(
+            _cell(row.get(key), text=key in _TEXT_COLUMNS) for key, _ in _COMPARISON_COLUMNS
+        )
+        body.append(f'<tr class="{cls}">{cells}</tr>')
+    return f'<table class="sglang-comparisons">{head}<tbody>{"".join(body)}</tbody></table>'
+
+
+def sweep_table(sweep: Sweep) -> str:
+    """One row per sweep point: the parameter's value, the config and its figures."""
+    labels = [(sweep.parameter, True), ("config", True), ("workload", True)]
+    labels += [(label, False) for _, label in _SWEEP_METRICS]
+    labels += [("completed", False), ("failed", False)]
+    body = []
+    for point in sweep.points:
+        info = point.record.info
+        cells = _cell(point.label, text=True)
+        cells += _cell(point.record.config_id, text=True) + _cell(point.record.workload, text=True)
+        cells += "".join(_cell(info.get(metric)) for metric, _ in _SWEEP_METRICS)
+        cells += _cell(info.get("completed")) + _cell(info.get("failed"))
+        cls = ' class="failed"' if info.get("failed") else ""
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f'<table class="sglang-sweep">{_head(labels)}<tbody>{"".join(body)}</tbody></table>'
+
+
+def benchmarks_table(records: Sequence[BenchRecord]) -> str:
+    """Every benchmark run of the session, in run order."""
+    labels = [("test", True), ("host", True), ("config", True), ("workload", True)]
+    labels += [(label, False) for _, label in _SWEEP_METRICS]
+    labels += [("failed", False)]
+    body = []
+    for record in records:
+        info = record.info
+        cells = "".join(
+            _cell(v, text=True)
+            for v in (record.nodeid, record.host, record.config_id, record.workload)
+        )
+        cells += "".join(_cell(info.get(metric)) for metric, _ in _SWEEP_METRICS)
+        cells += _cell(info.get("failed"))
+        body.append(f"<tr>{cells}</tr>")
+    return f'<table class="sglang-benchmarks">{_head(labels)}<tbody>{"".join(body)}</tbody></table>'
+
+
+def deployments_table(deployments: Sequence[Mapping[str, Any]]) -> str:
+    """The session's deployments (``SglangSession.summary()["deployments"]``)."""
+    columns = ("host", "config_id", "outcome", "ready_s", "reason", "message")
+    text = {"host", "config_id", "outcome", "reason", "message"}
+    head = _head((c.replace("_", " "), c in text) for c in columns)
+    body = []
+    for row in deployments:
+        cls = ' class="failed"' if row.get("outcome") == "failed" else ""
+        cells = "".join(_cell(row.get(c), text=c in text) for c in columns)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f'<table class="sglang-deployments">{head}<tbody>{"".join(body)}</tbody></table>'
+
+
+def html_document(title: str, body: str) -> str:
+    """A complete, self-contained HTML page (inline CSS, no external resources)."""
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n"
+    )
+
+
+def bench_csv(info: Mapping[str, Any]) -> str:
+    """A benchmark's flat figures as a two-line CSV (header, values)."""
+    flat = scalar_metrics(dict(info))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(list(flat))
+    writer.writerow(["" if v is None else v for v in flat.values()])
+    return buffer.getvalue()

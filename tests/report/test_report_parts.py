@@ -1,0 +1,174 @@
+"""Sweeps, tables, categories and environment files, from plain data (no session needed)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from pytest_sglang.report.allure_output import CATEGORIES, perf_samples
+from pytest_sglang.report.environment import HostFacts, environment_properties
+from pytest_sglang.report.records import BenchRecord
+from pytest_sglang.report.sweeps import find_sweeps
+from pytest_sglang.report.tables import bench_csv, comparison_table, sweep_table
+
+
+def record(
+    test: str = "t.py::test_decode",
+    host: str = "local",
+    config_id: str = "c",
+    tuned: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    tok_s: float = 100.0,
+) -> BenchRecord:
+    return BenchRecord(
+        nodeid=f"{test}[{config_id}]",
+        test=test,
+        host=host,
+        config_id=config_id,
+        tuned=tuned or {"model_path": "/m"},
+        params=params or {},
+        info={"workload": "single-stream", "output_throughput": tok_s, "median_ttft_ms": 20.0},
+    )
+
+
+def test_a_config_field_sweep_is_ordered_by_value() -> None:
+    runs = [
+        record(config_id=f"s{n}", tuned={"model_path": "/m", "speculative_num_steps": n})
+        for n in (3, 1, 2)
+    ]
+    (sweep,) = find_sweeps(runs)
+    assert sweep.parameter == "speculative_num_steps"
+    assert [p.value for p in sweep.points] == [1, 2, 3]
+    assert sweep.numeric
+
+
+def test_a_test_parameter_sweep() -> None:
+    runs = [record(params={"concurrency": c}) for c in (1, 4, 16)]
+    (sweep,) = find_sweeps(runs)
+    assert sweep.parameter == "concurrency"
+    assert [p.label for p in sweep.points] == ["1", "4", "16"]
+
+
+def test_several_changes_at_once_are_labelled_by_config() -> None:
+    runs = [
+        record(config_id="a", tuned={"model_path": "/m", "tp_size": 1, "mem_fraction_static": 0.8}),
+        record(config_id="b", tuned={"model_path": "/m", "tp_size": 2, "mem_fraction_static": 0.9}),
+    ]
+    (sweep,) = find_sweeps(runs)
+    assert sweep.parameter == "config"
+    assert [p.value for p in sweep.points] == ["a", "b"]
+    assert not sweep.numeric
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [record()],  # one point
+        [record(), record()],  # the same point twice
+        [record(host="a"), record(host="b")],  # one point on two hosts
+        [record(test="t.py::a", config_id="x"), record(test="t.py::b", config_id="y")],
+    ],
+)
+def test_not_a_sweep(runs: list[BenchRecord]) -> None:
+    assert find_sweeps(runs) == []
+
+
+def test_tables_escape_everything() -> None:
+    evil = "<script>alert(1)</script>"
+    page = comparison_table([{"nodeid": evil, "verdict": "regression", "delta_pct": -12.345}])
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert '<tr class="regression">' in page and "-12.35" in page
+    runs = [record(config_id=evil, params={"concurrency": c}) for c in (1, 2)]
+    assert "<script>" not in sweep_table(find_sweeps(runs)[0])
+
+
+def test_bench_csv_has_the_flat_figures() -> None:
+    text = bench_csv({"output_throughput": 1.5, "errors": ["x"], "config": {}, "failed": 0})
+    assert text.splitlines() == ["output_throughput,failed", "1.5,0"]
+
+
+def test_environment_properties_escape_and_join_hosts() -> None:
+    facts = [
+        HostFacts("gpu-a", "4x NVIDIA H100", "550.54", "0.5.23", "/m/a"),
+        HostFacts("gpu-b", "8x NVIDIA H200", "550.54", "0.5.23", "/m\\b"),
+    ]
+    lines = environment_properties(facts).splitlines()
+    assert "host=gpu-a; gpu-b" in lines
+    assert "gpus=gpu-a: 4x NVIDIA H100; gpu-b: 8x NVIDIA H200" in lines
+    assert "driver=550.54" in lines
+    assert "model=/m/a; /m\\\\b" in lines
+
+
+def test_perf_samples_skip_missing_figures() -> None:
+    samples = perf_samples([record()])
+    assert {s["key"] for s in samples} == {"sglang.output_throughput", "sglang.median_ttft_ms"}
+
+
+# The one-line messages the plugin produces (see readiness.py, journal.py, transport/ssh.py,
+# deploy/*.py), as allure-pytest records them, and the category each must land in.
+MESSAGES = [
+    (
+        "Failed: local eagle-s1: not ready in time (900s; stuck at phase 'CUDA graphs'); raise "
+        "--sglang-ready-timeout if the host is just slow",
+        "Not ready in time",
+    ),
+    (
+        "Failed: local eagle-s1: out of memory after 3.2s: Not enough memory. Please try to "
+        "increase --mem-fraction-static",
+        "Deploy failed",
+    ),
+    (
+        "Failed: llm-two eagle-s1: CUDA graph capture after 40.1s: Capture cuda graph failed",
+        "Deploy failed",
+    ),
+    (
+        "Failed: local eagle-s1: crashed (process exited with status 1) after 2.0s; last line: x",
+        "Deploy failed",
+    ),
+    (
+        "Failed: local eagle-s1: warmup failed after 9.0s: Initialization failed. warmup error",
+        "Deploy failed",
+    ),
+    (
+        "Failed: host 'local' (SGLang 0.5.18) has no flag --cuda-graph-max-bs-decode; remove it "
+        "from config x or use a host with an SGLang that has it",
+        "Deploy failed",
+    ),
+    (
+        "Failed: local eagle-s1: 1 value(s) in server_args differ from the request (after "
+        "SGLang's resolution rules): tp_size requested 4, logged 2",
+        "Journal assertion",
+    ),
+    (
+        "pytest_sglang.errors.JournalError: local eagle-s1: no journal line since the restart "
+        "matches 'x'",
+        "Journal assertion",
+    ),
+    (
+        "Failed: llm-two: authentication failed (publickey refused); check identity/user",
+        "SSH/infrastructure",
+    ),
+    (
+        "Failed: llm-two: host key CHANGED: the server offered ssh-ed25519 SHA256:x but "
+        "known_hosts has SHA256:y; if",
+        "SSH/infrastructure",
+    ),
+    (
+        "Failed: llm-two eagle-s1: lost the host while waiting for readiness: x",
+        "SSH/infrastructure",
+    ),
+    (
+        "Failed: output_throughput regression: 12.0% worse > 5% and significant",
+        "Performance regression",
+    ),
+]
+
+
+@pytest.mark.parametrize(("message", "category"), MESSAGES)
+def test_categories_match_the_plugins_messages(message: str, category: str) -> None:
+    # Allure 2 matches the whole message (Java), Allure 3 searches it (JavaScript): both agree
+    full = [c["name"] for c in CATEGORIES if re.fullmatch(c["messageRegex"], message + "\n...")]
+    found = [c["name"] for c in CATEGORIES if re.search(c["messageRegex"], message)]
+    assert full == found == [category]
