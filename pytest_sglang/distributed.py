@@ -1,0 +1,215 @@
+"""pytest-xdist: one host per worker, one deployment per config per host, one merged summary.
+
+``pytest scenarios/ -n 2 --sglang-host a --sglang-host b``:
+
+* tests are grouped by config (``xdist_group`` = config digest) and scheduled with xdist's
+  ``loadgroup`` unless ``--dist`` was given, so all tests of a config run on one worker and the
+  config is deployed once;
+* each worker leases one host for the session through the host lock: it tries the hosts in an
+  order that starts at its own index, takes the first free one, and when all are taken waits for
+  its own (``--sglang-lock-timeout``), so no host is ever used by two workers;
+* workers send their deployments, benchmarks and comparisons to the controller, which writes the
+  one ``--sglang-summary``; each record names the host that ran it.
+
+Simulator hosts declared with ``ssh = "local"`` are leased with a lock file on this machine; the
+default ``local`` host is each worker's own embedded simulator.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from .config import ServerConfig
+from .errors import SglangError
+from .hosts import LOCAL_HOST
+
+__all__ = ["worker_index"]
+
+_LEASES: dict[str, IO[str]] = {}
+OUTPUT_KEY = "sglang_summary"
+_NOTES: list[str] = []
+
+
+def worker_index(config: pytest.Config) -> int | None:
+    """The xdist worker number (gw3 -> 3), None on the controller or without xdist."""
+    worker = getattr(config, "workerinput", {}).get("workerid") or os.environ.get(
+        "PYTEST_XDIST_WORKER"
+    )
+    if not worker:
+        return None
+    match = re.search(r"(\d+)$", worker)
+    return int(match.group(1)) if match else 0
+
+
+def _dist_given(config: pytest.Config) -> bool:
+    args = config.invocation_params.args
+    return any(a == "--dist" or a.startswith("--dist=") or a.startswith("-d") for a in args)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``loadgroup`` unless ``--dist`` was given, so each config's tests stay on one worker.
+
+    Runs before xdist's own (trylast) configure creates the scheduler, and the option travels to
+    the workers, which then suffix node ids with the group.
+    """
+    if getattr(config.option, "dist", "no") == "load" and not _dist_given(config):
+        config.option.dist = "loadgroup"
+    _cap_workers(config)
+
+
+def _cap_workers(config: pytest.Config) -> None:
+    """No more workers than hosts: a worker without a host could only wait for one, and hosts
+    are held until the whole session ends. The default ``local`` host is per worker."""
+    _NOTES.clear()
+    hosts = list(dict.fromkeys(config.getoption("sglang_host") or []))
+    workers = getattr(config.option, "numprocesses", None)
+    if not hosts or hosts == [LOCAL_HOST] or not workers or workers <= len(hosts):
+        return
+    config.option.numprocesses = len(hosts)
+    config.option.tx = list(config.option.tx or [])[: len(hosts)]
+    _NOTES.append(
+        f"sglang: {workers} workers asked for {len(hosts)} host(s): running {len(hosts)} "
+        "worker(s), one per host"
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return list(_NOTES)
+
+
+def pytest_configure_node(node: Any) -> None:
+    """Tell each worker that the controller schedules by group (workers re-parse argv only)."""
+    node.workerinput["sglang_loadgroup"] = node.config.getoption("dist") == "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group each config's tests; suffix node ids as xdist does for ``--dist loadgroup``."""
+    suffix = bool(getattr(config, "workerinput", {}).get("sglang_loadgroup"))
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        value = callspec.params.get("sglang_server") if callspec is not None else None
+        if isinstance(value, ServerConfig):
+            group = f"sglang-{value.digest}"
+            item.add_marker(pytest.mark.xdist_group(name=group))
+            if suffix and "@" not in item.nodeid:
+                _suffix_nodeid(item, group)
+
+
+def _suffix_nodeid(item: pytest.Item, group: str) -> None:
+    """What xdist's worker does for loadgroup; pytest 9 keeps node ids in ``_id``, which
+    xdist 3.8 does not update, so the group suffix is set here for both layouts."""
+    new = f"{item.nodeid}@{group}"
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import coerce_node_id  # type: ignore[import-not-found]
+
+        item._id = coerce_node_id(new)
+    else:
+        item._nodeid = new  # type: ignore[attr-defined]
+
+
+def _lease_local(name: str) -> bool:
+    """A lock file on this machine for a named local simulator host; False when taken."""
+    root = Path(tempfile.gettempdir()) / "pytest-sglang-leases"
+    root.mkdir(exist_ok=True)
+    handle = (root / f"{name}.lock").open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return False
+    _LEASES[name] = handle
+    return True
+
+
+def _try_lease(sglang: Any, name: str, *, wait: bool) -> bool:
+    host = sglang.host(name)
+    if host.spec.kind == "local":
+        if name == LOCAL_HOST:
+            return True
+        if _lease_local(name):
+            return True
+        if not wait:
+            return False
+        handle = (Path(tempfile.gettempdir()) / "pytest-sglang-leases" / f"{name}.lock").open("a")
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released by the holder's exit at the latest
+        _LEASES[name] = handle
+        return True
+    timeout = host.lock_timeout
+    if not wait:
+        host.lock_timeout = 0.0
+    try:
+        host.lock()
+    except SglangError:
+        if wait:
+            raise
+        return False
+    finally:
+        host.lock_timeout = timeout
+    return True
+
+
+def _say(sglang: Any, message: str) -> None:
+    if sglang.progress is not None:
+        sglang.progress(message)
+
+
+def _needs_host(session: pytest.Session) -> bool:
+    return any("sglang_server" in getattr(i, "fixturenames", ()) for i in session.items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a worker with deployments to do, lease one host for the whole session."""
+    index = worker_index(session.config)
+    if index is None or not _needs_host(session):
+        return
+    from .plugin import SESSION_KEY
+
+    sglang = session.config.stash[SESSION_KEY]
+    names = list(sglang.host_names)
+    if len(names) < 2:
+        return
+    order = [names[(index + k) % len(names)] for k in range(len(names))]
+    try:
+        for name in order:
+            if _try_lease(sglang, name, wait=False):
+                break
+        else:
+            name = order[0]
+            _say(sglang, f"[sglang] worker gw{index}: every host is taken; waiting for {name}")
+            _try_lease(sglang, name, wait=True)
+    except SglangError:
+        return  # the tests of this worker fail with the lock error when they ask for the host
+    sglang.host_names = [name]
+    _say(sglang, f"[sglang] worker gw{index} leased host {name}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Workers hand their records to the controller (after the main plugin restored)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is None:
+        return
+    from .plugin import summary_of
+
+    workeroutput[OUTPUT_KEY] = summary_of(session.config)
+    for handle in _LEASES.values():
+        handle.close()
+    _LEASES.clear()
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller merges what each worker did into its own summary."""
+    output = getattr(node, "workeroutput", {}).get(OUTPUT_KEY)
+    if not output:
+        return
+    from .plugin import merge_summary
+
+    merge_summary(node.config, output)
