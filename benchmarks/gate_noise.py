@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_sglang.baseline.gates import DEFAULT_ALPHA, DEFAULT_GATES, decide
+from pytest_sglang.bench.pytest_plugin import DEFAULT_ROUNDS
 
 TRUE_THROUGHPUT = 100.0  # tok/s; only ratios matter
 TOKENS = 256  # per round, to turn throughput into pytest-benchmark's round time
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.slowdown:.0%} lower throughput"
     )
     print(
-        f"{'rounds':>6} | {'false alarm':>11} {'caught':>7} (pytest-sglang defaults) | "
+        f"{'rounds':>12} | {'false alarm':>11} {'caught':>7} (pytest-sglang defaults) | "
         f"{'false alarm':>11} {'caught':>7} (pytest-benchmark mean:5%)"
     )
     ok = True
@@ -125,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         meets = fa <= 0.01 and hit >= 0.95
         ok = ok and (meets or rounds < 3)
+        label = f"{rounds}{' (default)' if rounds == DEFAULT_ROUNDS else ''}"
         print(
-            f"{rounds:>6} | {fa:>11.2%} {hit:>7.1%} {'meets' if meets else 'below':>24} | "
+            f"{label:>12} | {fa:>11.2%} {hit:>7.1%} {'meets' if meets else 'below':>24} | "
             f"{fa_pb:>11.2%} {hit_pb:>7.1%}"
         )
     print("targets: false alarm <= 1%, caught >= 95% (met from rounds=3 up)" if ok else "MISSED")

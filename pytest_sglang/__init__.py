@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .config import FileSpec, ServerConfig
 from .errors import (
+    BaselineError,
     CommandTimeout,
     ConfigError,
     ConnectError,
@@ -29,6 +30,7 @@ from .sweep import load_configs, sweep
 __version__ = "0.1.0"
 
 __all__ = [
+    "BaselineError",
     "CommandTimeout",
     "ConfigError",
     "ConnectError",

@@ -336,6 +336,13 @@ class ServerConfig(BaseModel):
     def __str__(self) -> str:
         return f"ServerConfig({self.id})"
 
+    def __repr_args__(self) -> Any:
+        """Environment values stay out of reprs: pytest-benchmark and tracebacks print them."""
+        for name, value in super().__repr_args__():
+            if name == "env" and value:
+                value = dict.fromkeys(value, "<redacted>")
+            yield name, value
+
 
 def _flag_value(value: object) -> str:
     if isinstance(value, float):

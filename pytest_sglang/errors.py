@@ -15,12 +15,14 @@ Third-party errors (paramiko, requests, pydantic) are translated at the boundary
     ├── DeployError            writing the unit/files or (re)starting the service failed
     │   └── RestoreError       the host could not be returned to its original state
     ├── ServerStartError       the server failed to become ready (classified reason)
-    └── JournalError           the startup journal contradicts the requested config
+    ├── JournalError           the startup journal contradicts the requested config
+    └── BaselineError          the baseline store cannot be read/written, or is unusable
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BaselineError",
     "CommandTimeout",
     "ConfigError",
     "ConnectError",
@@ -91,3 +93,7 @@ class ServerStartError(SglangError):
 
 class JournalError(SglangError, AssertionError):
     """The startup journal does not prove that the requested configuration took effect."""
+
+
+class BaselineError(SglangError):
+    """The baseline store cannot be read or written, or a required baseline is unusable."""

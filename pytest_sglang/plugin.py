@@ -244,6 +244,10 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
     """Test ids come from the configs' own ids (``eagle-s3-k1``), not ``sglang_server0``."""
     if isinstance(val, ServerConfig):
         return val.id
+    from .bench.workload import Workload
+
+    if isinstance(val, Workload):
+        return val.name
     return None
 
 

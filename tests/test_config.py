@@ -287,3 +287,11 @@ def test_missing_file_source_names_the_path(tmp_path: Path) -> None:
     cfg = ServerConfig(model_path="m", files={"/opt/x": str(tmp_path / "nope.json")})
     with pytest.raises(ConfigError, match=r"nope\.json"):
         cfg.files["/opt/x"].data()
+
+
+def test_repr_never_shows_environment_values() -> None:
+    cfg = ServerConfig(model_path="m", env={"HF_TOKEN": "hf_secret_value", "A": "plain"})
+    assert "hf_secret_value" not in repr(cfg)
+    assert "plain" not in repr(cfg)
+    assert "HF_TOKEN" in repr(cfg)
+    assert cfg.env["HF_TOKEN"] == "hf_secret_value"

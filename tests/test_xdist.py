@@ -107,17 +107,20 @@ def test_a_failing_host_fails_only_its_configs(pytester: pytest.Pytester) -> Non
 
 
 def test_two_systemd_hosts_side_by_side(
-    pytester: pytest.Pytester, systemd_host: SystemdTestHost, systemd_host_factory: Any
+    pytester: pytest.Pytester, systemd_host_factory: Any
 ) -> None:
     import sys
 
-    other: SystemdTestHost = systemd_host_factory("b")
+    # Two hosts of their own, and a service name each: the nspawn containers share the test
+    # process's cgroup (--keep-unit), so equal unit names would share one cgroup path.
+    first: SystemdTestHost = systemd_host_factory("xa")
+    other: SystemdTestHost = systemd_host_factory("xb")
     entries = []
-    for name, host in (("gpu-a", systemd_host), ("gpu-b", other)):
+    for name, host in (("gpu-a", first), ("gpu-b", other)):
         entries.append(
             f"""[hosts.{name}]
 ssh = "root@{host.ip}:22"
-service = "sglang-xdist.service"
+service = "sglang-xdist-{name}.service"
 launch = "{sys.executable} -m pytest_sglang.sim"
 known_hosts = "{host.known_hosts_path}"
 identity = "{host.key_path}"
@@ -133,5 +136,6 @@ env = {{ SGLANG_SIM_STARTUP_SCALE = "0" }}
     result.assert_outcomes(passed=8)
     assert_each_config_once(records)
     assert {r["host"] for r in records} == {"gpu-a", "gpu-b"}
-    for host in (systemd_host, other):
-        assert host.ssh("systemctl is-active sglang-xdist.service").stdout.strip() != "active"
+    for name, host in (("gpu-a", first), ("gpu-b", other)):
+        state = host.ssh(f"systemctl is-active sglang-xdist-{name}.service").stdout.strip()
+        assert state != "active"

@@ -23,13 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SglangError
+from ..errors import BaselineError
 
 __all__ = ["BaselineError", "BaselineKey", "BaselineStore", "StoredBaseline", "round_stats"]
-
-
-class BaselineError(SglangError):
-    """The baseline store cannot be read or written, or a required baseline is unusable."""
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

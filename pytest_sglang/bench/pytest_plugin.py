@@ -12,6 +12,7 @@ test failing with one line when a regression stands.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import pytest
@@ -24,6 +25,10 @@ from .metrics import BenchResult
 from .workload import Workload
 
 __all__ = ["RESULTS_KEY", "SglangBench", "bench_results"]
+
+#: Default rounds per run: the fewest at which the default gates keep false alarms <= 1% and
+#: catch >= 95% of 5% slowdowns under 2% noise.
+DEFAULT_ROUNDS = 3
 
 RESULTS_KEY = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -54,8 +59,10 @@ class SglangBench:
         cfg = self.deployment.config
         return str(getattr(cfg, "served_model_name", None) or cfg.model_path)
 
-    def __call__(self, workload: Workload, rounds: int = 1) -> BenchResult:
+    def __call__(self, workload: Workload, rounds: int | None = None) -> BenchResult:
         __tracebackhide__ = True
+        if rounds is None:
+            rounds = int(self.config.getoption("sglang_rounds"))
         if self.used:
             pytest.fail(
                 "sglang_bench can run one workload per test; split the workloads into "
@@ -155,6 +162,29 @@ class SglangBench:
             output_throughput_rounds=[r.output_throughput for r in runs],
         )
         return info
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sglang", "SGLang server deployment and benchmarking")
+    group.addoption(
+        "--sglang-rounds",
+        type=_rounds,
+        default=DEFAULT_ROUNDS,
+        metavar="N",
+        help="Rounds per sglang_bench run when the test does not say. Three rounds are what "
+        "the regression gates need to tell a 5%% slowdown from 2%% noise (benchmarks/"
+        "gate_noise.py). Default: %(default)r",
+    )
 
 
 @pytest.fixture

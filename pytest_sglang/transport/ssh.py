@@ -460,6 +460,14 @@ class SshTransport(Transport):
                 handle.set_pipelined(True)
                 handle.write(data)
                 handle.chmod(mode)  # still a private temp file: never world-readable with data
+            # Pipelined writes lose the server's error replies (a full disk reads as success):
+            # never rename a short file over the real one.
+            written = sftp.stat(tmp).st_size
+            if written != len(data):
+                raise OSError(
+                    errno.ENOSPC,
+                    f"only {written} of {len(data)} bytes reached the disk; file system full?",
+                )
             sftp.posix_rename(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError, EOFError, paramiko.SSHException):

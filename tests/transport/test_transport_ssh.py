@@ -97,6 +97,23 @@ def test_file_errors_name_host_and_path(ssh: SshTransport) -> None:
     assert "\n" not in str(info.value)
 
 
+def test_put_onto_a_full_disk_fails_and_keeps_the_old_file(ssh: SshTransport) -> None:
+    full = "/opt/transport-full"
+    ssh.check_output(
+        "mkdir -p %s && mount -t tmpfs -o size=8k tmpfs %s && echo original > %s/k.json",
+        full,
+        full,
+        full,
+    )
+    try:
+        with pytest.raises(TransportError, match=r"file system full\?"):
+            ssh.put(b"x" * 64 * 1024, f"{full}/k.json")
+        assert ssh.get(f"{full}/k.json") == b"original\n"
+        assert ssh.check_output("ls -A %s", full).split() == ["k.json"]
+    finally:
+        ssh.run("umount %s; rmdir %s", full, full)
+
+
 def test_forward_reaches_a_server_bound_to_the_hosts_loopback(
     ssh: SshTransport, systemd_host: SystemdTestHost
 ) -> None:
