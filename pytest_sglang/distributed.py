@@ -8,8 +8,9 @@
 * each worker leases one host for the session through the host lock: it tries the hosts in an
   order that starts at its own index, takes the first free one, and when all are taken waits for
   its own (``--sglang-lock-timeout``), so no host is ever used by two workers;
-* workers send their deployments, benchmarks and comparisons to the controller, which writes the
-  one ``--sglang-summary``; each record names the host that ran it.
+* workers send their deployments, benchmarks, comparisons and report records to the controller,
+  which writes the one ``--sglang-summary``, the Allure session files (sweep plots over every
+  worker's tests) and ``--sglang-html``; each record names the host that ran it.
 
 Simulator hosts declared with ``ssh = "local"`` are leased with a lock file on this machine; the
 default ``local`` host is each worker's own embedded simulator.
@@ -34,6 +35,7 @@ __all__ = ["worker_index"]
 
 _LEASES: dict[str, IO[str]] = {}
 OUTPUT_KEY = "sglang_summary"
+REPORT_OUTPUT_KEY = "sglang_report"
 _NOTES: list[str] = []
 
 
@@ -198,8 +200,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is None:
         return
     from .plugin import summary_of
+    from .report.pytest_plugin import worker_output
 
     workeroutput[OUTPUT_KEY] = summary_of(session.config)
+    workeroutput[REPORT_OUTPUT_KEY] = worker_output(session.config)
     for handle in _LEASES.values():
         handle.close()
     _LEASES.clear()
@@ -207,9 +211,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """The controller merges what each worker did into its own summary."""
-    output = getattr(node, "workeroutput", {}).get(OUTPUT_KEY)
-    if not output:
-        return
+    outputs = getattr(node, "workeroutput", {})
     from .plugin import merge_summary
+    from .report.pytest_plugin import merge_worker_output
 
-    merge_summary(node.config, output)
+    if outputs.get(OUTPUT_KEY):
+        merge_summary(node.config, outputs[OUTPUT_KEY])
+    if outputs.get(REPORT_OUTPUT_KEY):
+        merge_worker_output(node.config, outputs[REPORT_OUTPUT_KEY])

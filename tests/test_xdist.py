@@ -139,3 +139,43 @@ env = {{ SGLANG_SIM_STARTUP_SCALE = "0" }}
     for name, host in (("gpu-a", first), ("gpu-b", other)):
         state = host.ssh(f"systemctl is-active sglang-xdist-{name}.service").stdout.strip()
         assert state != "active"
+
+
+def test_reports_merge_across_workers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        SUITE
+        + """
+from pytest_sglang.bench import Workload
+
+@pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
+def test_decode(sglang_bench):
+    assert sglang_bench(Workload.single_stream(8), rounds=1).failed == 0
+"""
+    )
+    inv = local_inventory(pytester.path / "hosts.toml")
+    html = pytester.path / "summary.html"
+    alluredir = pytester.path / "allure"
+    result, records = run(
+        pytester,
+        inv,
+        "-n",
+        "2",
+        "--sglang-host",
+        "sim-a",
+        "--sglang-host",
+        "sim-b",
+        "--alluredir",
+        str(alluredir),
+        "--sglang-html",
+        str(html),
+    )
+    result.assert_outcomes(passed=12)
+    assert {r["host"] for r in records} == {"sim-a", "sim-b"}
+    page = html.read_text()
+    for steps in (1, 2, 3, 4):
+        assert f"eagle-s{steps}-k1" in page
+    summaries = [
+        p for p in alluredir.glob("*-result.json") if "sglang sweep summary" in p.read_text()
+    ]
+    assert len(summaries) == 1
+    assert (alluredir / "environment.properties").read_text().count("sim-") >= 2

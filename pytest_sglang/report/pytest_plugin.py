@@ -13,6 +13,7 @@ Each hook hands over to the :class:`~.collector.ReportSession` kept in ``config.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 import pytest
 
 from .collector import ReportSession
+from .environment import HostFacts
+from .records import BenchRecord
 
 __all__ = ["REPORT_KEY", "comparison_results_of"]
 
@@ -40,11 +43,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def comparison_results_of(config: pytest.Config) -> list[dict[str, Any]]:
     """The baselines' comparisons; none while the baselines plugin does not provide them."""
     from ..baseline import pytest_plugin as baseline
+    from ..plugin import SESSION_KEY
 
     provider = getattr(baseline, "comparison_results", None)
-    if provider is None:
-        return []
-    return [dict(row) for row in provider(config)]
+    rows = [dict(row) for row in provider(config)] if provider is not None else []
+    sglang = config.stash.get(SESSION_KEY, None)
+    if sglang is not None:  # on the xdist controller: what the workers compared
+        rows += [dict(row) for row in sglang.merged.get("comparisons", [])]
+    return rows
+
+
+def worker_output(config: pytest.Config) -> dict[str, Any]:
+    """What an xdist worker hands the controller, which writes the session-level reports."""
+    report = config.stash.get(REPORT_KEY, None)
+    if report is None:
+        return {}
+    return {
+        "records": [dataclasses.asdict(r) for r in report.records],
+        "facts": [dataclasses.asdict(f) for f in report.facts.values()],
+        "models": list(report.models),
+        "notes": list(report.notes),
+    }
+
+
+def merge_worker_output(config: pytest.Config, output: dict[str, Any]) -> None:
+    """On the controller: add a worker's records, so sweeps span every worker's tests."""
+    report = config.stash.get(REPORT_KEY, None)
+    if report is None or not output:
+        return
+    report.records.extend(BenchRecord(**row) for row in output.get("records", []))
+    for row in output.get("facts", []):
+        report.facts.setdefault(row["host"], HostFacts(**row))
+    report.models.extend(m for m in output.get("models", []) if m not in report.models)
+    report.notes.extend(n for n in output.get("notes", []) if n not in report.notes)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,8 +147,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     report = session.config.stash.get(REPORT_KEY, None)
-    if report is None:
-        return
+    if report is None or hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller writes the session files from all workers
     from ..plugin import SESSION_KEY
 
     sglang = session.config.stash.get(SESSION_KEY, None)
