@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import signal
@@ -15,6 +14,7 @@ import pytest
 
 from .config import ServerConfig
 from .errors import SglangError
+from .options import number
 from .session import Deployment, HostSession, SglangSession
 
 __all__ = ["Deployment"]
@@ -31,26 +31,6 @@ SESSION_KEY = pytest.StashKey[SglangSession]()
 _SIGTERM_KEY = pytest.StashKey[Any]()
 JOURNAL_MARKER = "sglang_journal"
 _JOURNAL_MARKER_KWARGS = {"expect", "forbid"}
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -78,7 +58,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--sglang-ready-timeout",
-        type=_positive_float,
+        type=number(float, above=0),
         default=900.0,
         metavar="SECONDS",
         help="Deadline for a server to become ready after its restart. Default: %(default)r",
@@ -91,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--sglang-lock-timeout",
-        type=_non_negative_float,
+        type=number(float, minimum=0),
         default=300.0,
         metavar="SECONDS",
         help="How long to wait for a host that another session holds locked before failing "
@@ -113,7 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--sglang-drain-timeout",
-        type=_non_negative_float,
+        type=number(float, minimum=0),
         default=60.0,
         metavar="SECONDS",
         help="Before stopping a serving service, wait up to this long for its in-flight "

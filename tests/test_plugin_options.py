@@ -31,3 +31,22 @@ def test_host_option_is_repeatable(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest("--sglang-host", "a", "--sglang-host", "b")
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        ("--sglang-ready-timeout=0", "*--sglang-ready-timeout*must be > 0, got 0*"),
+        ("--sglang-ready-timeout=soon", "*--sglang-ready-timeout*not a number: 'soon'*"),
+        ("--sglang-rounds=0", "*--sglang-rounds*must be >= 1, got 0*"),
+        ("--sglang-rounds=2.5", "*--sglang-rounds*not a whole number: '2.5'*"),
+        ("--sglang-baseline-history=0", "*--sglang-baseline-history*must be >= 1, got 0*"),
+        ("--sglang-gate-alpha=1", "*--sglang-gate-alpha*between 0 and 1, got 1*"),
+    ],
+)
+def test_bad_option_values_are_one_line_usage_errors(
+    pytester: pytest.Pytester, arg: str, message: str
+) -> None:
+    result = pytester.runpytest(arg)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])

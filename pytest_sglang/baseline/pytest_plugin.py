@@ -7,12 +7,12 @@ row is available to other plugins with :func:`comparison_results`.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..options import number
 from . import hookspec
 from .fingerprint import collect_fingerprint
 from .gatekeeper import Gatekeeper
@@ -52,36 +52,6 @@ def _parse_gate(text: str) -> Gate:
     return parse_gate_option(text)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return value
-
-
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
@@ -103,7 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--sglang-baseline-history",
-        type=_positive_int,
+        type=number(int, minimum=1),
         default=10,
         metavar="N",
         help="Runs kept per baseline by --sglang-baseline-save. Default: %(default)r",
@@ -128,7 +98,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--sglang-gate-alpha",
-        type=_probability,
+        type=number(float, above=0, below=1),
         default=DEFAULT_ALPHA,
         metavar="P",
         help="Significance level of the one-sided t-test a regression must pass. "
@@ -136,7 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--sglang-confirm",
-        type=_count,
+        type=number(int, minimum=0),
         default=1,
         metavar="N",
         help="Re-run a benchmark that regressed up to N times (pooling the rounds) before "

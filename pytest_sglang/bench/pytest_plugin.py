@@ -12,13 +12,13 @@ test failing with one line when a regression stands.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 import pytest
 
 from ..deploy.base import REDACTED
 from ..errors import SglangError
+from ..options import number
 from ..session import Deployment
 from .loadgen import run_workload
 from .metrics import BenchResult
@@ -164,21 +164,11 @@ class SglangBench:
         return info
 
 
-def _rounds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sglang", "SGLang server deployment and benchmarking")
     group.addoption(
         "--sglang-rounds",
-        type=_rounds,
+        type=number(int, minimum=1),
         default=DEFAULT_ROUNDS,
         metavar="N",
         help="Rounds per sglang_bench run when the test does not say. Three rounds are what "

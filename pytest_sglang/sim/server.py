@@ -390,6 +390,20 @@ def build_app(state: ServerState) -> web.Application:
             return _error(400, str(exc))
         max_new = min(max_new, max(1, state.context_len - prompt))
         seed_text = json.dumps(messages, sort_keys=True, default=str)
+        sampling = (max_new, temperature, ignore_eos)
+        return await serve_oai(request, body, prompt, seed_text, sampling, chat=True)
+
+    async def serve_oai(
+        request: web.Request,
+        body: dict[str, Any],
+        prompt: int,
+        seed_text: str,
+        sampling: tuple[int, float, bool],
+        *,
+        chat: bool,
+    ) -> web.StreamResponse:
+        """What /v1/chat/completions and /v1/completions share once the prompt is read."""
+        max_new, temperature, ignore_eos = sampling
         req = new_request(
             prompt,
             max_new,
@@ -401,29 +415,28 @@ def build_app(state: ServerState) -> web.Application:
         )
         model = str(body.get("model") or state.served)
         if body.get("stream"):
-            return await stream_oai(request, req, True, model, _include_usage(body))
+            return await stream_oai(request, req, chat, model, _include_usage(body))
         await wait_done(req)
         reason, matched = oai_finish(req)
+        text = text_of(req.output_ids)
+        choice: dict[str, Any] = {"index": 0}
+        if chat:
+            choice["message"] = {
+                "role": "assistant",
+                "content": text,
+                "reasoning_content": None,
+                "tool_calls": None,
+            }
+        else:
+            choice["text"] = text
+        choice.update(logprobs=None, finish_reason=reason, matched_stop=matched)
         return web.json_response(
             {
-                "id": "chatcmpl-" + req.rid,
-                "object": "chat.completion",
+                "id": ("chatcmpl-" if chat else "cmpl-") + req.rid,
+                "object": "chat.completion" if chat else "text_completion",
                 "created": int(req.created),
                 "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {
-                            "role": "assistant",
-                            "content": text_of(req.output_ids),
-                            "reasoning_content": None,
-                            "tool_calls": None,
-                        },
-                        "logprobs": None,
-                        "finish_reason": reason,
-                        "matched_stop": matched,
-                    }
-                ],
+                "choices": [choice],
                 "usage": usage(req),
                 "metadata": {"weight_version": "default"},
             }
@@ -451,39 +464,8 @@ def build_app(state: ServerState) -> web.Application:
             max_new, temperature, ignore_eos = _sampling(body, "max_tokens", 16)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
-        req = new_request(
-            prompt,
-            max_new,
-            temperature,
-            ignore_eos,
-            seed_text,
-            body.get("seed"),
-            arrived=request.get(ARRIVED),
-        )
-        model = str(body.get("model") or state.served)
-        if body.get("stream"):
-            return await stream_oai(request, req, False, model, _include_usage(body))
-        await wait_done(req)
-        reason, matched = oai_finish(req)
-        return web.json_response(
-            {
-                "id": "cmpl-" + req.rid,
-                "object": "text_completion",
-                "created": int(req.created),
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "text": text_of(req.output_ids),
-                        "logprobs": None,
-                        "finish_reason": reason,
-                        "matched_stop": matched,
-                    }
-                ],
-                "usage": usage(req),
-                "metadata": {"weight_version": "default"},
-            }
-        )
+        sampling = (max_new, temperature, ignore_eos)
+        return await serve_oai(request, body, prompt, seed_text, sampling, chat=False)
 
     def meta_info(req: Request, final: bool) -> dict[str, Any]:
         meta: dict[str, Any] = {
