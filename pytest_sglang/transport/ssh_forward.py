@@ -8,6 +8,7 @@ the threads with a bound, so a test never hangs on a forward.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import threading
@@ -92,7 +93,9 @@ class SshPortForward(PortForward):
             self._pump(conn, chan)
         finally:
             if chan is not None:
-                chan.close()
+                # On a dropped connection paramiko raises from close(); the channel is gone anyway.
+                with contextlib.suppress(EOFError, OSError, paramiko.SSHException):
+                    chan.close()
             conn.close()
             with self._lock:
                 self._live.discard(conn)
