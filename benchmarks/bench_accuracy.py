@@ -2,28 +2,36 @@
 
 Starts ``python -m pytest_sglang.sim`` with SGLANG_SIM_TTFT_MS=50, SGLANG_SIM_ITL_MS=10 and
 SGLANG_SIM_STARTUP_SCALE=0 (each request then runs on an exact timetable from its arrival,
-independent of load), runs a fixed-concurrency-16 workload (one warmup request, then the
-measured ones; the connection pool is opened before them), and prints side by side: measured
-median TTFT / ITL against the truth (target: within 3 % or 1 ms) and output tokens/s against the
-server's own count over the same run (``generation_tokens_delta`` from /metrics, within 1 %).
+independent of load) and runs two workloads against it, one warmup request each, the
+connection pool opened before the measured requests:
 
-Where the extra TTFT went before (52-58 ms against 50; measured with aiohttp trace hooks and
-server-side stamps, concurrency 16): TCP handshakes of the first 16 requests (a cold pool, ~6 ms);
-the client serialising a burst of 16 requests before the last was written (~2-3 ms, counted
-because the clock started when the request was queued, not written); the simulator starting a
-request's timetable a loop turn after parsing its body, behind the other 15 (~2-4 ms); and its
-sleeps waking up to 1 ms late (epoll rounds timeouts up to whole milliseconds). All four are
-fixed (pool warming and the send-time stamp in loadgen.py; arrival stamped on receipt and exact
-wake-ups in the simulator): the server now emits the first token 50.0-50.1 ms after arrival.
-What remains is loopback transit and process wake-up on a shared 2-core VM: about 0.5 ms each
-way for a lone request, 1.5-2.5 ms each way for a burst of 16 on a loaded machine, so the median
-lands within the 1.5 ms only when the machine is quiet (51.0 ms seen; 53-55 ms at load 2-5).
-Usage: ``python benchmarks/bench_accuracy.py [--requests 64] [--tokens 64] [--concurrency 16]``.
+- fixed concurrency 16: the streams run in lock-step, so 16 requests arrive together and 16
+  first tokens leave together (the hardest case for both sides' event loops);
+- a constant 20 requests/s (about 14 in flight): arrivals spread out, as in production traffic.
+
+Printed side by side per workload: measured median TTFT / ITL against the truth (target: within
+3 % or 1 ms; 1.5 ms for a 50 ms TTFT) and output tokens/s against the server's own count over
+the same run (``generation_tokens_delta`` from /metrics, within 1 %).
+
+Where extra TTFT came from, measured with aiohttp trace hooks and server-side stamps on the
+same CLOCK_MONOTONIC (concurrency 16): TCP handshakes of a cold pool (~6 ms); the client's
+clock starting when a request was queued rather than written (~2-3 ms); the simulator starting
+a request's timetable after parsing its body, behind the other 15 (~2-4 ms); sleeps waking up to
+1 ms late (epoll rounds timeouts up to whole milliseconds); the default asyncio loop's
+Python-level dispatch of a burst of first chunks (~0.5 ms at the median; the simulator now runs
+on uvloop, as SGLang's HTTP server does, and times with ``time.monotonic`` because uvloop's
+loop clock is cached per turn in whole milliseconds). All are fixed (pool warming and the
+send-time stamp in loadgen.py; arrival stamped on receipt, exact wake-ups and uvloop in the
+simulator). What remains is loopback transit and process wake-up on a shared 2-core VM: a few
+tenths of a millisecond on a quiet machine, more when other processes load both cores.
+Usage: ``python benchmarks/bench_accuracy.py [--requests 64] [--tokens 64] [--concurrency 16]
+[--rate 20]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -31,7 +39,7 @@ import time
 
 import requests
 
-from pytest_sglang.bench import Workload, run_workload
+from pytest_sglang.bench import BenchResult, Workload, run_workload
 from pytest_sglang.deploy.process import free_port
 
 TTFT_MS, ITL_MS = 50.0, 10.0
@@ -42,11 +50,39 @@ def _within(measured: float, truth: float, rel: float, abs_ms: float) -> str:
     return "ok" if ok else "OFF"
 
 
+def _report(workload: Workload, result: BenchResult) -> None:
+    server = result.server_metrics
+    server_tokens = server.get("generation_tokens_delta", float("nan"))
+    server_tok_s = server_tokens / result.duration
+    ttft, itl = result.median_ttft_ms, result.median_itl_ms
+    print(
+        f"\n{workload.name} ({workload.arrivals}), {result.completed} completed, "
+        f"{result.failed} failed {result.failures or ''}"
+    )
+    print(f"{'':<18} {'measured':>10} {'truth':>10} {'off':>8}")
+    rows = (
+        ("median TTFT ms", ttft, TTFT_MS, _within(ttft, TTFT_MS, 0.03, 1.0)),
+        ("median ITL ms", itl, ITL_MS, _within(itl, ITL_MS, 0.03, 1.0)),
+        ("output tok/s", result.output_throughput, server_tok_s, ""),
+    )
+    for name, measured, truth, verdict in rows:
+        if not verdict:
+            off = abs(measured - truth) / truth if truth else float("inf")
+            verdict = "ok" if off <= 0.01 else "OFF"
+        print(f"{name:<18} {measured:10.2f} {truth:10.2f} {measured - truth:+8.2f}  {verdict}")
+    print(
+        f"(tokens: ours {result.total_output_tokens}, server {server_tokens:.0f}; "
+        f"server's TTFT histogram mean, from request creation: "
+        f"{server.get('time_to_first_token_seconds_mean', float('nan')) * 1000:.2f} ms)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rate", type=float, default=20.0, help="requests/s, evenly spaced")
     args = parser.parse_args()
     port = free_port()
     env = {
@@ -80,34 +116,16 @@ def main() -> None:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit("simulator did not become ready within 60 s")
             time.sleep(0.05)
-        workload = Workload.fixed_concurrency(
-            args.concurrency, num_requests=args.requests, output_tokens=args.tokens
+        workloads = (
+            Workload.fixed_concurrency(
+                args.concurrency, num_requests=args.requests, output_tokens=args.tokens
+            ),
+            Workload.rate(
+                args.rate, args.requests, args.tokens, burstiness=math.inf, warmup_requests=1
+            ),
         )
-        result = run_workload(url, workload)
-        server = result.server_metrics
-        server_tokens = server.get("generation_tokens_delta", float("nan"))
-        server_tok_s = server_tokens / result.duration
-        ttft, itl = result.median_ttft_ms, result.median_itl_ms
-        print(
-            f"{workload.name}, {result.completed} completed, {result.failed} failed "
-            f"{result.failures or ''}"
-        )
-        print(f"{'':<18} {'measured':>10} {'truth':>10} {'off':>8}")
-        rows = (
-            ("median TTFT ms", ttft, TTFT_MS, _within(ttft, TTFT_MS, 0.03, 1.0)),
-            ("median ITL ms", itl, ITL_MS, _within(itl, ITL_MS, 0.03, 1.0)),
-            ("output tok/s", result.output_throughput, server_tok_s, ""),
-        )
-        for name, measured, truth, verdict in rows:
-            if not verdict:
-                off = abs(measured - truth) / truth if truth else float("inf")
-                verdict = "ok" if off <= 0.01 else "OFF"
-            print(f"{name:<18} {measured:10.2f} {truth:10.2f} {measured - truth:+8.2f}  {verdict}")
-        print(
-            f"(tokens: ours {result.total_output_tokens}, server {server_tokens:.0f}; "
-            f"server's TTFT histogram mean, from request creation: "
-            f"{server.get('time_to_first_token_seconds_mean', float('nan')) * 1000:.2f} ms)"
-        )
+        for workload in workloads:
+            _report(workload, run_workload(url, workload))
     finally:
         proc.terminate()
         proc.wait(timeout=10)

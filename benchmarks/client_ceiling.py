@@ -7,11 +7,15 @@ streams (256), 32-word prompts, greedy, ignore_eos, every client run one after t
 - ceiling: the simulator at full speed (SGLANG_SIM_TIME_SCALE=0), ``--requests`` x ``--tokens``;
   whoever burns less CPU per token streams more. ``--trials`` runs per client, alternating, and
   the best counts: on a shared 2-core machine other work only ever slows a run down.
-- agreement: the simulator paces every stream (TTFT 50 ms, ITL 100 ms: 2560 tok/s at 256), far
-  below both clients' ceilings, so both must report the same tok/s (within 3 %).
+- agreement: the simulator paces every stream (TTFT 50 ms, ITL 200 ms) and both clients send
+  the same load, 1024 requests x 64 tokens at a constant 20 requests/s with at most 256 in
+  flight (~253 run at once), far below both clients' ceilings: both must report the same tok/s
+  (within 3 %). Both compute it as bench_serving does: output tokens from the server's usage
+  over first request sent to last response done.
 
 Each client runs in its own process. A sampler polls the server's ``generation_tokens_total``
-and the CPU time of the client's and the simulator's process trees (``/proc``) every 50 ms; the
+and the CPU time of the client's and the simulator's process trees (``/proc``, see
+:class:`ProcessTree`) every 50 ms; the
 figures come from the streaming window (first to last sample in which tokens were generated),
 so start-up (AIPerf imports pandas and transformers and starts a dozen processes) is left out
 for both. Per run: the client's own tok/s figure, the server's tok/s over the window, client CPU
@@ -25,7 +29,8 @@ vocabulary with the ``tokenizers`` and ``transformers`` of AIPerf's own environm
 ``--use-server-token-count`` makes it count tokens from the server's usage as we do.
 ``--httpx-python PY`` adds a minimal httpx client (the HTTP library choice, see loadgen.py).
 Usage: ``python benchmarks/client_ceiling.py [--concurrency 256] [--requests 1024] [--tokens 128]
-[--trials 3] [--httpx-python /tmp/aiperf-venv/bin/python]``.
+[--trials 3] [--phase both|ceiling|agreement] [--paced-rate 20] [--paced-itl 200]
+[--httpx-python /tmp/aiperf-venv/bin/python]``.
 """
 
 from __future__ import annotations
@@ -52,12 +57,19 @@ INSTALL_HINT = (
     "(~1.2 GB, no torch), then rerun (or pass --aiperf /tmp/aiperf-venv/bin/aiperf)"
 )
 SAMPLE_S = 0.05
-#: The agreement phase: a server that sets the pace (10 tok/s per stream, 2560 tok/s at 256).
-#: Every running stream gets its token at the same instant (as in a real decode step), so a
-#: client must absorb a burst of 256 chunks each step: 100 ms leaves AIPerf (~100 us a chunk)
-#: room; at 40 ms it fell behind and measured itself, not the server.
-PACED_KNOBS = {"SGLANG_SIM_TTFT_MS": "50", "SGLANG_SIM_ITL_MS": "100"}
-PACED_TOKENS = 32
+#: The agreement phase: the simulator sets the pace (TTFT 50 ms, a token every 200 ms per
+#: stream) and both clients send the same evenly spaced arrivals (20 requests/s, at most 256 in
+#: flight: 64 tokens take 12.65 s, so ~253 streams run at once, ~1,270 chunks/s), so both must
+#: report the same tok/s. Why not fixed concurrency here: with identical requests every stream
+#: ends at once, and the client re-dispatches 256 requests per wave; AIPerf's single worker on
+#: 2 cores takes 0.4-0.9 s for that (and lags reading while it files 256 records), 3-11 % of
+#: the run, which measures its dispatcher rather than the server. At 100 ms per token AIPerf
+#: (~300 us per separately arriving chunk) fell behind the streams themselves.
+PACED_TTFT_MS = 50
+PACED_ITL_MS = 200.0
+PACED_RATE = 20.0
+PACED_REQUESTS = 1024
+PACED_TOKENS = 64
 CLIENT_TIMEOUT_S = 600
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -77,11 +89,15 @@ fast.save_pretrained(sys.argv[1])
 """
 
 OURS_SCRIPT = """
-import json, sys
+import json, math, sys
 from pytest_sglang.bench import RandomPrompts, Workload, run_workload
 url, conc, n, tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-w = Workload.fixed_concurrency(conc, num_requests=n, output_tokens=tokens,
-                               prompts=RandomPrompts(32), warmup_requests=1)
+rate, warmup = float(sys.argv[6]), int(sys.argv[7])
+options = dict(output_tokens=tokens, prompts=RandomPrompts(32), warmup_requests=warmup)
+if rate > 0:
+    w = Workload.rate(rate, n, max_concurrency=conc, burstiness=math.inf, **options)
+else:
+    w = Workload.fixed_concurrency(conc, num_requests=n, **options)
 r = run_workload(url, w, model=sys.argv[5])
 print(json.dumps({"tok_s": r.output_throughput, "completed": r.completed, "failed": r.failed,
                   "ttft": r.median_ttft_ms, "itl": r.median_itl_ms}))
@@ -158,28 +174,54 @@ class Window:
         )
 
 
-def _tree_cpu_s(root: int) -> float:
-    """utime + stime of ``root`` and every live descendant, from /proc (Linux)."""
-    children: dict[int, list[int]] = {}
-    stats: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        pid, ppid = int(entry), int(fields[1])
-        children.setdefault(ppid, []).append(pid)
-        # utime, stime, cutime, cstime: reaped children's time is kept in the parent's c*time
-        stats[pid] = sum(int(x) for x in fields[11:15]) / TICKS
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += stats.get(pid, 0.0)
-        todo.extend(children.get(pid, []))
-    return total
+class ProcessTree:
+    """CPU seconds (utime + stime, reaped children included) of a process and its descendants.
+
+    Finding the descendants means reading every /proc/<pid>/stat (2-3 ms with ~80 processes);
+    done at every 50 ms sample for two trees, that alone took a tenth of a core from the
+    machine under test. The tree is rescanned once a second; in between only its own members'
+    stat files are read (a process that exits in between has its time in its parent's c*time).
+    """
+
+    RESCAN_S = 1.0
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.members: list[int] = [root]
+        self.scanned = 0.0
+
+    def _rescan(self) -> None:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                raw = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(raw[raw.rindex(")") + 2 :].split()[1]), []).append(int(entry))
+        members, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            members.append(pid)
+            todo.extend(children.get(pid, []))
+        self.members = members
+
+    def cpu_s(self) -> float:
+        now = time.monotonic()
+        if now - self.scanned >= self.RESCAN_S:
+            self._rescan()
+            self.scanned = now
+        total = 0.0
+        for pid in self.members:
+            try:
+                raw = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            # utime, stime, cutime, cstime: reaped children's time is kept in the parent's c*time
+            total += sum(int(x) for x in fields[11:15]) / TICKS
+        return total
 
 
 def _server_tokens(url: str) -> float:
@@ -195,8 +237,14 @@ def _run_sampled(
 ) -> tuple[str, Window, int]:
     """Run a client process to completion while sampling; returns (stdout, window, rc)."""
     window = Window()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     stop = threading.Event()
+    client_tree, server_tree = ProcessTree(proc.pid), ProcessTree(server_pid)
 
     def sample() -> None:
         while not stop.is_set():
@@ -205,7 +253,7 @@ def _run_sampled(
             except requests.RequestException:
                 tokens = window.samples[-1].server_tokens if window.samples else 0.0
             window.samples.append(
-                Sample(time.perf_counter(), tokens, _tree_cpu_s(proc.pid), _tree_cpu_s(server_pid))
+                Sample(time.perf_counter(), tokens, client_tree.cpu_s(), server_tree.cpu_s())
             )
             stop.wait(SAMPLE_S)
 
@@ -242,7 +290,12 @@ def _start_simulator(knobs: dict[str, str]) -> tuple[subprocess.Popen[bytes], st
         "--max-running-requests",
         "1024",
     ]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -285,8 +338,7 @@ def _aiperf_argv(
         str(args.concurrency),
         "--request-count",
         str(args.requests),
-        "--warmup-request-count",
-        "1",
+        *(["--warmup-request-count", str(args.warmup)] if args.warmup else []),
         "--synthetic-input-tokens-mean",
         "32",
         "--output-tokens-mean",
@@ -297,10 +349,21 @@ def _aiperf_argv(
         "ignore_eos:true",
         "--extra-inputs",
         "temperature:0",
+        *(
+            ["--request-rate", str(args.rate), "--arrival-pattern", "constant"]
+            if args.rate > 0
+            else []
+        ),
         "--artifact-dir",
         str(out),
         "--ui-type",
         "none",
+        # side work this comparison does not use: scraping the server's /metrics (it would
+        # load the simulator), polling DCGM exporters, per-request JSONL records
+        "--no-server-metrics",
+        "--no-gpu-telemetry",
+        "--export-level",
+        "summary",
     ]
 
 
@@ -360,6 +423,8 @@ def _client_argv(python: str, script: str, url: str, args: argparse.Namespace) -
         str(args.requests),
         str(args.tokens),
         MODEL,
+        str(args.rate),
+        str(args.warmup),
     ]
 
 
@@ -415,7 +480,7 @@ def _phase(
         for _ in range(max(1, trials)):
             ours_argv = _client_argv(sys.executable, OURS_SCRIPT, url, args)
             runs.append(_script_run("ours", ours_argv, url, env, sim.pid))
-            if args.httpx_python:
+            if args.httpx_python and not args.rate:
                 httpx_argv = _client_argv(args.httpx_python, HTTPX_SCRIPT, url, args)
                 runs.append(_script_run("httpx", httpx_argv, url, env, sim.pid))
             if aiperf is not None:
@@ -424,9 +489,11 @@ def _phase(
         sim.terminate()
         sim.wait(timeout=10)
     knob_text = " ".join(f"{k}={v}" for k, v in knobs.items())
+    arrivals = f"constant {args.rate:g} req/s, at most " if args.rate else ""
     print(
-        f"\n{title}: concurrency {args.concurrency}, {args.requests} requests x {args.tokens} "
-        f"tokens, {knob_text}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        f"\n{title}: {arrivals}concurrency {args.concurrency}, {args.requests} requests x "
+        f"{args.tokens} tokens, {knob_text}; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print(
         f"{'client':<8} {'own tok/s':>10} {'server tok/s':>12} {'CPU us/token':>14} "
@@ -450,6 +517,31 @@ def main() -> None:
     )
     parser.add_argument("--aiperf", default=None, help="path to the aiperf executable")
     parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--phase", choices=("both", "ceiling", "agreement"), default="both")
+    parser.add_argument(
+        "--paced-rate",
+        type=float,
+        default=PACED_RATE,
+        help="requests per second (evenly spaced) in the agreement phase",
+    )
+    parser.add_argument(
+        "--paced-requests",
+        type=int,
+        default=PACED_REQUESTS,
+        help="requests in the agreement phase",
+    )
+    parser.add_argument(
+        "--paced-itl",
+        type=float,
+        default=PACED_ITL_MS,
+        help="inter-token latency (ms) the simulator keeps in the agreement phase",
+    )
+    parser.add_argument(
+        "--paced-tokens",
+        type=int,
+        default=PACED_TOKENS,
+        help="output tokens per request in the agreement phase",
+    )
     parser.add_argument(
         "--httpx-python",
         default=None,
@@ -457,13 +549,25 @@ def main() -> None:
         "of HTTP library; AIPerf's venv has httpx)",
     )
     args = parser.parse_args()
+    args.rate = 0.0  # the ceiling phase: fixed concurrency, every stream at once
+    args.warmup = 1
     aiperf = None if args.skip_peer else _find_aiperf(args.aiperf)
     if aiperf is None:
         print(f"AIPerf peer skipped (not found or --skip-peer). To install: {INSTALL_HINT}")
-    ceiling = _phase("ceiling", {"SGLANG_SIM_TIME_SCALE": "0"}, args, aiperf, args.trials)
-    paced_args = argparse.Namespace(**{**vars(args), "requests": 2 * args.concurrency})
-    paced_args.tokens = PACED_TOKENS
-    agreement = _phase("agreement (server-paced)", PACED_KNOBS, paced_args, aiperf, 1)
+    ceiling: list[Run] = []
+    agreement: list[Run] = []
+    if args.phase in ("both", "ceiling"):
+        ceiling = _phase("ceiling", {"SGLANG_SIM_TIME_SCALE": "0"}, args, aiperf, args.trials)
+    if args.phase in ("both", "agreement"):
+        paced_args = argparse.Namespace(**vars(args))
+        paced_args.requests = args.paced_requests
+        paced_args.tokens = args.paced_tokens
+        paced_args.rate = args.paced_rate
+        # no warmup request: at 200 ms a token it would stream alone for seconds, and the
+        # server's tok/s over the sampled window would count that idle time
+        paced_args.warmup = 0
+        knobs = {"SGLANG_SIM_TTFT_MS": str(PACED_TTFT_MS), "SGLANG_SIM_ITL_MS": str(args.paced_itl)}
+        agreement = _phase("agreement (server-paced)", knobs, paced_args, aiperf, 1)
     ours, peer = _best(ceiling, "ours"), _best(ceiling, "aiperf")
     if ours and peer:
         gap = ours / peer - 1

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from .loadgen import run_workload, run_workload_async
 from .metrics import BenchResult, RequestRecord, compute_metrics
-from .workload import JsonlPrompts, RandomPrompts, Workload
+from .workload import JsonlPrompts, RandomPrompts, ShareGPTPrompts, Workload
 
 __all__ = [
     "BenchResult",
     "JsonlPrompts",
     "RandomPrompts",
     "RequestRecord",
+    "ShareGPTPrompts",
     "Workload",
     "compute_metrics",
     "run_workload",

@@ -332,7 +332,7 @@ async def run_workload_async(
 ) -> BenchResult:
     """Run ``workload`` against ``base_url``; bounded by ``workload.total_timeout_s``."""
     base_url = base_url.rstrip("/")
-    prompts = workload.prompts.prompts(workload.num_requests)
+    requests = workload.requests()
     limit = workload.concurrency or workload.num_requests
     connector = aiohttp.TCPConnector(limit=max(limit, 1) + 2, force_close=False)
     # requests are bounded by wait_for; aiohttp's own 5-minute default would cut long runs
@@ -342,7 +342,7 @@ async def run_workload_async(
     ) as session:
         for _ in range(workload.warmup_requests):
             await _one(
-                session, base_url, workload, prompts[0], model, min(workload.output_tokens, 16)
+                session, base_url, workload, requests[0][0], model, min(workload.output_tokens, 16)
             )
         # concurrently, and within the run's deadline: a server that stalls GETs costs little
         scrape_before: Sample | None = None
@@ -356,19 +356,25 @@ async def run_workload_async(
         records: list[RequestRecord] = []
         gate = asyncio.Semaphore(limit)
 
-        async def gated(prompt: str) -> RequestRecord:
+        async def gated(prompt: str, output_tokens: int) -> RequestRecord:
             async with gate:
-                return await _one(
-                    session, base_url, workload, prompt, model, workload.output_tokens
-                )
+                return await _one(session, base_url, workload, prompt, model, output_tokens)
 
         async def launch() -> None:
             tasks: list[asyncio.Task[RequestRecord]] = []
             try:
-                for prompt, delay in zip(prompts, workload.arrival_delays()):
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    tasks.append(asyncio.ensure_future(gated(prompt)))
+                # the first request goes at once, the others after their gaps (bench_serving's
+                # order); each start is timed from the launch, so late wake-ups do not add up
+                first = time.perf_counter()
+                offset = 0.0
+                for (prompt, output_tokens), gap in zip(
+                    requests, [0.0, *workload.arrival_delays()]
+                ):
+                    offset += gap
+                    wait = first + offset - time.perf_counter()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    tasks.append(asyncio.ensure_future(gated(prompt, output_tokens)))
                 for task in tasks:
                     records.append(await task)
             finally:

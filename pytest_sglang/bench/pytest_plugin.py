@@ -39,7 +39,10 @@ def bench_results(config: pytest.Config) -> list[dict[str, Any]]:
 
 
 class SglangBench:
-    """Callable returned by the fixture: ``sglang_bench(workload, rounds=1) -> BenchResult``."""
+    """Callable returned by the fixture: ``sglang_bench(workload, rounds=None) -> BenchResult``.
+
+    ``rounds=None`` takes ``--sglang-rounds``.
+    """
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ every config sees the same text.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -21,7 +22,7 @@ from typing import Literal
 from ..errors import ConfigError
 from ..sim.tokenizer import VOCAB
 
-__all__ = ["API", "JsonlPrompts", "PromptSource", "RandomPrompts", "Workload"]
+__all__ = ["API", "JsonlPrompts", "PromptSource", "RandomPrompts", "ShareGPTPrompts", "Workload"]
 
 API = Literal["chat", "generate"]
 Kind = Literal["single-stream", "concurrency", "rate"]
@@ -64,6 +65,10 @@ class RandomPrompts:
             n = rng.randint(low, high)
             out.append(" ".join(rng.choice(WORDS) for _ in range(n)))
         return out
+
+    def output_lengths(self, count: int) -> list[int] | None:
+        """None: every request asks for the workload's ``output_tokens``."""
+        return None
 
     @property
     def label(self) -> str:
@@ -110,12 +115,105 @@ class JsonlPrompts:
             raise ConfigError(f"prompt file {self.path}: no prompts in it")
         return texts
 
+    def output_lengths(self, count: int) -> list[int] | None:
+        """None: every request asks for the workload's ``output_tokens``."""
+        return None
+
     @property
     def label(self) -> str:
         return Path(self.path).name
 
 
-PromptSource = RandomPrompts | JsonlPrompts
+@dataclass(frozen=True)
+class ShareGPTPrompts:
+    """Conversations from a ShareGPT-format JSON file, sampled as SGLang's bench_serving does.
+
+    The file is a JSON list of ``{"conversations": [{"from": "human", "value": ...},
+    {"from": "gpt", "value": ...}, ...]}``. Each conversation gives one request: its first
+    human turn is the prompt and the reply that follows is the reference completion.
+    Conversations are shuffled with ``seed`` and filtered as bench_serving filters them
+    (prompt and reply of at least 4 tokens, prompt at most ``max_prompt_tokens``, prompt plus
+    reply at most ``max_total_tokens``); tokens are counted as whitespace-separated words, which
+    is exact on the simulator and close on BPE vocabularies (no tokenizer download needed).
+
+    ``dataset_output_len=True`` makes each request ask for as many tokens as its reference
+    reply had (bench_serving's default without ``--sharegpt-output-len``); otherwise every
+    request asks for the workload's ``output_tokens``.
+    """
+
+    path: Path
+    seed: int = 0
+    dataset_output_len: bool = False
+    max_prompt_tokens: int = 1024
+    max_total_tokens: int = 2048
+
+    def prompts(self, count: int) -> list[str]:
+        pairs = self._pairs()
+        return [pairs[i % len(pairs)][0] for i in range(count)]
+
+    def output_lengths(self, count: int) -> list[int] | None:
+        if not self.dataset_output_len:
+            return None
+        pairs = self._pairs()
+        return [pairs[i % len(pairs)][1] for i in range(count)]
+
+    def _pairs(self) -> list[tuple[str, int]]:
+        """(prompt, reply tokens) of every usable conversation, in seeded order."""
+        try:
+            data = json.loads(Path(self.path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"ShareGPT file {self.path}: cannot read it: {exc}") from exc
+        except ValueError as exc:
+            raise ConfigError(f"ShareGPT file {self.path}: not JSON ({exc.args[0]})") from exc
+        if not isinstance(data, list):
+            raise ConfigError(
+                f"ShareGPT file {self.path}: expected a JSON list of conversations, "
+                f"got {type(data).__name__}"
+            )
+        pairs: list[tuple[str, int]] = []
+        for entry in data:
+            turn = _first_exchange(entry)
+            if turn is None:
+                continue
+            prompt, reply = turn
+            prompt_len, reply_len = len(prompt.split()), len(reply.split())
+            if prompt_len < 4 or reply_len < 4:
+                continue
+            if (
+                prompt_len > self.max_prompt_tokens
+                or prompt_len + reply_len > self.max_total_tokens
+            ):
+                continue
+            pairs.append((prompt, reply_len))
+        if not pairs:
+            raise ConfigError(
+                f"ShareGPT file {self.path}: no usable conversation (needs a human turn followed "
+                "by a reply, each of at least 4 tokens, within the length limits)"
+            )
+        random.Random(self.seed).shuffle(pairs)
+        return pairs
+
+    @property
+    def label(self) -> str:
+        return f"sharegpt-{Path(self.path).name}"
+
+
+def _first_exchange(entry: object) -> tuple[str, str] | None:
+    """The first human turn of a ShareGPT conversation and the reply after it."""
+    turns = entry.get("conversations") if isinstance(entry, dict) else None
+    if not isinstance(turns, list):
+        return None
+    for ask, answer in itertools.pairwise(turns):
+        if not (isinstance(ask, dict) and isinstance(answer, dict)):
+            continue
+        if ask.get("from") in ("human", "user") and answer.get("from") in ("gpt", "assistant"):
+            prompt, reply = ask.get("value"), answer.get("value")
+            if isinstance(prompt, str) and isinstance(reply, str):
+                return prompt, reply
+    return None
+
+
+PromptSource = RandomPrompts | JsonlPrompts | ShareGPTPrompts
 
 
 @dataclass(frozen=True)
@@ -123,10 +221,12 @@ class Workload:
     """One benchmark run: which requests, how they arrive, and the bounds on waiting for them.
 
     ``concurrency`` caps requests in flight (all of them start at once when ``request_rate`` is
-    None); ``request_rate`` sends Poisson arrivals at that mean rate per second (seeded by
-    ``seed``). ``warmup_requests`` go first and are not measured. ``request_timeout_s`` bounds
-    one request; ``total_timeout_s`` bounds the whole run: what is still running then is
-    cancelled and counted as failed.
+    None); ``request_rate`` sends arrivals at that mean rate per second (seeded by ``seed``),
+    spaced as bench_serving spaces them: gamma-distributed gaps of shape ``burstiness``
+    (1.0: Poisson; below 1: burstier; ``math.inf``: evenly spaced, a constant rate).
+    ``warmup_requests`` go first and are not measured. ``request_timeout_s`` bounds one
+    request; ``total_timeout_s`` bounds the whole run: what is still running then is cancelled
+    and counted as failed.
     """
 
     kind: Kind
@@ -135,6 +235,7 @@ class Workload:
     prompts: PromptSource = field(default_factory=RandomPrompts)
     concurrency: int | None = None
     request_rate: float | None = None
+    burstiness: float = 1.0
     api: API = "chat"
     temperature: float = 0.0
     ignore_eos: bool = True
@@ -155,6 +256,10 @@ class Workload:
             self.request_rate > 0 and math.isfinite(self.request_rate)
         ):
             problems.append(f"request_rate={self.request_rate} (needs a finite rate > 0)")
+        if not self.burstiness > 0:
+            problems.append(
+                f"burstiness={self.burstiness} (needs > 0; math.inf for a constant rate)"
+            )
         if self.api not in ("chat", "generate"):
             problems.append(f"api={self.api!r} (use 'chat' or 'generate')")
         if self.warmup_requests < 0:
@@ -210,15 +315,18 @@ class Workload:
         output_tokens: int = 128,
         *,
         max_concurrency: int | None = None,
+        burstiness: float = 1.0,
         **options: object,
     ) -> Workload:
-        """Poisson arrivals at ``request_rate`` per second, optionally capped in flight."""
+        """Arrivals at ``request_rate`` per second (Poisson unless ``burstiness`` says
+        otherwise), optionally capped in flight."""
         return cls(
             kind="rate",
             num_requests=num_requests,
             output_tokens=output_tokens,
             request_rate=request_rate,
             concurrency=max_concurrency,
+            burstiness=burstiness,
             **options,  # type: ignore[arg-type]
         )
 
@@ -263,12 +371,35 @@ class Workload:
             return f"concurrency-{self.concurrency}"
         return f"rate-{self.request_rate:g}"
 
+    @property
+    def arrivals(self) -> str:
+        """How requests arrive: ``all at once`` (fixed concurrency), ``poisson``, ``constant``
+        or ``gamma(burstiness)``."""
+        if self.request_rate is None:
+            return "all at once"
+        if math.isinf(self.burstiness):
+            return "constant"
+        return "poisson" if self.burstiness == 1.0 else f"gamma({self.burstiness:g})"
+
     def arrival_delays(self) -> list[float]:
         """Seconds between consecutive request starts (all zero without a rate)."""
         if self.request_rate is None:
             return [0.0] * self.num_requests
+        if math.isinf(self.burstiness):
+            return [1.0 / self.request_rate] * self.num_requests
         rng = random.Random(self.seed)
-        return [rng.expovariate(self.request_rate) for _ in range(self.num_requests)]
+        if self.burstiness == 1.0:
+            return [rng.expovariate(self.request_rate) for _ in range(self.num_requests)]
+        scale = 1.0 / (self.request_rate * self.burstiness)
+        return [rng.gammavariate(self.burstiness, scale) for _ in range(self.num_requests)]
+
+    def requests(self) -> list[tuple[str, int]]:
+        """(prompt, output tokens) of every measured request, in order."""
+        prompts = self.prompts.prompts(self.num_requests)
+        lengths = self.prompts.output_lengths(self.num_requests)
+        if lengths is None:
+            lengths = [self.output_tokens] * self.num_requests
+        return list(zip(prompts, lengths))
 
     def describe(self) -> dict[str, object]:
         """A JSON-ready description for ``extra_info``."""
@@ -280,6 +411,7 @@ class Workload:
             "prompts": self.prompts.label,
             "concurrency": self.concurrency,
             "request_rate": self.request_rate,
+            "arrivals": self.arrivals,
             "api": self.api,
             "temperature": self.temperature,
             "ignore_eos": self.ignore_eos,

@@ -57,7 +57,7 @@ class Request:
     verify_ct: int = 0
     accepted: int = 0
     created: float = field(default_factory=time.time)
-    arrived: float | None = None  # event-loop time the HTTP request was received
+    arrived: float | None = None  # time.monotonic() when the HTTP request was received
     first_token_at: float = 0.0
     finished_at: float = 0.0
     _credit: float = 0.0
@@ -173,18 +173,19 @@ class Scheduler:
 
     # ------------------------------------------------------------------ timing
     async def _sleep_until(self, deadline: float) -> float:
-        """Wake at ``deadline`` (loop time), not up to a millisecond after it.
+        """Wake at ``deadline`` (``time.monotonic``), not up to a millisecond after it.
 
         The event loop's epoll wait rounds its timeout up to whole milliseconds, so a plain
         ``sleep`` wakes 0-1 ms late (0.5 ms on average): every injected TTFT would be late by
         that much. Sleep to a millisecond before the deadline, then yield until it passes.
+        The clock is ``time.monotonic``, not ``loop.time()``: uvloop's loop time is cached per
+        loop turn in whole milliseconds.
         """
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = time.monotonic()
         if deadline > now:
             if deadline - now > TIMER_SLACK_S:
                 await asyncio.sleep(deadline - now - TIMER_SLACK_S)
-            while loop.time() < deadline:
+            while time.monotonic() < deadline:
                 await asyncio.sleep(0)
             return deadline
         await asyncio.sleep(0)
@@ -197,8 +198,7 @@ class Scheduler:
         Arrival is when the HTTP layer received the request (``req.arrived``), not when this
         task first runs: parsing the body and a loop turn would otherwise add to every TTFT.
         """
-        loop = asyncio.get_running_loop()
-        start = req.arrived if req.arrived is not None else loop.time()
+        start = req.arrived if req.arrived is not None else time.monotonic()
         ttft = (self.settings.ttft_ms or 0.0) / 1000.0
         itl = (self.settings.itl_ms or 0.0) / 1000.0
         await self._sleep_until(start + ttft)
@@ -213,8 +213,7 @@ class Scheduler:
     # ------------------------------------------------------------------ main loop
     async def run(self) -> None:
         """Serve forever: admit + prefill, else one decode step for the running batch."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time()
+        deadline = time.monotonic()
         scale = self.settings.time_scale / 1000.0
         model, tp, spec = self.resolved.model, self.tp, self.resolved.spec
         speed = self.settings.speed_factor
@@ -222,7 +221,7 @@ class Scheduler:
             if not self.running and not self.waiting:
                 self._wake.clear()
                 await self._wake.wait()
-                deadline = loop.time()
+                deadline = time.monotonic()
             new: list[Request] = []
             while self.waiting and len(self.running) + len(new) < self.max_running:
                 req = self.waiting.popleft()

@@ -71,13 +71,14 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
-#: ``request[ARRIVED]``: event-loop time the request was received (the timetable's origin).
+#: ``request[ARRIVED]``: ``time.monotonic()`` when the request was received (the timetable's
+#: origin; not ``loop.time()``, which uvloop caches per loop turn in whole milliseconds).
 ARRIVED = "sglang_sim_arrived"
 
 
 @web.middleware
 async def _access(request: web.Request, handler: Handler) -> web.StreamResponse:
-    request[ARRIVED] = asyncio.get_running_loop().time()
+    request[ARRIVED] = time.monotonic()
     if request.method == "POST":
         # Requests that arrive together must all be stamped before any is parsed: yield once so
         # the other connections' handlers stamp theirs too (else the 16th of a burst would be

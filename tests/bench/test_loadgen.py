@@ -148,3 +148,27 @@ def test_no_server_metrics_without_enable_metrics(fast_sim: str) -> None:
     r = run_workload(fast_sim, Workload.single_stream(4), model="qwen3-8b")
     assert r.completed == 1
     assert r.server_metrics == {} and r.as_dict()["server_metrics"] == {}
+
+
+def test_sharegpt_workload_asks_for_the_dataset_lengths(fast_sim: str) -> None:
+    from pathlib import Path
+
+    from pytest_sglang.bench import ShareGPTPrompts
+
+    data = Path(__file__).resolve().parents[1] / "data" / "sharegpt_sample.json"
+    w = Workload.fixed_concurrency(
+        3, num_requests=3, output_tokens=500, prompts=ShareGPTPrompts(data, dataset_output_len=True)
+    )
+    r = run_workload(fast_sim, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (3, 0), r.errors
+    # the three usable conversations' replies: 16 + 6 + 14 tokens, counted by the server
+    assert r.total_output_tokens == 36
+
+
+def test_constant_rate_spaces_the_starts(simulator) -> None:
+    url = simulator(env={"SGLANG_SIM_TTFT_MS": "5", "SGLANG_SIM_ITL_MS": "5"})
+    w = Workload.rate(50, num_requests=20, output_tokens=4, burstiness=float("inf"))
+    r = run_workload(url, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (20, 0), r.errors
+    # 19 gaps of 20 ms, then one request of 5 + 3 * 5 ms: the run lasts about 0.4 s
+    assert 0.38 < r.duration < 2.0

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+from pathlib import Path
+
 import pytest
 
 from pytest_sglang.bench.metrics import RequestRecord, compute_metrics, percentile
-from pytest_sglang.bench.workload import JsonlPrompts, RandomPrompts, Workload
+from pytest_sglang.bench.workload import JsonlPrompts, RandomPrompts, ShareGPTPrompts, Workload
 from pytest_sglang.errors import ConfigError
 
 
@@ -162,3 +166,80 @@ def test_result_dict_carries_server_metrics() -> None:
     assert m.as_dict()["server_metrics"] == {}
     m.server_metrics = {"generation_tokens_delta": 2.0}
     assert m.as_dict()["server_metrics"] == {"generation_tokens_delta": 2.0}
+
+
+SHAREGPT = Path(__file__).resolve().parents[1] / "data" / "sharegpt_sample.json"
+
+
+def test_sharegpt_prompts_sampled_as_bench_serving_does() -> None:
+    source = ShareGPTPrompts(SHAREGPT, seed=1)
+    prompts = source.prompts(6)
+    # usable: a1, b2 (after its system turn) and e5; c3's prompt is too short, d4 has no reply,
+    # f6 and g7 have no turns; requests cycle through the usable ones in seeded order
+    assert set(prompts) == {
+        "What is the capital city of France and why is it famous",
+        "List three prime numbers greater than ten please",
+        "Write a haiku about a quiet GPU at night",
+    }
+    assert prompts[:3] == prompts[3:]
+    assert prompts == ShareGPTPrompts(SHAREGPT, seed=1).prompts(6)
+    assert source.output_lengths(3) is None
+    with_lengths = ShareGPTPrompts(SHAREGPT, seed=1, dataset_output_len=True)
+    replies = {
+        "What is the capital city of France and why is it famous": 16,
+        "List three prime numbers greater than ten please": 6,
+        "Write a haiku about a quiet GPU at night": 14,
+    }
+    assert with_lengths.output_lengths(3) == [replies[p] for p in prompts[:3]]
+    assert (
+        ShareGPTPrompts(SHAREGPT, max_prompt_tokens=8).prompts(2)
+        == ["List three prime numbers greater than ten please"] * 2
+    )
+    assert ShareGPTPrompts(SHAREGPT).label == "sharegpt-sharegpt_sample.json"
+
+
+def test_sharegpt_output_lengths_reach_the_workload() -> None:
+    w = Workload.fixed_concurrency(
+        2,
+        num_requests=4,
+        output_tokens=99,
+        prompts=ShareGPTPrompts(SHAREGPT, dataset_output_len=True),
+    )
+    lengths = {prompt: n for prompt, n in w.requests()}
+    assert len(w.requests()) == 4 and set(lengths.values()) == {6, 14, 16}
+    fixed = Workload.fixed_concurrency(2, num_requests=4, output_tokens=99)
+    assert [n for _, n in fixed.requests()] == [99] * 4
+
+
+def test_sharegpt_bad_files_name_the_file(tmp_path) -> None:
+    path = tmp_path / "conv.json"
+    path.write_text("{oops")
+    with pytest.raises(ConfigError, match=r"ShareGPT file .*conv.json: not JSON"):
+        ShareGPTPrompts(path).prompts(1)
+    path.write_text('{"conversations": []}')
+    with pytest.raises(ConfigError, match="expected a JSON list of conversations, got dict"):
+        ShareGPTPrompts(path).prompts(1)
+    path.write_text('[{"conversations": [{"from": "human", "value": "hi"}]}]')
+    with pytest.raises(ConfigError, match="no usable conversation"):
+        ShareGPTPrompts(path).prompts(1)
+    with pytest.raises(ConfigError, match="cannot read"):
+        ShareGPTPrompts(tmp_path / "missing.json").prompts(1)
+
+
+def test_arrival_shapes() -> None:
+    constant = Workload.rate(20, 10, burstiness=math.inf)
+    assert constant.arrival_delays() == [0.05] * 10
+    assert constant.arrivals == "constant"
+    assert constant.describe()["arrivals"] == "constant"
+    assert Workload.rate(20, 10).arrivals == "poisson"
+    assert Workload.fixed_concurrency(4).arrivals == "all at once"
+    bursty = Workload.rate(10, 4000, burstiness=0.25, seed=3)
+    smooth = Workload.rate(10, 4000, burstiness=8, seed=3)
+    assert bursty.arrivals == "gamma(0.25)"
+    for w in (bursty, smooth):
+        gaps = w.arrival_delays()
+        assert 0.09 < sum(gaps) / len(gaps) < 0.11  # the mean rate holds
+    spread = {w.burstiness: statistics.pstdev(w.arrival_delays()) for w in (bursty, smooth)}
+    assert spread[0.25] > 0.15 > 0.05 > spread[8]  # Poisson's would be 0.1
+    with pytest.raises(ConfigError, match=r"burstiness=0 \(needs > 0"):
+        Workload.rate(10, 4, burstiness=0)
