@@ -33,6 +33,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -75,6 +77,37 @@ def _report(workload: Workload, result: BenchResult) -> None:
         f"server's TTFT histogram mean, from request creation: "
         f"{server.get('time_to_first_token_seconds_mean', float('nan')) * 1000:.2f} ms)"
     )
+
+
+def _wake_up_floor(rounds: int = 200, idle_s: float = 0.02) -> tuple[float, float]:
+    """Median and p90 round trip (ms) of one byte between two idle processes over loopback.
+
+    Every TTFT sample pays two such one-way trips (request in, first chunk out) on top of the
+    injected truth; on a shared VM the figure moves with the host's load, so it is printed next
+    to the results to tell the machine's noise from the client's bias.
+    """
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    pid = os.fork()
+    if pid == 0:  # the echoing child
+        conn, _ = server.accept()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while data := conn.recv(16):
+            conn.sendall(data)
+        os._exit(0)
+    server.close()
+    trips: list[float] = []
+    with socket.create_connection(("127.0.0.1", port)) as client:
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(rounds):
+            time.sleep(idle_s)
+            began = time.perf_counter()
+            client.sendall(b"x")
+            client.recv(16)
+            trips.append((time.perf_counter() - began) * 1000)
+    os.waitpid(pid, 0)
+    trips.sort()
+    return statistics.median(trips), trips[int(0.9 * len(trips))]
 
 
 def main() -> None:
@@ -123,6 +156,11 @@ def main() -> None:
             Workload.rate(
                 args.rate, args.requests, args.tokens, burstiness=math.inf, warmup_requests=1
             ),
+        )
+        median_rtt, p90_rtt = _wake_up_floor()
+        print(
+            f"this machine now: loopback round trip between idle processes {median_rtt:.2f} ms "
+            f"median, {p90_rtt:.2f} ms p90 (each TTFT sample pays about one round trip)"
         )
         for workload in workloads:
             _report(workload, run_workload(url, workload))

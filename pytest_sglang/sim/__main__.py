@@ -24,7 +24,7 @@ from .knobs import SimSettings
 from .logs import log, setup_logging
 from .resolve import format_server_args, resolve_args
 from .scheduler import Request, Scheduler
-from .server import ServerState, build_app
+from .server import ARRIVAL_CLOCK, ServerState, build_app
 from .startup import compute_capacity, run_startup
 
 __all__ = ["main"]
@@ -145,8 +145,11 @@ async def _serve(argv: list[str], settings: SimSettings) -> None:
     log("INFO:     Waiting for application startup.")
     log("INFO:     Application startup complete.")
     try:
-        site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
-        await site.start()
+        # aiohttp's protocol behind the arrival clock's (see sim/arrival.py); TCPSite would
+        # hand the socket to aiohttp's protocol directly
+        assert runner.server is not None
+        factory = app[ARRIVAL_CLOCK].protocol_factory(runner.server)
+        await loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
     except OSError as exc:
         log(
             f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "

@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .arrival import ArrivalClock
 from .logs import access_log
 from .scheduler import Request, Scheduler
 from .tokenizer import chat_prompt_tokens, count_tokens, prompt_seed, token_text
@@ -76,14 +77,27 @@ def _error(status: int, message: str) -> web.Response:
 ARRIVED = "sglang_sim_arrived"
 
 
+#: The application's :class:`ArrivalClock`; absent when the app is served without the
+#: simulator's stamping protocol (tests' TestServer): requests are then stamped here.
+ARRIVAL_CLOCK = web.AppKey("sglang_sim_arrival_clock", ArrivalClock)
+
+
 @web.middleware
 async def _access(request: web.Request, handler: Handler) -> web.StreamResponse:
-    request[ARRIVED] = time.monotonic()
-    if request.method == "POST":
-        # Requests that arrive together must all be stamped before any is parsed: yield once so
-        # the other connections' handlers stamp theirs too (else the 16th of a burst would be
-        # stamped after 15 body parses, and its TTFT would start late).
-        await asyncio.sleep(0)
+    clock = request.app.get(ARRIVAL_CLOCK)
+    transport = request.transport
+    if clock is not None and transport is not None:
+        request[ARRIVED] = clock.take(transport)
+    else:
+        request[ARRIVED] = time.monotonic()
+    try:
+        return await _logged(request, handler)
+    finally:
+        if clock is not None and transport is not None:
+            clock.forget(transport)
+
+
+async def _logged(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         response = await handler(request)
     except web.HTTPException as exc:
@@ -114,6 +128,7 @@ def _sampling(body: dict[str, Any], max_key: str, default_max: int) -> tuple[int
 def build_app(state: ServerState) -> web.Application:
     """The aiohttp application with every simulated route."""
     app = web.Application(middlewares=[_access], client_max_size=64 * 1024 * 1024)
+    app[ARRIVAL_CLOCK] = ArrivalClock()
     sched = state.scheduler
 
     def model_card() -> dict[str, Any]:
