@@ -35,14 +35,10 @@ import math
 import os
 import socket
 import statistics
-import subprocess
-import sys
 import time
 
-import requests
-
 from pytest_sglang.bench import BenchResult, Workload, run_workload
-from pytest_sglang.deploy.process import free_port
+from pytest_sglang.sim.launch import start_simulator
 
 TTFT_MS, ITL_MS = 50.0, 10.0
 
@@ -117,38 +113,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rate", type=float, default=20.0, help="requests/s, evenly spaced")
     args = parser.parse_args()
-    port = free_port()
-    env = {
-        **os.environ,
-        "SGLANG_SIM_TTFT_MS": str(TTFT_MS),
-        "SGLANG_SIM_ITL_MS": str(ITL_MS),
-        "SGLANG_SIM_STARTUP_SCALE": "0",
-    }
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest_sglang.sim",
-        "--model-path",
-        "/models/Qwen3-8B",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--enable-metrics",
-    ]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("simulator did not become ready within 60 s")
-            time.sleep(0.05)
+    env = {"SGLANG_SIM_TTFT_MS": str(TTFT_MS), "SGLANG_SIM_ITL_MS": str(ITL_MS)}
+    with start_simulator("--enable-metrics", env=env) as sim:
         workloads = (
             Workload.fixed_concurrency(
                 args.concurrency, num_requests=args.requests, output_tokens=args.tokens
@@ -163,10 +129,7 @@ def main() -> None:
             f"median, {p90_rtt:.2f} ms p90 (each TTFT sample pays about one round trip)"
         )
         for workload in workloads:
-            _report(workload, run_workload(url, workload))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+            _report(workload, run_workload(sim.url, workload))
 
 
 if __name__ == "__main__":

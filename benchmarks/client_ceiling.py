@@ -49,7 +49,7 @@ from pathlib import Path
 
 import requests
 
-from pytest_sglang.deploy.process import free_port
+from pytest_sglang.sim.launch import start_simulator
 
 MODEL = "qwen3-8b"
 INSTALL_HINT = (
@@ -271,45 +271,6 @@ def _run_sampled(
     return out.decode(errors="replace"), window, proc.returncode
 
 
-def _start_simulator(knobs: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "SGLANG_SIM_STARTUP_SCALE": "0", **knobs}
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest_sglang.sim",
-        "--model-path",
-        "/models/Qwen3-8B",
-        "--served-model-name",
-        MODEL,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--enable-metrics",
-        "--max-running-requests",
-        "1024",
-    ]
-    proc = subprocess.Popen(
-        argv,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if requests.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
-        except requests.RequestException:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise SystemExit("simulator did not become ready within 60 s")
-        time.sleep(0.05)
-
-
 def _find_aiperf(given: str | None) -> str | None:
     for candidate in (given, os.environ.get("AIPERF"), shutil.which("aiperf")):
         if candidate and Path(candidate).is_file():
@@ -474,9 +435,10 @@ def _phase(
 ) -> list[Run]:
     """Run every client ``trials`` times, alternating, against one fresh simulator."""
     env = dict(os.environ)
-    sim, url = _start_simulator(knobs)
+    flags = ("--served-model-name", MODEL, "--enable-metrics", "--max-running-requests", "1024")
     runs: list[Run] = []
-    try:
+    with start_simulator(*flags, env=knobs) as sim:
+        url = sim.url
         for _ in range(max(1, trials)):
             ours_argv = _client_argv(sys.executable, OURS_SCRIPT, url, args)
             runs.append(_script_run("ours", ours_argv, url, env, sim.pid))
@@ -485,9 +447,6 @@ def _phase(
                 runs.append(_script_run("httpx", httpx_argv, url, env, sim.pid))
             if aiperf is not None:
                 runs.append(_aiperf_run(aiperf, url, env, sim.pid, args))
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     knob_text = " ".join(f"{k}={v}" for k, v in knobs.items())
     arrivals = f"constant {args.rate:g} req/s, at most " if args.rate else ""
     print(

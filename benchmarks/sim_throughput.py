@@ -13,40 +13,17 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
 
 import aiohttp
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from pytest_sglang.sim.launch import start_simulator
 
 
 def _cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise SystemExit(f"simulator exited with {proc.returncode}")
-            try:
-                async with session.get(url + "/health") as resp:
-                    if resp.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
-    raise SystemExit(f"simulator not ready within {timeout} s")
 
 
 async def _stream(session: aiohttp.ClientSession, url: str, tokens: int) -> int:
@@ -83,26 +60,17 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=400, help="tokens per stream")
     parser.add_argument("--rounds", type=int, default=2)
     opts = parser.parse_args()
-    port = _free_port()
-    env = dict(os.environ, SGLANG_SIM_STARTUP_SCALE="0", SGLANG_SIM_TIME_SCALE="0")
-    argv = [sys.executable, "-m", "pytest_sglang.sim", "--model-path", "m-8B",
-            "--max-running-requests", str(max(opts.streams, 1)), "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        asyncio.run(_wait_ready(url, proc))
+    flags = ("--max-running-requests", str(max(opts.streams, 1)))
+    with start_simulator(*flags, env={"SGLANG_SIM_TIME_SCALE": "0"}, model_path="m-8B") as sim:
         for round_no in range(1, opts.rounds + 1):
-            cpu0 = _cpu_seconds(proc.pid)
-            total, wall = asyncio.run(_drive(url, opts.streams, opts.tokens))
-            cpu = _cpu_seconds(proc.pid) - cpu0
+            cpu0 = _cpu_seconds(sim.pid)
+            total, wall = asyncio.run(_drive(sim.url, opts.streams, opts.tokens))
+            cpu = _cpu_seconds(sim.pid) - cpu0
             print(
                 f"round {round_no}: {opts.streams} streams, {total} tokens in {wall:.2f} s = "
                 f"{total / wall:,.0f} tok/s wall; sim CPU {cpu:.2f} s = "
                 f"{total / cpu if cpu else float('inf'):,.0f} tok/s per sim CPU second"
             )
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from pytest_sglang.bench import Workload, run_workload
+from pytest_sglang.deploy.process import free_port
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -133,8 +134,6 @@ def test_connection_reset_mid_stream(peer) -> None:
 
 
 def test_nothing_listening(peer) -> None:
-    from conftest import free_port
-
     r = run(f"http://127.0.0.1:{free_port()}")
     assert r.failures == {"connection": 4}
 
