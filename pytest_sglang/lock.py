@@ -263,7 +263,14 @@ class HostLock:
             except Exception:  # the connection is down: retry on the next beat
                 continue
             if result.rc == _HELD:
+                # Another session broke our lock (we looked stale, e.g. SSH was down for longer
+                # than stale_after_s) and owns the host now: nothing here is ours to restore.
+                self.held = False
                 self.lost = True
+                self.say(
+                    f"[sglang] {self.host}: lost the host lock to another session; not touching "
+                    "the host again"
+                )
                 return
 
     def release(self) -> None:
@@ -272,10 +279,9 @@ class HostLock:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        if not self.held:
-            return
-        self.held = False
-        with contextlib.suppress(Exception):
-            self._script(_RELEASE, self.holder.session, timeout=30)
-        with contextlib.suppress(Exception):
+        if self.held:
+            self.held = False
+            with contextlib.suppress(Exception):
+                self._script(_RELEASE, self.holder.session, timeout=30)
+        with contextlib.suppress(Exception):  # also after a failed acquire: no dangling session
             self.transport.close()

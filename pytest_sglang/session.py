@@ -205,6 +205,13 @@ class HostSession:
 
     def deployment(self, config: ServerConfig) -> Deployment:
         """The deployment of ``config``: reused when it is already up, else deployed now."""
+        if self._lock is not None and self._lock.lost:
+            self.current = None
+            raise HostLockError(
+                f"host {self.spec.name!r}: another session broke this session's host lock (no "
+                f"heartbeat reached the host for {self._lock.stale_after_s:.0f}s) and now owns "
+                "the host; its tests are not run against it"
+            )
         if self.current is not None and self.current.config.digest == config.digest:
             return self.current
         failure = self._failures.get(config.digest)

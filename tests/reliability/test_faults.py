@@ -22,6 +22,7 @@ from pytest_sglang.bench import Workload
 from pytest_sglang.bench.loadgen import run_workload
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import SglangError
+from pytest_sglang.lock import LOCK_FILE, HostLock, HostLockError, LockHolder
 from pytest_sglang.session import SglangSession
 
 from .conftest import EXTRA, SERVICE, UNIT, snapshot, write_inventory
@@ -220,3 +221,34 @@ def test_crash_looping_production_service_is_given_back_as_it_was(
         ),
         timeout=20,
     )  # looping again, as before
+
+
+def test_a_lost_host_lock_keeps_the_session_off_the_host(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+    new_transport: Callable[[], Any],
+) -> None:
+    """SSH was down long enough for another session to break our lock and take the host: the
+    heartbeat notices, no test uses the host and the session's end restores nothing of it."""
+    session = _session(systemd_host, tmp_path)
+    host = session.host("testhost")
+    # the session's own lock, with a fast heartbeat (15 s by default)
+    host._lock = HostLock(new_transport(), "testhost", host.holder, heartbeat_s=0.2, say=host._say)
+    host._lock.acquire()
+    other = LockHolder("ci", "elsewhere", 4242, "other-session", "2026-01-01T00:00:00Z")
+    systemd_transport.check_output(
+        "printf '%%s\\n' %s > %s", other.dumps(), LOCK_FILE
+    )  # the other session broke the lock and owns the host now
+    _when(lambda: host._lock.lost)
+    assert not host._lock.held
+    assert any("lost the host lock to another session" in line for line in session.said)
+    with pytest.raises(HostLockError) as lost:
+        host.deployment(CONFIG)
+    assert "another session broke this session's host lock" in _one_line(lost.value)
+    assert session.restore_all() == []
+    assert snapshot(systemd_transport) == production
+    # its lock record is left alone
+    assert '"session": "other-session"' in systemd_transport.check_output("cat %s", LOCK_FILE)
+    systemd_transport.run("rm -f -- %s", LOCK_FILE)
