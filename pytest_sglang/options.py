@@ -30,16 +30,19 @@ def number(
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if value != value:  # nan passes every comparison below: a timeout that never ends
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}")
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum:g}, got {text}")
-        if above is not None and value <= above:
-            if below is not None:
+        too_low = above is not None and value <= above
+        too_high = below is not None and value >= below
+        if too_low or too_high:
+            if above is not None and below is not None:
                 raise argparse.ArgumentTypeError(
                     f"must be between {above:g} and {below:g}, got {text}"
                 )
-            raise argparse.ArgumentTypeError(f"must be > {above:g}, got {text}")
-        if below is not None and value >= below:
-            raise argparse.ArgumentTypeError(f"must be between {above:g} and {below:g}, got {text}")
+            bound = f"> {above:g}" if too_low else f"< {below:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
         return value
 
     parse.__name__ = f"{kind.__name__}_value"  # argparse names the type in its messages

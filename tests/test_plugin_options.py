@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 
@@ -42,6 +44,8 @@ def test_host_option_is_repeatable(pytester: pytest.Pytester) -> None:
         ("--sglang-rounds=2.5", "*--sglang-rounds*not a whole number: '2.5'*"),
         ("--sglang-baseline-history=0", "*--sglang-baseline-history*must be >= 1, got 0*"),
         ("--sglang-gate-alpha=1", "*--sglang-gate-alpha*between 0 and 1, got 1*"),
+        ("--sglang-lock-timeout=nan", "*--sglang-lock-timeout*not a number: 'nan'*"),
+        ("--sglang-gate-alpha=nan", "*--sglang-gate-alpha*not a number: 'nan'*"),
     ],
 )
 def test_bad_option_values_are_one_line_usage_errors(
@@ -50,3 +54,10 @@ def test_bad_option_values_are_one_line_usage_errors(
     result = pytester.runpytest(arg)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_one_sided_upper_bound_names_it() -> None:
+    from pytest_sglang.options import number
+
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^must be < 1, got 2$"):
+        number(float, below=1)("2")
