@@ -22,7 +22,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_SECRET_PATTERNS", "REDACTED", "Redactor"]
+__all__ = ["DEFAULT_SECRET_PATTERNS", "REDACTED", "Redactor", "secret_flag_values"]
 
 REDACTED = "<redacted>"
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
@@ -34,12 +34,29 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "*CREDENTIAL*",
     "HF_TOKEN",
 )
-#: Flags whose value is a secret (``--api-key X``, ``--admin-api-key=X``, ``--x-password X``).
-_SECRET_FLAG = re.compile(r"^--[\w-]*(key|token|secret|password)[\w-]*$", re.I)
-#: Flags that name a *file* holding a key, not the key itself.
-_FILE_FLAG = re.compile(r"(keyfile|key-file|key_file|key-path|certfile)$", re.I)
+#: Flags whose value is a secret: the flag's *last word* names one (``--api-key X``,
+#: ``--admin-api-key=X``, ``--hf-token X``, ``--ssl-keyfile-password X``). Matching the word
+#: anywhere would hide ``--max-total-tokens 16384`` or ``--tokenizer-mode auto``, and with them
+#: every 16384 and "auto" in the reports.
+_SECRET_FLAG = re.compile(r"^--(?:\w+[-_])*(?:key|token|secret|password|passwd)$", re.I)
 #: Shorter values would blank out ordinary text ("1", "on"): too short to be a real secret.
 MIN_SECRET_LEN = 4
+
+
+def secret_flag_values(argv: Sequence[str]) -> list[tuple[int, str, bool]]:
+    """(index in ``argv``, value, inline) of every secret flag's value: ``--api-key X`` gives
+    the index of ``X``, ``--api-key=X`` the index of the word itself (inline). A flag followed
+    by another flag has no value here (``--api-key --port 30000`` hides nothing)."""
+    found: list[tuple[int, str, bool]] = []
+    for i, word in enumerate(argv):
+        flag, eq, inline = word.partition("=")
+        if not _SECRET_FLAG.match(flag):
+            continue
+        if eq:
+            found.append((i, inline, True))
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            found.append((i + 1, argv[i + 1], False))
+    return found
 
 
 class Redactor:
@@ -82,14 +99,8 @@ class Redactor:
 
     def add_argv(self, argv: Sequence[str]) -> None:
         """Learn the values of secret flags (``--api-key X`` or ``--api-key=X``)."""
-        for i, word in enumerate(argv):
-            flag, eq, inline = word.partition("=")
-            if not _SECRET_FLAG.match(flag) or _FILE_FLAG.search(flag):
-                continue
-            if eq:
-                self.add(inline)
-            elif i + 1 < len(argv):
-                self.add(argv[i + 1])
+        for _, value, _inline in secret_flag_values(argv):
+            self.add(value)
 
     @property
     def active(self) -> bool:

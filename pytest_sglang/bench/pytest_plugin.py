@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from ..deploy.base import REDACTED
 from ..errors import SglangError
 from ..options import number
+from ..secrets import REDACTED
 from ..session import Deployment
 from .loadgen import run_workload
 from .metrics import BenchResult

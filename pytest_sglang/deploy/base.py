@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PreflightError, TransportError
+from ..secrets import REDACTED, secret_flag_values
 
 if TYPE_CHECKING:
     from ..config import ServerConfig
@@ -36,8 +37,7 @@ __all__ = [
 
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 _SECRET_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|AUTH|PRIVATE)", re.I)
-_SECRET_FLAG_RE = re.compile(r"(key|token|secret|password)", re.I)
-REDACTED = "<redacted>"
+
 
 # One --help per (host, launcher, environment): real SGLang imports torch and takes seconds.
 _HELP_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
@@ -115,22 +115,10 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """The argv with the values of secret-looking flags (``--api-key X``) replaced."""
-    out: list[str] = []
-    hide_next = False
-    for word in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        if word.startswith("--") and _SECRET_FLAG_RE.search(word):
-            if "=" in word:
-                out.append(word.split("=", 1)[0] + "=" + REDACTED)
-            else:
-                out.append(word)
-                hide_next = True
-            continue
-        out.append(word)
+    """The argv with the values of secret flags (``--api-key X``) replaced."""
+    out = list(argv)
+    for i, _value, inline in secret_flag_values(argv):
+        out[i] = out[i].split("=", 1)[0] + "=" + REDACTED if inline else REDACTED
     return out
 
 

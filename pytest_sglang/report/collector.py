@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import ServerConfig
-from ..deploy.base import REDACTED, redact_env
+from ..deploy.base import redact_env
 from ..errors import SglangError
+from ..secrets import REDACTED
 from . import allure_output
 from .environment import HostFacts, environment_properties, host_facts
 from .html_summary import render_summary, write_summary

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sglang.deploy.base import redact_argv
 from pytest_sglang.secrets import REDACTED, Redactor
 
 TOKEN = "hf_Zq9TOKENvalue_4d1c"
@@ -49,6 +50,36 @@ def test_values_are_redacted_in_every_spelling() -> None:
         "HF_TOKEN": REDACTED,
         "X": f"{REDACTED}!",
     }
+
+
+def test_only_flags_that_name_a_secret_hide_their_value() -> None:
+    argv = [
+        "--max-total-tokens",
+        "16384",
+        "--tokenizer-mode",
+        "auto",
+        "--skip-tokenizer-init",
+        "--trust-remote-code",
+        "--hf-token",
+        "hf_abcdef",
+        "--api-key",
+        "--port",
+        "30000",
+        "--ssl-keyfile-password=pw1234",
+        "--x",
+        "a=b",
+    ]
+    r = Redactor()
+    r.add_argv(argv)
+    # token counts, modes and the next flag are ordinary text, in reports and everywhere else
+    assert r.redact(
+        "max_total_num_tokens=16384, tokenizer_mode=auto --trust-remote-code 30000"
+    ) == ("max_total_num_tokens=16384, tokenizer_mode=auto --trust-remote-code 30000")
+    assert r.redact("hf_abcdef pw1234") == f"{REDACTED} {REDACTED}"
+    shown = redact_argv(argv)
+    assert shown[1] == "16384" and shown[3] == "auto" and shown[5] == "--trust-remote-code"
+    assert shown[7] == REDACTED and shown[9:11] == ["--port", "30000"]
+    assert shown[11] == f"--ssl-keyfile-password={REDACTED}" and shown[13] == "a=b"
 
 
 def test_short_values_are_not_treated_as_secrets() -> None:
