@@ -356,12 +356,15 @@ async def run_workload_async(
         records: list[RequestRecord] = []
         gate = asyncio.Semaphore(limit)
 
-        async def gated(prompt: str, output_tokens: int) -> RequestRecord:
+        async def gated(prompt: str, output_tokens: int) -> None:
             async with gate:
-                return await _one(session, base_url, workload, prompt, model, output_tokens)
+                # kept as each finishes: at the run's deadline, what finished still counts
+                records.append(
+                    await _one(session, base_url, workload, prompt, model, output_tokens)
+                )
 
         async def launch() -> None:
-            tasks: list[asyncio.Task[RequestRecord]] = []
+            tasks: list[asyncio.Task[None]] = []
             try:
                 # the first request goes at once, the others after their gaps (bench_serving's
                 # order); each start is timed from the launch, so late wake-ups do not add up
@@ -375,8 +378,7 @@ async def run_workload_async(
                     if wait > 0:
                         await asyncio.sleep(wait)
                     tasks.append(asyncio.ensure_future(gated(prompt, output_tokens)))
-                for task in tasks:
-                    records.append(await task)
+                await asyncio.gather(*tasks)
             finally:
                 for task in tasks:
                     task.cancel()

@@ -147,3 +147,19 @@ def test_run_deadline_bounds_a_hanging_server(peer) -> None:
     r = run(peer(hang), request_timeout_s=60, total_timeout_s=1.0)
     assert time.monotonic() - began < 10
     assert r.failures == {"run deadline": 4}
+
+
+def test_requests_done_before_the_run_deadline_still_count(peer) -> None:
+    calls = {"n": 0}
+    done = stream_of(CONTENT, CONTENT, USAGE, b"data: [DONE]\n\n")
+
+    async def first_hangs(request: web.Request) -> web.StreamResponse:
+        if request.method == "POST":
+            calls["n"] += 1
+            if calls["n"] == 1:
+                await asyncio.sleep(6)
+        return await done(request)
+
+    r = run(peer(first_hangs), request_timeout_s=60, total_timeout_s=2.0)
+    assert (r.completed, r.failed) == (3, 1)
+    assert r.failures == {"run deadline": 1}
