@@ -49,6 +49,7 @@ from pathlib import Path
 
 import requests
 
+from pytest_sglang.bench.prometheus import parse_prometheus
 from pytest_sglang.sim.launch import start_simulator
 
 MODEL = "qwen3-8b"
@@ -225,11 +226,10 @@ class ProcessTree:
 
 
 def _server_tokens(url: str) -> float:
-    text = requests.get(url + "/metrics", timeout=5).text
-    for line in text.splitlines():
-        if line.startswith("sglang:generation_tokens_total"):
-            return float(line.rsplit(" ", 1)[1])
-    raise SystemExit("the simulator's /metrics has no sglang:generation_tokens_total")
+    sample = parse_prometheus(requests.get(url + "/metrics", timeout=5).text)
+    if "sglang:generation_tokens_total" not in sample:
+        raise SystemExit("the simulator's /metrics has no sglang:generation_tokens_total")
+    return sum(sample["sglang:generation_tokens_total"][1])
 
 
 def _run_sampled(

@@ -10,6 +10,7 @@ every config sees the same text.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -148,17 +149,20 @@ class ShareGPTPrompts:
     max_total_tokens: int = 2048
 
     def prompts(self, count: int) -> list[str]:
-        pairs = self._pairs()
+        pairs = self._pairs
         return [pairs[i % len(pairs)][0] for i in range(count)]
 
     def output_lengths(self, count: int) -> list[int] | None:
         if not self.dataset_output_len:
             return None
-        pairs = self._pairs()
+        pairs = self._pairs
         return [pairs[i % len(pairs)][1] for i in range(count)]
 
+    @functools.cached_property
     def _pairs(self) -> list[tuple[str, int]]:
-        """(prompt, reply tokens) of every usable conversation, in seeded order."""
+        """(prompt, reply tokens) of every usable conversation, in seeded order; read once per
+        source (the usual ShareGPT file is ~650 MB, and every round asks for prompts and
+        lengths)."""
         try:
             data = json.loads(Path(self.path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:

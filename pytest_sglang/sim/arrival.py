@@ -40,12 +40,13 @@ class ArrivalClock:
     def take(self, transport: Any) -> float:
         """The arrival of the request now being handled on ``transport`` (now when unknown)."""
         now = time.monotonic()
-        stamp = self._pending.pop(transport, None)
+        stamp = self._pending.pop(transport, None) if transport is not None else None
         return stamp if stamp is not None and stamp <= now else now
 
     def forget(self, transport: Any) -> None:
         """The response is done: bytes read so far belonged to the request just answered."""
-        self._pending.pop(transport, None)
+        if transport is not None:
+            self._pending.pop(transport, None)
 
 
 class _Stamping(asyncio.Protocol):

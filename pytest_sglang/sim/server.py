@@ -77,24 +77,19 @@ def _error(status: int, message: str) -> web.Response:
 ARRIVED = "sglang_sim_arrived"
 
 
-#: The application's :class:`ArrivalClock`; absent when the app is served without the
-#: simulator's stamping protocol (tests' TestServer): requests are then stamped here.
+#: The application's :class:`ArrivalClock`. Served without the simulator's stamping protocol
+#: (tests' TestServer) it has no stamps, and ``take`` answers "now".
 ARRIVAL_CLOCK = web.AppKey("sglang_sim_arrival_clock", ArrivalClock)
 
 
 @web.middleware
 async def _access(request: web.Request, handler: Handler) -> web.StreamResponse:
-    clock = request.app.get(ARRIVAL_CLOCK)
-    transport = request.transport
-    if clock is not None and transport is not None:
-        request[ARRIVED] = clock.take(transport)
-    else:
-        request[ARRIVED] = time.monotonic()
+    clock, transport = request.app[ARRIVAL_CLOCK], request.transport
+    request[ARRIVED] = clock.take(transport)
     try:
         return await _logged(request, handler)
     finally:
-        if clock is not None and transport is not None:
-            clock.forget(transport)
+        clock.forget(transport)
 
 
 async def _logged(request: web.Request, handler: Handler) -> web.StreamResponse:

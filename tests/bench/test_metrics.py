@@ -243,3 +243,14 @@ def test_arrival_shapes() -> None:
     assert spread[0.25] > 0.15 > 0.05 > spread[8]  # Poisson's would be 0.1
     with pytest.raises(ConfigError, match=r"burstiness=0 \(needs > 0"):
         Workload.rate(10, 4, burstiness=0)
+
+
+def test_sharegpt_file_is_read_once_per_source(tmp_path) -> None:
+    path = tmp_path / "conv.json"
+    path.write_bytes(SHAREGPT.read_bytes())
+    w = Workload.fixed_concurrency(
+        2, num_requests=4, prompts=ShareGPTPrompts(path, dataset_output_len=True)
+    )
+    first = w.requests()
+    path.unlink()  # later rounds (and the lengths) come from the parse already done
+    assert w.requests() == first
