@@ -54,6 +54,8 @@ _STR_KEYS = ("ssh", "service", "launch", "known_hosts", "identity", "proxy_jump"
 _BOOL_KEYS = ("sudo", "strict_host_keys")
 _DEPLOYERS = ("systemd", "process")
 _ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer"}
+#: What a ``ssh = "local"`` host may set: it runs a process here, with no SSH or systemd.
+_LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env"}
 
 
 @dataclass(frozen=True)
@@ -281,10 +283,19 @@ def resolve_host(
 
     if name in hosts:
         assert inventory_path is not None
-        entry = {**defaults, **_check_entry(hosts[name], f"[hosts.{name}]", inventory_path)}
-        if entry.get("ssh") == LOCAL_HOST:
+        own = _check_entry(hosts[name], f"[hosts.{name}]", inventory_path)
+        if own.get("ssh") == LOCAL_HOST:
             # Another simulator on this machine, under its own name (e.g. to try xdist locally).
-            return _local_spec(entry, inv_name, name=name)
+            # [defaults] describe the SSH hosts (their launcher, service, sudo): not this one.
+            remote_only = sorted(set(own) - _LOCAL_KEYS)
+            if remote_only:
+                raise InventoryError(
+                    f"[hosts.{name}] in {inventory_path}: {remote_only[0]!r} does not apply to "
+                    f'ssh = "local" (a simulator process on this machine; it takes '
+                    f"{', '.join(sorted(_LOCAL_KEYS))})"
+                )
+            return _local_spec(own, inv_name, name=name)
+        entry = {**defaults, **own}
         target = _parse_target(entry.get("ssh") or name, f"[hosts.{name}] in {inventory_path}")
         return _ssh_spec(name, entry, target, ssh_cfg, inv_name, inv_name)
 

@@ -203,8 +203,23 @@ def test_transport_for_local() -> None:
 
 def test_an_inventory_entry_can_name_another_local_simulator(tmp_path: Path) -> None:
     path = tmp_path / "hosts.toml"
-    path.write_text('[hosts.sim-b]\nssh = "local"\nenv = { SGLANG_SIM_GPU_NAME = "B" }\n')
+    path.write_text(
+        '[defaults]\nlaunch = "/opt/sglang/.venv/bin/python -m sglang.launch_server"\n'
+        'service = "sglang"\nsudo = true\nenv = { HF_HOME = "/data" }\n\n'
+        '[hosts.sim-b]\nssh = "local"\nenv = { SGLANG_SIM_GPU_NAME = "B" }\n'
+    )
     spec = resolve_host("sim-b", inventory_path=path)
     assert (spec.name, spec.kind, spec.deployer) == ("sim-b", "local", "process")
+    # [defaults] are for the SSH hosts: the local one keeps the simulator and its own env
     assert spec.env == {"SGLANG_SIM_GPU_NAME": "B"}
     assert "pytest_sglang.sim" in spec.launch
+
+
+def test_a_local_entry_refuses_remote_only_keys(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.toml"
+    path.write_text('[hosts.sim-b]\nssh = "local"\nservice = "sglang"\n')
+    with pytest.raises(
+        InventoryError,
+        match=r"^\[hosts.sim-b\] in .*hosts.toml: 'service' does not apply to ssh = \"local\"",
+    ):
+        resolve_host("sim-b", inventory_path=path)
