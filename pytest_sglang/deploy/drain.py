@@ -77,7 +77,10 @@ def drain(
     while time.monotonic() < deadline:
         time.sleep(poll_s)
         count = read()
-        if not count:
+        if count is None:  # /metrics stopped answering: that is not "drained"
+            say(f"[sglang] {what}: in-flight requests unknown now; stopping without drain")
+            return False
+        if count == 0:
             say(f"[sglang] {what}: drained")
             return True
     say(f"[sglang] {what}: still {count} request(s) after {timeout:.0f}s; stopping anyway")

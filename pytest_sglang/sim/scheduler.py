@@ -122,6 +122,8 @@ class Scheduler:
         self.tp = int(resolved.args.get("tp_size") or 1)
         self.log_interval = max(1, int(resolved.args.get("decode_log_interval") or 40))
         self.waiting: deque[Request] = deque()
+        #: Requests on their own exact timetable (SGLANG_SIM_TTFT_MS/ITL_MS), not in a batch.
+        self.timed: set[Request] = set()
         self.running: list[Request] = []
         self._wake = asyncio.Event()
         # Cumulative statistics since start (warmup included, as in SGLang).
@@ -162,8 +164,13 @@ class Scheduler:
         self.e2e_sum += (req.finished_at or time.time()) - req.created
 
     @property
+    def num_running(self) -> int:
+        """Requests being decoded: the batch, or those on exact timetables."""
+        return len(self.running) + len(self.timed)
+
+    @property
     def busy(self) -> int:
-        return len(self.running) + len(self.waiting)
+        return self.num_running + len(self.waiting)
 
     @property
     def avg_spec_accept_length(self) -> float | None:
@@ -198,6 +205,14 @@ class Scheduler:
         Arrival is when the HTTP layer received the request (``req.arrived``), not when this
         task first runs: parsing the body and a loop turn would otherwise add to every TTFT.
         """
+        self.timed.add(req)
+        try:
+            await self._timetable(req)
+        finally:
+            self.timed.discard(req)
+        self._done(req)
+
+    async def _timetable(self, req: Request) -> None:
         start = req.arrived if req.arrived is not None else time.monotonic()
         ttft = (self.settings.ttft_ms or 0.0) / 1000.0
         itl = (self.settings.itl_ms or 0.0) / 1000.0
@@ -208,7 +223,6 @@ class Scheduler:
             k += 1
             if not req.finished:
                 await self._sleep_until(start + ttft + k * itl)
-        self._done(req)
 
     # ------------------------------------------------------------------ main loop
     async def run(self) -> None:

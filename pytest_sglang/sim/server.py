@@ -228,7 +228,7 @@ def build_app(state: ServerState) -> web.Application:
         if sched.busy:
             log(
                 "Cache not flushed because there are pending requests. #queue-req: "
-                f"{len(sched.waiting)}, #running-req: {len(sched.running)}"
+                f"{len(sched.waiting)}, #running-req: {sched.num_running}"
             )
             return web.Response(status=400, text=FLUSH_OK)
         log("Cache flushed successfully!")
@@ -244,7 +244,7 @@ def build_app(state: ServerState) -> web.Application:
             lines.append(f"sglang:{name}{{{labels}}} {float(value)}")
 
         used = sched._used_tokens()
-        metric("num_running_reqs", "gauge", len(sched.running))
+        metric("num_running_reqs", "gauge", sched.num_running)
         metric("num_used_tokens", "gauge", used)
         metric("token_usage", "gauge", used / max(1, state.max_total_num_tokens))
         metric("gen_throughput", "gauge", sched.last_gen_throughput)

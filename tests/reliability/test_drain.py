@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
+import requests
 
 from pytest_sglang.deploy.drain import drain, in_flight, serving_port
+from pytest_sglang.sim.launch import start_simulator
 
 
 class _Metrics(BaseHTTPRequestHandler):
@@ -64,6 +67,31 @@ def test_a_server_without_metrics_is_not_waited_for() -> None:
     assert in_flight("http://127.0.0.1:9") is None
     assert not drain(lambda: None, what="h", timeout=60, say=said.append)
     assert "in-flight requests unknown" in said[0]
+
+
+def test_metrics_that_stop_answering_are_not_taken_for_drained() -> None:
+    said: list[str] = []
+    counts = iter([3, None])
+    assert not drain(lambda: next(counts), what="h", timeout=30, say=said.append, poll_s=0.01)
+    assert said[-1] == "[sglang] h: in-flight requests unknown now; stopping without drain"
+
+
+def test_in_flight_reads_the_simulators_own_metrics() -> None:
+    env = {"SGLANG_SIM_TTFT_MS": "50", "SGLANG_SIM_ITL_MS": "50"}
+    with start_simulator("--enable-metrics", env=env, timeout=30) as sim:
+        assert in_flight(sim.url) == 0
+        body = {"text": "hello", "sampling_params": {"max_new_tokens": 100, "ignore_eos": True}}
+        streaming = threading.Thread(
+            target=requests.post, args=(sim.url + "/generate",), kwargs={"json": body}
+        )
+        streaming.start()
+        try:
+            deadline = time.monotonic() + 10
+            while in_flight(sim.url) != 1:
+                assert time.monotonic() < deadline, "the running request never showed"
+                time.sleep(0.05)
+        finally:
+            streaming.join(30)
 
 
 def test_serving_port_reads_the_argv() -> None:
