@@ -10,8 +10,10 @@ fail: CI must run them. Tests that use these fixtures get the ``systemd`` marker
 from __future__ import annotations
 
 import atexit
+import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,3 +63,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if uses_host.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.systemd)
+
+
+SessionUntil = Callable[..., "subprocess.Popen[bytes]"]
+
+
+@pytest.fixture
+def session_until(pytester: pytest.Pytester) -> Iterator[SessionUntil]:
+    """``session_until(marker, *pytest_args, timeout=90)``: a child pytest session in
+    ``pytester.path``, returned once its test wrote ``marker`` (its deployment is up), for
+    tests that interrupt or kill it. One still running at teardown (an assertion failed before
+    it was stopped) is killed, so it cannot restore the host under the next test."""
+    children: list[subprocess.Popen[bytes]] = []
+
+    def start(marker: Path, *args: str, timeout: float = 90.0) -> subprocess.Popen[bytes]:
+        proc = pytester.popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            stdin=pytester.CLOSE_STDIN,
+        )
+        children.append(proc)
+        deadline = time.monotonic() + timeout
+        while not marker.exists():
+            assert proc.poll() is None, "pytest ended before deploying"
+            assert time.monotonic() < deadline, "never deployed"
+            time.sleep(0.1)
+        return proc
+
+    yield start
+    for proc in children:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +130,7 @@ def test_an_interrupted_session_restores_the_host(
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
     production_service: tuple[str, str],
+    session_until: Any,
 ) -> None:
     marker = pytester.path / "deployed"
     pytester.makepyfile(
@@ -145,25 +145,9 @@ def test_long(sglang_server):
 """
     )
     inv = inventory(systemd_host, pytester.path / "hosts.toml")
-    proc = pytester.popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--sglang-host",
-            "testhost",
-            "--sglang-inventory",
-            str(inv),
-        ],
-        stdin=pytester.CLOSE_STDIN,
+    proc = session_until(
+        marker, "--sglang-host", "testhost", "--sglang-inventory", str(inv), timeout=60
     )
-    deadline = time.monotonic() + 60
-    while not marker.exists():
-        assert proc.poll() is None, "pytest ended before deploying"
-        assert time.monotonic() < deadline, "never deployed"
-        time.sleep(0.1)
     assert host_state(systemd_transport)[0] != production_service[0]  # really reconfigured
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=90)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,29 +35,11 @@ def test_ready(sglang_server):
 """
 
 
-def _start(pytester: pytest.Pytester, inventory: Path, marker: Path) -> Any:
+def _start(pytester: pytest.Pytester, session_until: Any, inventory: Path, marker: Path) -> Any:
     pytester.makepyfile(CONFIG + LONG_TEST.format(marker=str(marker)))
-    proc = pytester.popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-s",
-            "--sglang-host",
-            "testhost",
-            "--sglang-inventory",
-            str(inventory),
-        ],
-        stdin=pytester.CLOSE_STDIN,
+    return session_until(
+        marker, "-s", "--sglang-host", "testhost", "--sglang-inventory", str(inventory)
     )
-    deadline = time.monotonic() + 90
-    while not marker.exists():
-        assert proc.poll() is None, "pytest ended before deploying"
-        assert time.monotonic() < deadline, "never deployed"
-        time.sleep(0.1)
-    return proc
 
 
 def _manifest(transport: Any) -> dict[str, Any]:
@@ -73,9 +53,10 @@ def test_sigterm_restores_before_exiting(
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
     production: dict[str, str],
+    session_until: Any,
 ) -> None:
     inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
-    proc = _start(pytester, inv, pytester.path / "deployed")
+    proc = _start(pytester, session_until, inv, pytester.path / "deployed")
     assert snapshot(systemd_transport) != production  # really reconfigured
     intent = _manifest(systemd_transport)
     assert intent["owner"]["pid"] == proc.pid
@@ -92,9 +73,10 @@ def test_after_sigkill_the_next_session_restores_first(
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
     production: dict[str, str],
+    session_until: Any,
 ) -> None:
     inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
-    proc = _start(pytester, inv, pytester.path / "deployed")
+    proc = _start(pytester, session_until, inv, pytester.path / "deployed")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     left = snapshot(systemd_transport)
@@ -121,9 +103,10 @@ def test_sglang_restore_on_demand(
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
     production: dict[str, str],
+    session_until: Any,
 ) -> None:
     inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
-    proc = _start(pytester, inv, pytester.path / "deployed")
+    proc = _start(pytester, session_until, inv, pytester.path / "deployed")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert snapshot(systemd_transport) != production

@@ -119,7 +119,6 @@ def test_the_systemd_deployer_drains_the_production_service_first(
     systemd_host: object, systemd_transport: object, new_transport: object
 ) -> None:
     import sys
-    import time
     from typing import Any
 
     from pytest_sglang.config import ServerConfig
@@ -144,22 +143,35 @@ def test_the_systemd_deployer_drains_the_production_service_first(
     )
     d = SystemdDeployer(spec, t)
     said: list[str] = []
-    d.say, d.drain_timeout = said.append, 30.0
-    for _ in range(50):  # the stand-in production server is listening
-        if t.run(
-            "python3 -c %s", "import socket; socket.create_connection(('127.0.0.1', 30000))"
-        ).ok:
-            break
+    draining = threading.Event()
+
+    def say(line: str) -> None:
+        said.append(line)
+        if "in flight" in line:
+            draining.set()
+
+    d.say, d.drain_timeout = say, 30.0
+    deadline = time.monotonic() + 10
+    while not t.run(  # the stand-in production server is listening
+        "python3 -c %s", "import socket; socket.create_connection(('127.0.0.1', 30000))"
+    ).ok:
+        assert time.monotonic() < deadline, "the stand-in production server never listened"
         time.sleep(0.1)
     other: Any = new_transport()  # type: ignore[operator]
-    finisher = threading.Timer(1.0, lambda: other.run("rm -f /tmp/sglang-busy"))
+
+    def finish() -> None:  # the in-flight requests end once the deployer has seen them
+        if draining.wait(60):
+            other.run("rm -f /tmp/sglang-busy")
+
+    finisher = threading.Thread(target=finish, daemon=True)
     finisher.start()
     try:
         d.deploy(ServerConfig(model_path="/m"))
         assert any("2 request(s) in flight; draining for up to 30s" in s for s in said), said
         assert said[-1].endswith("drained")
     finally:
-        finisher.cancel()
+        draining.set()
+        finisher.join(30)
         d.restore()
         t.run(
             "systemctl stop %s; rm -f -- %s /opt/busy.py /opt/standin.py /tmp/sglang-busy; "
