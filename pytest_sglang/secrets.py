@@ -102,6 +102,28 @@ class Redactor:
         for _, value, _inline in secret_flag_values(argv):
             self.add(value)
 
+    def add_unit_text(self, text: str | None) -> None:
+        """Learn the secrets in a unit file or EnvironmentFile found on a host: values of
+        secret-looking ``Environment=``/``KEY=value`` names and of secret flags in
+        ``ExecStart=``. For what the host already had (a dry run diffs against it), which this
+        session never passed in itself."""
+        for raw in (text or "").splitlines():
+            line = raw.strip()
+            if not line or line.startswith(("#", ";", "[")):
+                continue
+            key, _, rest = line.partition("=")
+            try:
+                words = shlex.split(rest if key in ("Environment", "ExecStart") else line)
+            except ValueError:
+                words = rest.split()
+            if key == "ExecStart":
+                self.add_argv(words)
+                continue
+            for word in words:
+                name, eq, value = word.partition("=")
+                if eq:
+                    self.add_env({name: value})
+
     @property
     def active(self) -> bool:
         return bool(self._values)

@@ -303,13 +303,14 @@ class SystemdDeployer(Deployer):
         self.preflight(config)
         _argv, env, unit, _env_text = self._render(config)
         masked = render_env_file(self.redactor.env_view(env) if self.redactor else env)
-        current_env = self._sh("cat -- %s", self.env_path)
-        current_env_text = current_env.stdout if current_env.ok else None
-        if current_env_text is not None and self.redactor is not None:
-            current_env_text = self.redactor.redact(current_env_text)
+        current_unit = self._current_text(self.unit_path)
+        current_env = self._current_text(self.env_path)
+        if self.redactor is not None:  # the host's own secrets are in the "-" lines
+            self.redactor.add_unit_text(current_unit)
+            self.redactor.add_unit_text(current_env)
         targets: list[tuple[str, str | None, str]] = [
-            (self.unit_path, self._current_text(self.unit_path), unit),
-            (self.env_path, current_env_text, masked),
+            (self.unit_path, current_unit, unit),
+            (self.env_path, current_env, masked),
         ]
         for dest, spec in config.files.items():
             new = spec.data().decode("utf-8", "replace")

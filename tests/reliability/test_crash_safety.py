@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from testhost import SystemdTestHost
 
-from .conftest import EXTRA, SERVICE, UNIT, snapshot, write_inventory
+from .conftest import EXTRA, ORIGINAL_UNIT, SERVICE, UNIT, snapshot, write_inventory
 
 CONFIG = f"""
 import pathlib, time
@@ -127,22 +127,35 @@ def test_dry_run_shows_the_diff_and_changes_nothing(
     production: dict[str, str],
 ) -> None:
     inv = write_inventory(systemd_host, pytester.path / "hosts.toml", HF_TOKEN="hf_dryrunsecret")
-    pytester.makepyfile(CONFIG + CHECK_TEST)
-    result = pytester.runpytest_subprocess(
-        "--sglang-dry-run", "--sglang-host", "testhost", "--sglang-inventory", str(inv)
+    # the production unit carries secrets of its own, which this session never passed in
+    prod_unit = ORIGINAL_UNIT.replace(
+        "ExecStart=/bin/sleep infinity",
+        "Environment=HF_TOKEN=hf_prodsecret1 MODE=fast\n"
+        "ExecStart=/bin/sleep infinity --api-key prodkey1234 --max-total-tokens 16384",
     )
+    systemd_transport.put(prod_unit.encode(), UNIT, mode=0o644)
+    pytester.makepyfile(CONFIG + CHECK_TEST)
+    try:
+        result = pytester.runpytest_subprocess(
+            "--sglang-dry-run", "--sglang-host", "testhost", "--sglang-inventory", str(inv)
+        )
+    finally:
+        systemd_transport.put(ORIGINAL_UNIT.encode(), UNIT, mode=0o644)
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
         [
             "*sglang dry run (nothing was changed)*",
             f"--- a{UNIT}",
             f"+++ b{UNIT}",
-            "-ExecStart=/bin/sleep infinity",
+            "-Environment=HF_TOKEN=<redacted> MODE=fast",
+            "-ExecStart=/bin/sleep infinity --api-key <redacted> --max-total-tokens 16384",
             "+ExecStart=*--model-path*",
             "+++ b/etc/pytest-sglang/sglang-rel.env",
             f"*would move aside for the session: {UNIT}.d*",
             f"would restart: {SERVICE} (now active)*",
         ]
     )
-    assert "hf_dryrunsecret" not in result.stdout.str()
+    out = result.stdout.str()
+    assert "hf_dryrunsecret" not in out
+    assert "hf_prodsecret1" not in out and "prodkey1234" not in out
     assert snapshot(systemd_transport) == production
