@@ -95,13 +95,6 @@ class SystemdDeployer(Deployer):
                 )
             finally:
                 self.transport.run("rm -f -- %s", tmp)
-        # SFTP can report success for a write the disk refused (pipelined writes): check.
-        size = self._sh("stat -c %%s -- %s", path).stdout.strip()
-        if size != str(len(data)):
-            raise DeployError(
-                f"host {self.spec.name!r}: writing {path} failed: {len(data)} bytes sent, "
-                f"{size or 'none'} on disk; is the file system full? (df {directory})"
-            )
 
     # -- backup / restore -------------------------------------------------------------------
     def _show(self, props: str) -> dict[str, str]:
@@ -161,8 +154,8 @@ class SystemdDeployer(Deployer):
             "files": {},
             "dropin": None,
         }
+        # saved by _backup, which adds the first entries before anything is changed
         self._check("creating the backup dir", "mkdir -p -m 700 -- %s", self.backup_dir)
-        self._save_manifest()
         return self._manifest
 
     def _save_manifest(self) -> None:
@@ -179,6 +172,7 @@ class SystemdDeployer(Deployer):
         """
         manifest = self._load_manifest(paths)
         files: dict[str, Any] = manifest["files"]
+        known = len(files)
         new: list[str] = []
         for path in paths:
             if path in files:
@@ -191,12 +185,14 @@ class SystemdDeployer(Deployer):
             else:
                 manifest.setdefault("created_dirs", []).extend(self._missing_dirs(path))
         move_dropin = False
+        changed = len(files) != known or manifest["dropin"] is None
         if manifest["dropin"] is None:
             # Drop-ins could override ExecStart or Environment: move them aside for the session.
             move_dropin = self._sh("test -d %s", self.dropin_dir).ok
             moved = f"{self.backup_dir}/dropin"
             manifest["dropin"] = {"existed": move_dropin, "copy": moved if move_dropin else None}
-        self._save_manifest()
+        if changed:  # every redeploy of the same paths would rewrite an identical manifest
+            self._save_manifest()
         for path in new:
             copy = files[path]["copy"]
             self._check(
