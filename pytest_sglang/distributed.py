@@ -117,13 +117,14 @@ def _suffix_nodeid(item: pytest.Item, group: str) -> None:
         item._nodeid = new  # type: ignore[attr-defined]
 
 
-def _lease_local(name: str) -> bool:
-    """A lock file on this machine for a named local simulator host; False when taken."""
+def _lease_local(name: str, *, wait: bool) -> bool:
+    """A lock file on this machine for a named local simulator host; False when taken (and
+    not ``wait``). Released by the holder's exit at the latest."""
     root = Path(tempfile.gettempdir()) / "pytest-sglang-leases"
     root.mkdir(exist_ok=True)
     handle = (root / f"{name}.lock").open("a")
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except OSError:
         handle.close()
         return False
@@ -134,27 +135,13 @@ def _lease_local(name: str) -> bool:
 def _try_lease(sglang: Any, name: str, *, wait: bool) -> bool:
     host = sglang.host(name)
     if host.spec.kind == "local":
-        if name == LOCAL_HOST:
-            return True
-        if _lease_local(name):
-            return True
-        if not wait:
-            return False
-        handle = (Path(tempfile.gettempdir()) / "pytest-sglang-leases" / f"{name}.lock").open("a")
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released by the holder's exit at the latest
-        _LEASES[name] = handle
-        return True
-    timeout = host.lock_timeout
-    if not wait:
-        host.lock_timeout = 0.0
+        return name == LOCAL_HOST or _lease_local(name, wait=wait)
     try:
-        host.lock()
+        host.lock(timeout=None if wait else 0.0)
     except SglangError:
         if wait:
             raise
         return False
-    finally:
-        host.lock_timeout = timeout
     return True
 
 

@@ -152,18 +152,23 @@ class HostSession:
         return self._deployer
 
     # -- exclusive use and crash recovery -------------------------------------------------------
-    def lock(self) -> None:
-        """Take the host's lock (SSH hosts; the embedded simulator is this process's own)."""
+    def lock(self, timeout: float | None = None) -> None:
+        """Take the host's lock (SSH hosts; the embedded simulator is this process's own),
+        waiting up to ``timeout`` s for another holder (default ``--sglang-lock-timeout``)."""
         if self.spec.kind == "local" or (self._lock is not None and self._lock.held):
             return
         self._lock = HostLock(
             transport_for(self.spec),
             self.spec.name,
             self.holder,
-            timeout=self.lock_timeout,
+            timeout=self.lock_timeout if timeout is None else timeout,
             say=self._say,
         )
-        self._lock.acquire()
+        try:
+            self._lock.acquire()
+        except BaseException:
+            self._lock.release()  # closes the lock's own SSH connection
+            raise
 
     def recover(self) -> bool:
         """Restore what an earlier, killed session left on the host; True when it did."""
