@@ -27,7 +27,7 @@ from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
 if TYPE_CHECKING:
     from ..session import Deployment
 
-__all__ = ["GateOutcome", "Gatekeeper"]
+__all__ = ["GateOutcome", "Gatekeeper", "fmt"]
 
 RoundValues = list[dict[str, Any]]
 FingerprintSource = Callable[["Deployment"], dict[str, Any]]
@@ -42,14 +42,14 @@ class GateOutcome:
     rows: list[dict[str, Any]] = field(default_factory=list)
     failure: str = ""
     confirm_runs: int = 0
-    saved_to: str = ""
 
     @property
     def regressed(self) -> bool:
         return any(r["verdict"] == "regression" for r in self.rows)
 
 
-def _fmt(value: float | None) -> str:
+def fmt(value: float | None) -> str:
+    """A metric value for messages and tables ("-" when there is none)."""
     return "-" if value is None else f"{value:.4g}"
 
 
@@ -127,7 +127,7 @@ class Gatekeeper:
                 outcome.failure = self._regression_message(outcome, stored)
         if self.save and not outcome.regressed:
             entry = self._entry(nodeid, name, extra_info, rounds, active)
-            outcome.saved_to = str(self.store.save(key, fp, entry, version=self.version))
+            self.store.save(key, fp, entry, version=self.version)
         elif self.save:
             for row in outcome.rows:
                 row["reason"] += "; not saved as a baseline (it regressed)"
@@ -210,8 +210,8 @@ class Gatekeeper:
 
     def _regression_message(self, outcome: GateOutcome, stored: StoredBaseline) -> str:
         parts = [
-            f"{r['metric']} {abs(r['delta_pct']):.1f}% worse ({_fmt(r['baseline'])} -> "
-            f"{_fmt(r['current'])}, threshold {r['threshold_pct']:g}%, p={r['p_value']:.2g})"
+            f"{r['metric']} {abs(r['delta_pct']):.1f}% worse ({fmt(r['baseline'])} -> "
+            f"{fmt(r['current'])}, threshold {r['threshold_pct']:g}%, p={r['p_value']:.2g})"
             for r in outcome.rows
             if r["verdict"] == "regression"
         ]

@@ -15,7 +15,7 @@ import pytest
 from ..options import number
 from . import hookspec
 from .fingerprint import collect_fingerprint
-from .gatekeeper import Gatekeeper
+from .gatekeeper import Gatekeeper, fmt
 from .gates import DEFAULT_ALPHA, DEFAULT_GATES, Gate, merge_gates, parse_gate
 from .store import BaselineStore
 
@@ -176,10 +176,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"@pytest.mark.{GATE_MARKER}: {exc}", pytrace=False)
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     rows = comparison_results(config)
     if not rows:
@@ -197,8 +193,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if r["verdict"] == "improvement":
             markup = {"green": True}
         tr.write_line(
-            f"{test[:36]:<36} {r['metric'][:20]:<20} {_fmt(r['baseline']):>10} "
-            f"{_fmt(r['current']):>10} {delta:>8}  {r['verdict']}",
+            f"{test[:36]:<36} {r['metric'][:20]:<20} {fmt(r['baseline']):>10} "
+            f"{fmt(r['current']):>10} {delta:>8}  {r['verdict']}",
             **markup,
         )
         if r["verdict"] in ("skipped", "missing", "regression"):

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import SglangError
 from .sweeps import Sweep
 
-__all__ = ["INSTALL_HINT", "PlotsUnavailable", "plot_sweep", "plots_available"]
+__all__ = ["INSTALL_HINT", "PlotsUnavailable", "plot_sweep"]
 
 INSTALL_HINT = "sweep plots need matplotlib: pip install 'pytest-sglang[report]'"
 
@@ -38,14 +38,6 @@ def _pyplot() -> Any:
         raise PlotsUnavailable(INSTALL_HINT) from None
     matplotlib.use("Agg", force=True)
     return importlib.import_module("matplotlib.pyplot")
-
-
-def plots_available() -> bool:
-    try:
-        _pyplot()
-    except PlotsUnavailable:
-        return False
-    return True
 
 
 def plot_sweep(sweep: Sweep) -> bytes:

@@ -8,17 +8,11 @@ be built and tested without pytest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LATENCY_METRICS", "THROUGHPUT_METRICS", "BenchRecord", "scalar_metrics"]
+__all__ = ["LATENCY_METRICS", "BenchRecord", "scalar_metrics"]
 
-#: Throughput figures (higher is better), in the order tables show them.
-THROUGHPUT_METRICS: tuple[str, ...] = (
-    "output_throughput",
-    "total_throughput",
-    "request_throughput",
-)
 #: Latency figures in milliseconds (lower is better), in the order tables show them.
 LATENCY_METRICS: tuple[str, ...] = (
     "median_ttft_ms",
@@ -48,7 +42,6 @@ class BenchRecord:
     info: dict[str, Any]
     start_ms: int = 0
     stop_ms: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def workload(self) -> str:
