@@ -1,9 +1,13 @@
 """Chaos: interrupt real pytest sessions at random points and check the host comes back intact.
 
 Each round starts a pytest session (a subprocess, as CI runs it) that deploys a config with an
-extra file on a systemd + OpenSSH test host and runs a short benchmark against it, then sends
-SIGINT, SIGTERM or SIGKILL at a random moment of the deploy or the benchmark. After the session
-ends (and, for SIGKILL, after the follow-up ``pytest --sglang-restore``), the unit, its drop-in,
+extra file on a systemd + OpenSSH test host and runs a short benchmark against it, waits until
+the host's unit really is the session's (so every round interrupts a reconfigured host), then
+sends SIGINT, SIGTERM or SIGKILL a random 0..max-delay seconds later: during the restart, the
+readiness wait, the benchmark or after it. The session must still be running then and must exit
+as the signal says (2, pytest's "interrupted", for SIGINT and SIGTERM; killed for SIGKILL); after
+it (and, for SIGKILL, after the follow-up ``pytest --sglang-restore``, which must exit 0 and say
+it restored), the unit, its drop-in,
 the extra file and the env-file directory must be byte-identical to the originals (sha256, mode,
 owner), the service must be in its prior state (active, running the original command), and no
 backup or lock may be left behind. Prints one line per round and the tally (target: N/N).
@@ -45,6 +49,9 @@ ORIGINAL_UNIT = (
 )
 ORIGINAL_DROPIN = "[Service]\nEnvironment=PROD=1\n"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+#: The exit status each signal must give: pytest's "interrupted" (2) for SIGINT and for SIGTERM
+#: (which the plugin unwinds like Ctrl-C); killed by the signal for SIGKILL.
+EXPECTED_RC = {signal.SIGINT: 2, signal.SIGTERM: 2, signal.SIGKILL: -signal.SIGKILL}
 
 SESSION_TEST = f"""
 import pathlib, time
@@ -58,7 +65,7 @@ CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b
 @pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
 def test_bench(sglang_bench):
     sglang_bench(Workload.fixed_concurrency(4, num_requests=24, output_tokens=48))
-    time.sleep(5)
+    time.sleep(60)  # the session must still be running when the signal comes
 """
 
 
@@ -139,10 +146,16 @@ def _pytest(workdir: Path, inventory: Path, *extra: str) -> list[str]:
     ]
 
 
+def _reconfigured(host: Any) -> bool:
+    """The session's own unit is in place (what it writes says pytest-sglang)."""
+    return host.ssh(f"grep -q pytest-sglang '{UNIT}'").returncode == 0
+
+
 def one_round(
     host: Any, workdir: Path, inventory: Path, sig: signal.Signals, delay: float
 ) -> tuple[bool, str]:
-    """Start a session, signal it after ``delay`` s, recover if killed; (intact?, detail)."""
+    """Start a session, wait until it has reconfigured the host, signal it ``delay`` s later,
+    recover if killed; (everything as it must be?, detail)."""
     (workdir / "test_chaos_session.py").write_text(SESSION_TEST)
     log = (workdir / "session.log").open("wb")
     proc = subprocess.Popen(
@@ -152,9 +165,16 @@ def one_round(
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    problems: list[str] = []
+    deadline = time.monotonic() + 120
+    while not _reconfigured(host) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not _reconfigured(host):
+        problems.append("the host was never reconfigured")
     time.sleep(delay)
-    ended_early = proc.poll() is not None
-    if not ended_early:
+    if proc.poll() is not None:
+        problems.append(f"the session ended (rc={proc.returncode}) before the signal")
+    else:
         proc.send_signal(sig)
     try:
         proc.wait(timeout=180)
@@ -164,8 +184,10 @@ def one_round(
         log.close()
         return False, "the session did not exit within 180 s of the signal"
     log.close()
-    detail = "ended before the signal" if ended_early else f"rc={proc.returncode}"
-    if sig == signal.SIGKILL and not ended_early:
+    detail = f"rc={proc.returncode}"
+    if proc.returncode != EXPECTED_RC[sig]:
+        problems.append(f"rc {proc.returncode}, expected {EXPECTED_RC[sig]}")
+    if sig == signal.SIGKILL:
         follow = subprocess.run(
             _pytest(workdir, inventory, "--sglang-restore"),
             cwd=workdir,
@@ -175,12 +197,17 @@ def one_round(
             check=False,
         )
         said = [line for line in follow.stdout.splitlines() if line.startswith("[sglang]")]
-        detail += "; follow-up: " + (said[-1] if said else f"rc={follow.returncode}")
-    return True, detail
+        detail += f"; follow-up rc={follow.returncode}: " + (said[-1] if said else "silent")
+        if follow.returncode != 0 or not any("restored" in line for line in said):
+            problems.append("the follow-up --sglang-restore did not restore")
+    if problems:
+        tail = (workdir / "session.log").read_text(errors="replace").strip().splitlines()[-3:]
+        detail += "; " + "; ".join(problems) + " | session: " + " / ".join(tail)
+    return not problems, detail
 
 
 def run_chaos(
-    host: Any, *, sessions: int, seed: int, min_delay: float = 2.5, max_delay: float = 9.0
+    host: Any, *, sessions: int, seed: int, min_delay: float = 0.0, max_delay: float = 8.0
 ) -> Tally:
     """Run the rounds against a booted test host; returns the tally."""
     rng = random.Random(seed)
@@ -193,15 +220,15 @@ def run_chaos(
             for i in range(sessions):
                 sig = SIGNALS[i % len(SIGNALS)] if i < len(SIGNALS) else rng.choice(SIGNALS)
                 delay = rng.uniform(min_delay, max_delay)
-                finished, detail = one_round(host, workdir, inventory, sig, delay)
+                behaved, detail = one_round(host, workdir, inventory, sig, delay)
                 now = snapshot(host)
-                intact = finished and now == original
-                if not intact and finished:
-                    diff = [k for k in original if original[k] != now.get(k)]
+                diff = [k for k in original if original[k] != now.get(k)]
+                if diff:
                     detail += f"; differs: {', '.join(diff)}"
+                intact = behaved and not diff
                 tally.rounds.append((sig.name, delay, intact, detail))
                 mark = "ok  " if intact else "FAIL"
-                print(f"{mark} round {i + 1:>2}: {sig.name:<7} at {delay:4.1f}s  {detail}")
+                print(f"{mark} round {i + 1:>2}: {sig.name:<7} at +{delay:4.1f}s  {detail}")
                 if not intact:  # put the host back for the next round (and see if it can)
                     remove_production(host)
                     original = install_production(host)
@@ -215,7 +242,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-delay", type=float, default=9.0)
+    parser.add_argument(
+        "--max-delay", type=float, default=8.0, help="seconds after the reconfiguration"
+    )
     args = parser.parse_args()
     from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites
 

@@ -120,6 +120,7 @@ class HostSession:
         progress: ProgressSink | None = None,
         records: list[DeploymentRecord] | None = None,
         lock_timeout: float = 300.0,
+        lock_heartbeat: float = 15.0,
         drain_timeout: float = 60.0,
         redactor: Redactor | None = None,
         holder: LockHolder | None = None,
@@ -129,6 +130,8 @@ class HostSession:
         self.progress = progress
         self.records = records if records is not None else []
         self.lock_timeout = lock_timeout
+        #: How often the lock's heartbeat refreshes the host's record (seconds).
+        self.lock_heartbeat = lock_heartbeat
         self.drain_timeout = drain_timeout
         self.redactor = redactor if redactor is not None else Redactor()
         self.holder = holder if holder is not None else LockHolder.current()
@@ -162,6 +165,7 @@ class HostSession:
             self.spec.name,
             self.holder,
             timeout=self.lock_timeout if timeout is None else timeout,
+            heartbeat_s=self.lock_heartbeat,
             say=self._say,
         )
         try:
@@ -395,6 +399,7 @@ class SglangSession:
         summary_path: Path | None = None,
         progress: ProgressSink | None = None,
         lock_timeout: float = 300.0,
+        lock_heartbeat: float = 15.0,
         drain_timeout: float = 60.0,
         dry_run: bool = False,
         secret_patterns: list[str] | None = None,
@@ -406,6 +411,7 @@ class SglangSession:
         self.summary_path = summary_path
         self.progress = progress
         self.lock_timeout = lock_timeout
+        self.lock_heartbeat = lock_heartbeat
         self.drain_timeout = drain_timeout
         self.dry_run = dry_run
         #: Knows every secret value the session deploys; applied to everything it outputs.
@@ -430,6 +436,7 @@ class SglangSession:
                 progress=self.progress,
                 records=self.records,
                 lock_timeout=self.lock_timeout,
+                lock_heartbeat=self.lock_heartbeat,
                 drain_timeout=self.drain_timeout,
                 redactor=self.redactor,
                 holder=self.holder,

@@ -134,13 +134,16 @@ def test_dry_run_shows_the_diff_and_changes_nothing(
         "ExecStart=/bin/sleep infinity --api-key prodkey1234 --max-total-tokens 16384",
     )
     systemd_transport.put(prod_unit.encode(), UNIT, mode=0o644)
+    before = snapshot(systemd_transport)  # the host as the dry run finds it
     pytester.makepyfile(CONFIG + CHECK_TEST)
     try:
         result = pytester.runpytest_subprocess(
             "--sglang-dry-run", "--sglang-host", "testhost", "--sglang-inventory", str(inv)
         )
+        after = snapshot(systemd_transport)  # before any cleanup of ours
     finally:
         systemd_transport.put(ORIGINAL_UNIT.encode(), UNIT, mode=0o644)
+    assert after == before, "the dry run changed the host"
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
         [

@@ -22,7 +22,7 @@ from pytest_sglang.bench import Workload
 from pytest_sglang.bench.loadgen import run_workload
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import SglangError
-from pytest_sglang.lock import LOCK_FILE, HostLock, HostLockError, LockHolder
+from pytest_sglang.lock import LOCK_FILE, HostLockError, LockHolder
 from pytest_sglang.session import SglangSession
 
 from .conftest import EXTRA, SERVICE, UNIT, snapshot, write_inventory
@@ -36,13 +36,55 @@ ss -Htnp state established '( sport = :22 )' | while read -r _ _ local peer user
   port=${peer##*:}
   [ "$port" = "$me" ] && continue
   pid=$(echo "$users" | sed -n 's/.*pid=\([0-9]*\).*/\1/p')
-  [ -n "$pid" ] && kill -9 "$pid"
+  [ -n "$pid" ] && kill -9 "$pid" && echo "cut $pid"
 done
 true
 """
 
 
-def _session(host: SystemdTestHost, tmp: Path, **env: str) -> SglangSession:
+class Cutter:
+    """Cuts every other SSH session once ``ready()`` holds (or after ``delay`` s) from its own
+    connection, in a thread; records how many sessions it cut, so a test can assert that the
+    fault really landed instead of passing whether or not it did."""
+
+    def __init__(
+        self, transport: Any, *, ready: Callable[[], bool] | None = None, delay: float = 0.0
+    ) -> None:
+        self.transport = transport
+        self.ready = ready
+        self.delay = delay
+        self.cut = 0
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            time.sleep(self.delay)
+            if self.ready is not None:
+                _when(self.ready)
+            out = self.transport.run("sh -c %s", CUT_SESSIONS).stdout
+            self.cut = out.count("cut ")
+        except BaseException as exc:  # reported by landed()
+            self.error = exc
+
+    def __enter__(self) -> Cutter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._thread.join(timeout=60)
+
+    def landed(self) -> int:
+        """The number of sessions cut; fails the test if the cut never happened."""
+        assert not self._thread.is_alive(), "the cutter never finished"
+        assert self.error is None, f"the cutter failed: {self.error!r}"
+        assert self.cut >= 1, "the fault never landed: no SSH session was cut"
+        return self.cut
+
+
+def _session(
+    host: SystemdTestHost, tmp: Path, lock_heartbeat: float = 15.0, **env: str
+) -> SglangSession:
     inv = write_inventory(host, tmp / "hosts.toml", **env)
     said: list[str] = []
     session = SglangSession(
@@ -52,6 +94,7 @@ def _session(host: SystemdTestHost, tmp: Path, **env: str) -> SglangSession:
         ready_timeout=60,
         progress=said.append,
         lock_timeout=10,
+        lock_heartbeat=lock_heartbeat,
         drain_timeout=0,
     )
     session.said = said  # type: ignore[attr-defined]
@@ -96,19 +139,16 @@ def test_ssh_drop_mid_deploy(
     systemd_transport: Any,
     production: dict[str, str],
 ) -> None:
+    """The connection drops right after the unit is written, while the server starts: the
+    deployment fails with one line about the connection, and the host is given back."""
     session = _session(systemd_host, tmp_path, SGLANG_SIM_STARTUP_SCALE="0.3")
     host = session.host("testhost")
     deployed = lambda: "pytest-sglang" in systemd_transport.run("cat %s", UNIT).stdout  # noqa: E731
-    cutter = threading.Thread(
-        target=lambda: (_when(deployed), systemd_transport.run("sh -c %s", CUT_SESSIONS))
-    )
-    cutter.start()
-    try:
+    with Cutter(systemd_transport, ready=deployed) as cutter, pytest.raises(SglangError) as err:
         host.deployment(CONFIG)
-    except SglangError as exc:
-        assert "SSH" in _one_line(exc) or "connection" in str(exc)
-    finally:
-        cutter.join(timeout=60)
+    cutter.landed()
+    message = _one_line(err.value)
+    assert "SSH" in message or "connection" in message, message
     _finish(session, systemd_transport, production)
 
 
@@ -118,23 +158,22 @@ def test_ssh_drop_mid_benchmark(
     systemd_transport: Any,
     production: dict[str, str],
 ) -> None:
+    """The connection drops 0.8 s into a 16-request benchmark (about 2.6 s at 20 ms a token):
+    the requests cut with the port forward are counted as failures with a reason, the others
+    complete over the reconnected forward, and nothing hangs or raises."""
     session = _session(systemd_host, tmp_path, SGLANG_SIM_ITL_MS="20")
     deployment = session.host("testhost").deployment(CONFIG)
-    timer = threading.Timer(0.8, lambda: systemd_transport.run("sh -c %s", CUT_SESSIONS))
-    timer.start()
-    try:
+    with Cutter(systemd_transport, delay=0.8) as cutter:
         result = run_workload(
             deployment.base_url,
             Workload.fixed_concurrency(4, num_requests=16, output_tokens=32),
             model="qwen3-8b",
         )
-        # Requests cut with the forward are counted as failures (or the forward reconnected):
-        # every request is accounted for, nothing hangs.
-        assert result.completed + result.failed == 16
-    except SglangError as exc:
-        _one_line(exc)
-    finally:
-        timer.join()
+    cutter.landed()
+    assert result.completed + result.failed == 16
+    assert result.failed >= 1, "the cut failed no request"
+    assert result.completed >= 4, "the requests before the cut should have completed"
+    assert result.errors and all("\n" not in e for e in result.errors), result.errors
     _finish(session, systemd_transport, production)
 
 
@@ -228,21 +267,20 @@ def test_a_lost_host_lock_keeps_the_session_off_the_host(
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
     production: dict[str, str],
-    new_transport: Callable[[], Any],
 ) -> None:
     """SSH was down long enough for another session to break our lock and take the host: the
     heartbeat notices, no test uses the host and the session's end restores nothing of it."""
-    session = _session(systemd_host, tmp_path)
+    session = _session(systemd_host, tmp_path, lock_heartbeat=0.2)
     host = session.host("testhost")
-    # the session's own lock, with a fast heartbeat (15 s by default)
-    host._lock = HostLock(new_transport(), "testhost", host.holder, heartbeat_s=0.2, say=host._say)
-    host._lock.acquire()
+    host.prepare()  # the session's own lock, as a deployment takes it (heartbeat every 0.2 s)
+    lock = host._lock
+    assert lock is not None and lock.held
     other = LockHolder("ci", "elsewhere", 4242, "other-session", "2026-01-01T00:00:00Z")
     systemd_transport.check_output(
         "printf '%%s\\n' %s > %s", other.dumps(), LOCK_FILE
     )  # the other session broke the lock and owns the host now
-    _when(lambda: host._lock.lost)
-    assert not host._lock.held
+    _when(lambda: lock.lost, timeout=5.0)  # a 15 s default heartbeat would not make it
+    assert not lock.held
     assert any("lost the host lock to another session" in line for line in session.said)
     with pytest.raises(HostLockError) as lost:
         host.deployment(CONFIG)
