@@ -50,7 +50,7 @@ _SIM_CODE = (
     "import json; from pytest_sglang.sim.knobs import SimSettings; s = SimSettings.from_env(); "
     "print(json.dumps({'gpu_name': s.gpu.name, 'memory_gb': s.gpu.memory_gb}))"
 )
-_CUDA_RE = re.compile(r"CUDA Version:\s*([0-9.]+)")
+_CUDA_RE = re.compile(r"CUDA (?:UMD )?Version:\s*([0-9.]+)")  # "CUDA UMD" from driver R610 on
 _NVCC_RE = re.compile(r"release\s+([0-9.]+)")
 
 
