@@ -32,6 +32,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from helpers import child_pytest_argv, file_states, host_entry, save_inventory  # noqa: E402
+
 SERVICE = "sglang-chaos.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
 DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
@@ -83,13 +85,7 @@ class Tally:
 
 def snapshot(host: Any) -> dict[str, str]:
     """sha256 + mode + owner of each watched path, and the service's state and command."""
-    out: dict[str, str] = {}
-    for path in WATCHED:
-        cmd = (
-            f"test -e '{path}' && {{ stat -c '%F %a %U:%G' '{path}'; "
-            f"test -f '{path}' && sha256sum < '{path}'; }} || echo absent"
-        )
-        out[path] = host.ssh(cmd).stdout.strip()
+    out = file_states(host.ssh, WATCHED)
     out["active"] = host.ssh(f"systemctl is-active {SERVICE}").stdout.strip()
     show = host.ssh(f"systemctl show -p ExecStart --value {SERVICE}").stdout
     out["command"] = show.split(";")[1].strip() if ";" in show else show.strip()
@@ -113,27 +109,12 @@ def remove_production(host: Any) -> None:
 
 
 def write_inventory(host: Any, path: Path) -> Path:
-    path.write_text(
-        f"""
-[hosts.chaos]
-ssh = "root@{host.ip}:22"
-service = "{SERVICE}"
-launch = "{sys.executable} -m pytest_sglang.sim"
-known_hosts = "{host.known_hosts_path}"
-identity = "{host.key_path}"
-env = {{ SGLANG_SIM_STARTUP_SCALE = "0.05", SGLANG_SIM_ITL_MS = "10" }}
-"""
-    )
-    return path
+    env = {"SGLANG_SIM_STARTUP_SCALE": "0.05", "SGLANG_SIM_ITL_MS": "10"}
+    return save_inventory(path, host_entry("chaos", host, SERVICE, env))
 
 
 def _pytest(workdir: Path, inventory: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
+    return child_pytest_argv(
         "-q",
         f"--rootdir={workdir}",
         "--sglang-host",
@@ -143,7 +124,7 @@ def _pytest(workdir: Path, inventory: Path, *extra: str) -> list[str]:
         "--sglang-lock-timeout",
         "30",
         *extra,
-    ]
+    )
 
 
 def _reconfigured(host: Any) -> bool:

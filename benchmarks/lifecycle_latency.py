@@ -31,16 +31,13 @@ import requests
 from pytest_sglang import ServerConfig
 from pytest_sglang.errors import ServerStartError
 from pytest_sglang.hosts import resolve_host
-from pytest_sglang.session import HostSession
+from pytest_sglang.session import HostLease
 
-CONFIG = ServerConfig(
-    model_path="/shared/models/Qwen3.5-122B-A10B",
-    served_model_name="qwen3.5-122b",
-    tp_size=4,
-    speculative_algorithm="EAGLE",
-    speculative_num_steps=2,
-    speculative_eagle_topk=1,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from helpers import SEED_FIELDS, child_env, child_pytest_argv
+
+CONFIG = ServerConfig(**SEED_FIELDS)
 SEED_SLEEP_S = 100.0
 
 
@@ -77,7 +74,7 @@ class Round:
 
 
 def _ready_round() -> Round:
-    host = HostSession(resolve_host("local"), ready_timeout=300)
+    host = HostLease(resolve_host("local"), ready_timeout=300)
     url: dict[str, str] = {}
     original = host.deployer.base_url
 
@@ -105,7 +102,7 @@ def readiness_latency(rounds: int) -> list[Round]:
 
 
 def _crash_round() -> Round:
-    host = HostSession(resolve_host("local"), ready_timeout=300)
+    host = HostLease(resolve_host("local"), ready_timeout=300)
     log_seen: dict[str, float] = {}
     stop = threading.Event()
 
@@ -179,19 +176,9 @@ def interleaved_deployments() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "test_suite.py").write_text(textwrap.dedent(SUITE))
         out = Path(tmp, "summary.json")
-        env = {**os.environ, "SGLANG_SIM_STARTUP_SCALE": "0"}
+        env = child_env({"SGLANG_SIM_STARTUP_SCALE": "0"}, drop=())
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                tmp,
-                "--sglang-summary",
-                str(out),
-            ],
+            child_pytest_argv("-q", tmp, "--sglang-summary", str(out)),
             check=True,
             env=env,
             capture_output=True,

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from helpers import child_env, child_pytest_argv, host_args, local_entry, save_inventory
 
 SUITE = """
 import pytest
@@ -39,34 +42,21 @@ def test_health(sglang_server):
     assert sglang_server.get("/health").status_code == 200
 """
 
-INVENTORY = """
-[hosts.sim-a]
-ssh = "local"
-
-[hosts.sim-b]
-ssh = "local"
-"""
-
 
 def run(tmp: Path, *args: str, scale: str) -> tuple[float, list[dict[str, object]]]:
     out = tmp / "summary.json"
-    env = {**os.environ, "SGLANG_SIM_STARTUP_SCALE": scale, "SGLANG_SIM_TIME_SCALE": "1"}
+    env = child_env({"SGLANG_SIM_STARTUP_SCALE": scale, "SGLANG_SIM_TIME_SCALE": "1"}, drop=())
     started = time.monotonic()
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
+        child_pytest_argv(
             "-q",
-            "-p",
-            "no:cacheprovider",
             str(tmp / "test_sweep.py"),
             "--sglang-inventory",
             str(tmp / "hosts.toml"),
             "--sglang-summary",
             str(out),
             *args,
-        ],
+        ),
         check=True,
         env=env,
         capture_output=True,
@@ -83,17 +73,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         (tmp / "test_sweep.py").write_text(SUITE)
-        (tmp / "hosts.toml").write_text(INVENTORY)
-        one, one_records = run(tmp, "--sglang-host", "sim-a", scale=args.startup_scale)
+        save_inventory(tmp / "hosts.toml", local_entry("sim-a"), local_entry("sim-b"))
+        one, one_records = run(tmp, *host_args("sim-a"), scale=args.startup_scale)
         two, two_records = run(
-            tmp,
-            "-n",
-            "2",
-            "--sglang-host",
-            "sim-a",
-            "--sglang-host",
-            "sim-b",
-            scale=args.startup_scale,
+            tmp, "-n", "2", *host_args("sim-a", "sim-b"), scale=args.startup_scale
         )
     hosts = sorted({str(r["host"]) for r in two_records})
     print(f"{'run':<34} {'wall s':>8} {'deployments':>12}  hosts")

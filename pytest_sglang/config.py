@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import ConfigError
 from .resolution import ExpectedJournal, expected_journal, resolve
-from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag
+from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_flags
 
 __all__ = ["FileSpec", "ServerConfig", "SpeculativeAlgorithm"]
 
@@ -99,8 +99,8 @@ def _typed_flags() -> dict[str, str]:
             for flag in arg["flags"]:
                 flags[flag] = field
     for field in SGLANG_FIELDS:
-        flags.setdefault(field_flag(field, "0.5.12"), field)
-        flags.setdefault(field_flag(field), field)
+        for flag in field_flags(field):
+            flags.setdefault(flag, field)
     return flags
 
 
@@ -378,8 +378,3 @@ def describe_validation_error(exc: ValidationError, data: Mapping[str, Any] | No
     name = (data or {}).get("name") or (data or {}).get("model_path") or ""
     where = f"ServerConfig {name!r}" if name else "ServerConfig"
     return f"invalid {where}: " + "; ".join(problems)
-
-
-def iter_fields() -> Iterable[str]:
-    """All field names a config file or a sweep axis may use."""
-    return ServerConfig.model_fields.keys()

@@ -30,12 +30,11 @@ import pytest
 from .config import ServerConfig
 from .errors import SglangError
 from .hosts import LOCAL_HOST
+from .stash import SESSION_KEY
 
 __all__ = ["worker_index"]
 
 _LEASES: dict[str, IO[str]] = {}
-OUTPUT_KEY = "sglang_summary"
-REPORT_OUTPUT_KEY = "sglang_report"
 _NOTES: list[str] = []
 
 
@@ -110,6 +109,7 @@ def _suffix_nodeid(item: pytest.Item, group: str) -> None:
     xdist 3.8 does not update, so the group suffix is set here for both layouts."""
     new = f"{item.nodeid}@{group}"
     if hasattr(item, "_id"):
+        # imported here: pytest 9 only (the ``_id`` layout), absent from the pytest 8 we support
         from _pytest.nodeid import coerce_node_id  # type: ignore[import-not-found]
 
         item._id = coerce_node_id(new)
@@ -159,8 +159,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     index = worker_index(session.config)
     if index is None or not _needs_host(session):
         return
-    from .plugin import SESSION_KEY
-
     sglang = session.config.stash[SESSION_KEY]
     names = list(sglang.host_names)
     if len(names) < 2:
@@ -182,27 +180,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Workers hand their records to the controller (after the main plugin restored)."""
+    """Workers hand their records to the controller (after the main plugin restored): each
+    plugin adds its own (``pytest_sglang_worker_output``)."""
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is None:
         return
-    from .plugin import summary_of
-    from .report.pytest_plugin import worker_output
-
-    workeroutput[OUTPUT_KEY] = summary_of(session.config)
-    workeroutput[REPORT_OUTPUT_KEY] = worker_output(session.config)
+    session.config.hook.pytest_sglang_worker_output(config=session.config, output=workeroutput)
     for handle in _LEASES.values():
         handle.close()
     _LEASES.clear()
 
 
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    """The controller merges what each worker did into its own summary."""
+    """The controller merges what each worker did into its own results (each plugin its own:
+    ``pytest_sglang_merge_worker_output``)."""
     outputs = getattr(node, "workeroutput", {})
-    from .plugin import merge_summary
-    from .report.pytest_plugin import merge_worker_output
-
-    if outputs.get(OUTPUT_KEY):
-        merge_summary(node.config, outputs[OUTPUT_KEY])
-    if outputs.get(REPORT_OUTPUT_KEY):
-        merge_worker_output(node.config, outputs[REPORT_OUTPUT_KEY])
+    node.config.hook.pytest_sglang_merge_worker_output(config=node.config, output=outputs)

@@ -27,18 +27,18 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from . import transport as transports
+from .deploy import DEPLOYERS
 from .errors import InventoryError
+from .transport.base import Transport
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
-if TYPE_CHECKING:
-    from .transport.base import Transport
 
 __all__ = ["LOCAL_HOST", "HostSpec", "resolve_host", "transport_for"]
 
@@ -52,7 +52,6 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Inventory keys and their types; unknown keys are refused so that typos do not go unnoticed.
 _STR_KEYS = ("ssh", "service", "launch", "known_hosts", "identity", "proxy_jump", "sglang_version")
 _BOOL_KEYS = ("sudo", "strict_host_keys")
-_DEPLOYERS = ("systemd", "process")
 _ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer"}
 #: What a ``ssh = "local"`` host may set: it runs a process here, with no SSH or systemd.
 _LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env"}
@@ -62,8 +61,9 @@ _LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env"}
 class HostSpec:
     """Everything needed to reach a host and run SGLang on it.
 
-    ``deployer`` says how the server is managed: ``"systemd"`` (a unit, the default for SSH
-    hosts) or ``"process"`` (a background process; the default for ``local``).
+    ``deployer`` names the backend that manages the server (one of
+    :data:`pytest_sglang.deploy.DEPLOYERS`): ``"systemd"`` (a unit, the default for SSH hosts)
+    or ``"process"`` (a background process; the default for ``local``).
     """
 
     name: str
@@ -80,7 +80,7 @@ class HostSpec:
     sglang_version: str | None = None
     strict_host_keys: bool = True
     env: dict[str, str] = field(default_factory=dict, hash=False)
-    deployer: Literal["systemd", "process"] = "systemd"
+    deployer: str = "systemd"
     #: Where the spec came from (inventory path, ssh config path or "inline"), for messages.
     source: str = ""
 
@@ -146,8 +146,11 @@ def _check_entry(entry: Any, what: str, path: Path) -> dict[str, Any]:
             raise InventoryError(
                 f"{what} in {path}: {key!r} must be true or false, got {type(value).__name__}"
             )
-        if key == "deployer" and value not in _DEPLOYERS:
-            raise InventoryError(f"{what} in {path}: 'deployer' must be 'systemd' or 'process'")
+        if key == "deployer" and value not in DEPLOYERS:
+            raise InventoryError(
+                f"{what} in {path}: unknown deployer {value!r}; known: "
+                + ", ".join(sorted(DEPLOYERS))
+            )
         if key == "env":
             if not isinstance(value, dict):
                 raise InventoryError(f"{what} in {path}: 'env' must be a table of strings")
@@ -316,12 +319,9 @@ def resolve_host(
 def transport_for(spec: HostSpec) -> Transport:
     """Open the transport for a host: SSH for ``ssh`` hosts, the local shell for ``local``."""
     if spec.kind == "local":
-        from .transport.local import LocalTransport
-
-        return LocalTransport()
-    from .transport.ssh import SshTransport
-
-    return SshTransport(
+        return transports.LocalTransport()
+    # SshTransport is loaded on first use: paramiko is needed for SSH hosts only
+    return transports.SshTransport(
         spec.hostname,
         port=spec.port,
         user=spec.user,

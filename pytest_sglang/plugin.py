@@ -12,25 +12,35 @@ from typing import Any, NoReturn
 
 import pytest
 
+from . import distributed, hookspec
+from .bench.workload import Workload
 from .config import ServerConfig
+from .deployment import Deployment
 from .errors import SglangError
 from .options import number
-from .session import Deployment, HostSession, SglangSession
+from .session import HostLease, SglangSession
+from .stash import SESSION_KEY, bench_results, comparison_results, merge_summary, summary_of
 
 __all__ = ["Deployment"]
 
 #: Benchmarks, baselines and reports each keep their fixtures, options and hooks in their own
-#: plugin module, loaded with this one.
+#: plugin module, loaded with this one. They share state through :mod:`.stash` and call each
+#: other through hooks, never by importing this module.
 pytest_plugins = [
     "pytest_sglang.bench.pytest_plugin",
     "pytest_sglang.baseline.pytest_plugin",
     "pytest_sglang.report.pytest_plugin",
 ]
 
-SESSION_KEY = pytest.StashKey[SglangSession]()
 _SIGTERM_KEY = pytest.StashKey[Any]()
 JOURNAL_MARKER = "sglang_journal"
 _JOURNAL_MARKER_KWARGS = {"expect", "forbid"}
+#: The key of the session summary in an xdist worker's output.
+SUMMARY_OUTPUT_KEY = "sglang_summary"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -112,7 +122,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATTERN",
         help="Another environment-variable name pattern (shell glob) whose values are secrets "
         "and are redacted from every output; adds to the ini option sglang_secret_env and the "
-        "built-in *_TOKEN, *_KEY, *PASSWORD*, *SECRET*, HF_TOKEN. Repeatable.",
+        "built-in patterns (secrets.DEFAULT_SECRET_PATTERNS: *_TOKEN, *_KEY, *PASSWORD*, "
+        "*SECRET*, *AUTH*, ...). Repeatable.",
     )
     parser.addini(
         "sglang_inventory",
@@ -196,9 +207,7 @@ def _shielded() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.pluginmanager.hasplugin("xdist"):
-        from . import distributed
-
+    if config.pluginmanager.hasplugin("xdist"):  # its hooks are known only with xdist loaded
         config.pluginmanager.register(distributed, "sglang-distributed")
     config.addinivalue_line(
         "markers",
@@ -224,8 +233,6 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
     """Test ids come from the configs' own ids (``eagle-s3-k1``), not ``sglang_server0``."""
     if isinstance(val, ServerConfig):
         return val.id
-    from .bench.workload import Workload
-
     if isinstance(val, Workload):
         return val.name
     return None
@@ -289,7 +296,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if sglang is None:
         return
     if not hasattr(session.config, "workerinput"):  # xdist workers report to the controller
-        sglang.write_summary(*_results(session.config))
+        sglang.write_summary(bench_results(session.config), comparison_results(session.config))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for line in problems:
         if reporter is not None:
@@ -298,22 +305,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _results(config: pytest.Config) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """This process's benchmark results and baseline comparisons (sub-plugins keep them)."""
-    from .baseline.pytest_plugin import comparison_results
-    from .bench.pytest_plugin import bench_results
-
-    return bench_results(config), comparison_results(config)
+def pytest_sglang_worker_output(config: pytest.Config, output: dict[str, Any]) -> None:
+    """An xdist worker sends its summary (deployments, benchmarks, comparisons)."""
+    output[SUMMARY_OUTPUT_KEY] = summary_of(config)
 
 
-def summary_of(config: pytest.Config) -> dict[str, Any]:
-    """This process's whole summary, as ``--sglang-summary`` writes it (secrets redacted)."""
-    return config.stash[SESSION_KEY].summary(*_results(config))
-
-
-def merge_summary(config: pytest.Config, worker_summary: dict[str, Any]) -> None:
-    """On the xdist controller: add a worker's summary to the session's."""
-    config.stash[SESSION_KEY].merge(worker_summary)
+def pytest_sglang_merge_worker_output(config: pytest.Config, output: dict[str, Any]) -> None:
+    """The controller adds each worker's summary to the one ``--sglang-summary`` it writes."""
+    if output.get(SUMMARY_OUTPUT_KEY):
+        merge_summary(config, output[SUMMARY_OUTPUT_KEY])
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -348,7 +348,7 @@ def sglang_session(pytestconfig: pytest.Config) -> SglangSession:
 
 
 @pytest.fixture(scope="session")
-def sglang_host(sglang_session: SglangSession) -> Iterator[HostSession]:
+def sglang_host(sglang_session: SglangSession) -> Iterator[HostLease]:
     """The host under test (the first ``--sglang-host``; ``local`` by default)."""
     try:
         host = sglang_session.host()
@@ -373,7 +373,7 @@ def _journal_marker_checks(request: pytest.FixtureRequest, deployment: Deploymen
 
 
 @pytest.fixture
-def sglang_server(request: pytest.FixtureRequest, sglang_host: HostSession) -> Deployment:
+def sglang_server(request: pytest.FixtureRequest, sglang_host: HostLease) -> Deployment:
     """A ready, verified deployment of the ServerConfig this test is parametrized with.
 
     Use ``@pytest.mark.parametrize("sglang_server", configs, indirect=True)``. A config is

@@ -8,7 +8,6 @@ ends the wait at once with a classified reason and the journal excerpt, instead 
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from .deploy.base import Deployer, ServiceState
 from .errors import ServerStartError, TransportError
 from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
 
-__all__ = ["Lifecycle", "ReadyResult", "wait_until_ready"]
+__all__ = ["ReadyResult", "wait_until_ready"]
 
 POLL_INTERVAL_S = 0.2
 #: How long a process may have exited before its last lines are surely in the journal.
@@ -28,38 +27,25 @@ EXIT_GRACE_S = 0.6
 FATAL_SETTLE_S = 0.8
 
 
-class Lifecycle(enum.Enum):
-    PENDING = "pending"
-    STARTING = "starting"
-    READY = "ready"
-    FAILED = "failed"
-    STOPPED = "stopped"
-
-
 @dataclass
 class ReadyResult:
-    """What the wait observed: when each condition first held, and the journal so far."""
+    """What the wait observed: when the server was ready, each startup phase's start, and the
+    journal so far."""
 
     journal: StartupJournal
     cursor: str
     ready_s: float
-    health_s: float | None = None
-    ready_line_s: float | None = None
     phases: dict[str, float] = field(default_factory=dict)
 
 
 ProgressCallback = Callable[[str, float], None]
 
 
-def _health(session: requests.Session, base_url: str) -> int | None:
+def _health(http: requests.Session, base_url: str) -> int | None:
     try:
-        return session.get(base_url + "/health", timeout=2).status_code
+        return http.get(base_url + "/health", timeout=2).status_code
     except requests.RequestException:
         return None
-
-
-def _strip(line: str) -> str:
-    return line.strip()
 
 
 def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
@@ -87,18 +73,17 @@ def wait_until_ready(
     where: str,
     timeout: float,
     on_progress: ProgressCallback | None = None,
-    session: requests.Session | None = None,
+    http: requests.Session | None = None,
 ) -> ReadyResult:
     """Poll (every 0.2 s) until the server is ready; ServerStartError when it cannot be.
 
     ``cursor`` is the journal position taken before the restart; nothing before it is read.
     """
-    http = session or requests.Session()
+    http = http or requests.Session()
     journal = StartupJournal([], where=where)
     start = time.monotonic()
     phase = ""
     phases: dict[str, float] = {}
-    health_s: float | None = None
     ready_line_s: float | None = None
     exited_at: float | None = None
     fatal_at: float | None = None
@@ -126,7 +111,7 @@ def wait_until_ready(
             fatal = find_fatal(journal.lines)
             assert fatal is not None
             raise ServerStartError(
-                f"{where}: {fatal.reason} after {elapsed:.1f}s: {_strip(fatal.line)[:300]}",
+                f"{where}: {fatal.reason} after {elapsed:.1f}s: {fatal.line.strip()[:300]}",
                 reason=fatal.reason,
                 excerpt=journal.excerpt(fatal.index),
             )
@@ -150,13 +135,10 @@ def wait_until_ready(
                     excerpt=journal.excerpt(),
                 )
         elif state.running and ready_line_s is not None and _health(http, base_url) == 200:
-            health_s = time.monotonic() - start
             return ReadyResult(
                 journal=journal,
                 cursor=cursor,
-                ready_s=health_s,
-                health_s=health_s,
-                ready_line_s=ready_line_s,
+                ready_s=time.monotonic() - start,
                 phases=phases,
             )
 

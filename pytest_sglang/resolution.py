@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .versions import cli_catalog, log_field, parse_version
+from .versions import cli_catalog, has, log_field
 
 __all__ = [
     "ADJUST_DRAFT_TOKENS_WARNING",
@@ -53,7 +53,7 @@ def _auto_speculative_params(model_path: str, algorithm: str, version: str) -> t
         return (5, 4, 8)
     if any(k in lowered for k in ("deepseek", "gpt-oss", "gptoss", "glm", "bailing", "ling-")):
         return (3, 1, 4)
-    return (3, 1, 4) if parse_version(version) >= (0, 5, 18) else (5, 4, 8)
+    return (3, 1, 4) if has("auto_spec_params_3_1_4", version) else (5, 4, 8)
 
 
 def resolve(tuned: dict[str, Any], version: str) -> tuple[dict[str, Any], list[str]]:
@@ -72,17 +72,15 @@ def resolve(tuned: dict[str, Any], version: str) -> tuple[dict[str, Any], list[s
     if algo == "NEXTN":
         algo = values["speculative_algorithm"] = "EAGLE"
     if algo == "NGRAM":
-        if tuned.get("speculative_num_draft_tokens") is None and parse_version(version) >= (
-            0,
-            5,
-            18,
+        if tuned.get("speculative_num_draft_tokens") is None and has(
+            "ngram_draft_tokens_12", version
         ):
             values["speculative_num_draft_tokens"] = 12
             warnings.append(NGRAM_DRAFT_TOKENS_WARNING)
         return values, warnings
     if algo in EAGLE_FAMILY and tuned.get("max_running_requests") is None:
         values["max_running_requests"] = 48
-        if parse_version(version) >= (0, 5, 0):
+        if has("max_running_48_warning", version):
             warnings.append(MAX_RUNNING_48_WARNING)
     steps = tuned.get("speculative_num_steps")
     topk = tuned.get("speculative_eagle_topk")

@@ -8,7 +8,7 @@ occurrence, in its plain, JSON-escaped, ``repr`` and shell-quoted spellings, whe
 produces output.
 
 Which names are secret: shell-style patterns matched case-insensitively against the variable
-name. The defaults (``*_TOKEN``, ``*_KEY``, ``*PASSWORD*``, ``*SECRET*``, ``HF_TOKEN``) can be
+name. The defaults (``*_TOKEN``, ``*_KEY``, ``*PASSWORD*``, ``*SECRET*``, ``*AUTH*``, ...) can be
 extended with the ``sglang_secret_env`` ini option or ``--sglang-secret-env``; they cannot be
 removed, so that a typo in a project's ini never publishes a token.
 """
@@ -22,7 +22,13 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_SECRET_PATTERNS", "REDACTED", "Redactor", "secret_flag_values"]
+__all__ = [
+    "DEFAULT_SECRET_PATTERNS",
+    "REDACTED",
+    "Redactor",
+    "api_key",
+    "secret_flag_values",
+]
 
 REDACTED = "<redacted>"
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
@@ -32,6 +38,9 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "*PASSWD*",
     "*SECRET*",
     "*CREDENTIAL*",
+    "*APIKEY*",
+    "*AUTH*",
+    "*PRIVATE*",
     "HF_TOKEN",
 )
 #: Flags whose value is a secret: the flag's *last word* names one (``--api-key X``,
@@ -56,6 +65,16 @@ def secret_flag_values(argv: Sequence[str]) -> list[tuple[int, str, bool]]:
             found.append((i, inline, True))
         elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
             found.append((i + 1, argv[i + 1], False))
+    return found
+
+
+def api_key(argv: Sequence[str]) -> str | None:
+    """The value of ``--api-key`` in ``argv`` (the last one, as argparse keeps), if any."""
+    found: str | None = None
+    for i, value, inline in secret_flag_values(argv):
+        flag = argv[i].partition("=")[0] if inline else argv[i - 1]
+        if flag == "--api-key":
+            found = value
     return found
 
 

@@ -1,9 +1,12 @@
 """Parse SGLang's ``server_args`` startup line into a plain dict.
 
-Two formats exist (sglang-facts.md section 1):
+Two formats exist (sglang-facts.md section 1; the ``server_args_dict`` row of
+:data:`pytest_sglang.versions.CHANGES`):
 
 * 0.5.19+: ``server_args={'model_path': '...', ...}`` — a dict repr;
 * <=0.5.18: ``server_args=ServerArgs(model_path='...', ...)`` — a dataclass repr.
+
+The line is read by its shape, not by the version, so a host whose version is unknown still parses.
 
 Both are Python reprs, so ``ast`` reads them. Values that are not literals (``<object at 0x..>``,
 nested reprs such as ``LoRARef(...)``) are kept as their source text, and a line that was cut

@@ -1,116 +1,37 @@
-"""The session's deployments: one host at a time, one config at a time, restored at the end.
+"""The session's hosts: one config at a time on each, locked while used, restored at the end.
 
 ``SglangSession`` holds what the hooks and fixtures share (hosts, the deployment currently up on
-each, outcomes for the summary). It is a plain class so that it can be used and tested without
-pytest; the plugin keeps one in ``config.stash``.
+each, outcomes for the summary); ``HostLease`` is one host's share of it (its lock, its
+deployer, crash recovery). They are plain classes so that they can be used and tested without
+pytest; the plugin keeps one ``SglangSession`` in ``config.stash``. Bringing one deployment up is
+:func:`pytest_sglang.deployment.bring_up`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from .config import ServerConfig
-from .deploy import Deployer, make_deployer
-from .deploy.process import free_port
-from .errors import ConfigError, JournalError, PreflightError, SglangError, TransportError
+from .deploy import Deployer, DeployerSettings, make_deployer
+from .deployment import Deployment, DeploymentRecord, bring_up, reason_of
+from .errors import SglangError
 from .hosts import HostSpec, resolve_host, transport_for
-from .journal import StartupJournal
 from .lock import HostLock, HostLockError, LockHolder
-from .readiness import ReadyResult, wait_until_ready
 from .secrets import Redactor
 
-__all__ = ["Deployment", "HostSession", "SglangSession"]
+__all__ = ["HostLease", "SglangSession"]
 
 ProgressSink = Callable[[str], None]
 
 
-@dataclass
-class Deployment:
-    """A configuration that is up, ready and verified on a host.
-
-    ``config`` is what the test asked for; ``deployed`` what was started (on the embedded
-    simulator the address is moved to loopback and a free port); ``resolved`` what SGLang runs
-    with after its own rules; ``server_args`` what it logged.
-    """
-
-    host: str
-    config: ServerConfig
-    deployed: ServerConfig
-    resolved: ServerConfig
-    sglang_version: str
-    base_url: str
-    http: requests.Session
-    journal: StartupJournal
-    server_args: dict[str, Any]
-    scheduler: dict[str, int]
-    server_info: dict[str, Any]
-    timings: dict[str, float]
-    artifacts: dict[str, str] = field(default_factory=dict)
-    _deployer: Deployer | None = field(default=None, repr=False)
-    _cursor: str = field(default="", repr=False)
-    _redactor: Redactor | None = field(default=None, repr=False)
-
-    @property
-    def config_id(self) -> str:
-        return self.config.id
-
-    @property
-    def deployer(self) -> Deployer | None:
-        """The host's deployer (its ``transport`` reaches the host), None once restored."""
-        return self._deployer
-
-    def url(self, path: str) -> str:
-        return self.base_url + (path if path.startswith("/") else "/" + path)
-
-    def get(self, path: str, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", 60)
-        return self.http.get(self.url(path), **kwargs)
-
-    def post(self, path: str, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", 300)
-        return self.http.post(self.url(path), **kwargs)
-
-    def refresh_journal(self) -> StartupJournal:
-        """Append what the server logged since the last read (e.g. decode-batch lines)."""
-        if self._deployer is not None:
-            entries, self._cursor = self._deployer.read_journal(self._cursor)
-            redact = self._redactor.redact if self._redactor is not None else str
-            self.journal.extend(redact(e.message) for e in entries)
-        return self.journal
-
-
-@dataclass
-class DeploymentRecord:
-    host: str
-    config_id: str
-    digest: str
-    outcome: str
-    reason: str = ""
-    ready_s: float | None = None
-    message: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "config_id": self.config_id,
-            "digest": self.digest,
-            "ready_s": self.ready_s,
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "message": self.message,
-        }
-
-
-class HostSession:
-    """One host: its transport, its deployer, and the config currently up on it."""
+class HostLease:
+    """One host while this session holds it: its lock, its deployer, the config currently up
+    on it, and the recovery of what a killed session left there. (Named a lease, not a
+    session: "session" is pytest's, and :class:`SglangSession`'s.)"""
 
     def __init__(
         self,
@@ -141,17 +62,17 @@ class HostSession:
         self._prepared = False
         self.current: Deployment | None = None
         self._failures: dict[str, SglangError] = {}
-        self.deploy_count = 0
 
     @property
     def deployer(self) -> Deployer:
         if self._deployer is None:
-            deployer = make_deployer(self.spec, transport_for(self.spec))
-            deployer.owner = {**self.holder.as_json(), "host": self.spec.name}
-            deployer.say = self._say
-            deployer.drain_timeout = self.drain_timeout
-            deployer.redactor = self.redactor
-            self._deployer = deployer
+            settings = DeployerSettings(
+                owner={**self.holder.as_json(), "host": self.spec.name},
+                say=self._say,
+                drain_timeout=self.drain_timeout,
+                redactor=self.redactor,
+            )
+            self._deployer = make_deployer(self.spec, transport_for(self.spec), settings)
         return self._deployer
 
     # -- exclusive use and crash recovery -------------------------------------------------------
@@ -202,15 +123,9 @@ class HostSession:
         self.recover()
         self._prepared = True
 
-    def plan(self, config: ServerConfig) -> str:
+    def dry_run(self, config: ServerConfig) -> str:
         """``--sglang-dry-run``: what deploying ``config`` would change (changes nothing)."""
-        return self.deployer.plan(self._adapt(config))
-
-    def _adapt(self, config: ServerConfig) -> ServerConfig:
-        """On the embedded simulator, serve on loopback and a free port, never a fixed one."""
-        if self.spec.kind == "local":
-            return config.replace(host="127.0.0.1", port=free_port())
-        return config
+        return self.deployer.dry_run(self.deployer.launch_plan(config))
 
     def deployment(self, config: ServerConfig) -> Deployment:
         """The deployment of ``config``: reused when it is already up, else deployed now."""
@@ -237,7 +152,7 @@ class HostSession:
                     config_id=config.id,
                     digest=config.digest,
                     outcome="failed",
-                    reason=getattr(exc, "reason", None) or _reason_of(exc),
+                    reason=getattr(exc, "reason", None) or reason_of(exc),
                     message=self.redactor.redact(
                         str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     ),
@@ -262,65 +177,13 @@ class HostSession:
 
     def _deploy(self, config: ServerConfig) -> Deployment:
         self.prepare()
-        deployer = self.deployer
-        deployed = self._adapt(config)
-        self.redactor.add_env(deployed.env)
-        where = f"{self.spec.name} {config.id}"
-        started = time.monotonic()
-        version = deployer.sglang_version()
-        deployer.preflight(deployed)
-        self.deploy_count += 1
-        self.redactor.add_argv(deployed.to_argv(version))
-        cursor = deployer.deploy(deployed)
-        deploy_s = time.monotonic() - started
-        base_url = deployer.base_url(deployed)
-        http = requests.Session()
-        api_key = _api_key(deployed.to_argv(version))
-        if api_key:
-            http.headers["Authorization"] = f"Bearer {api_key}"
-
-        def on_progress(phase: str, elapsed: float) -> None:
-            self._say(f"[sglang] {where}: {phase} ({elapsed:.1f}s)")
-
-        ready: ReadyResult = wait_until_ready(
-            deployer,
-            base_url,
-            cursor,
-            where=where,
-            timeout=self.ready_timeout,
-            on_progress=on_progress,
-            session=http,
-        )
-        expected = deployed.expected_journal(version)
-        server_args = ready.journal.verify(expected)
-        # Verified against the real values; from here on tests and reports see no secret.
-        ready.journal.lines[:] = [self.redactor.redact(line) for line in ready.journal.lines]
-        server_args = self.redactor.redact_obj(server_args)
-        server_info = self.redactor.redact_obj(_server_info(http, base_url))
-        total = time.monotonic() - started
-        self._say(f"[sglang] {where}: ready and verified in {total:.1f}s")
-        return Deployment(
-            host=self.spec.name,
-            config=config,
-            deployed=deployed,
-            resolved=deployed.resolved(version),
-            sglang_version=version,
-            base_url=base_url,
-            http=http,
-            journal=ready.journal,
-            server_args=server_args,
-            scheduler=ready.journal.scheduler_limits(),
-            server_info=server_info,
-            timings={
-                "deploy_s": round(deploy_s, 3),
-                "ready_s": round(ready.ready_s, 3),
-                "total_s": round(total, 3),
-                **{f"phase.{k}": v for k, v in ready.phases.items()},
-            },
-            artifacts={k: self.redactor.redact(v) for k, v in deployer.artifacts().items()},
-            _deployer=deployer,
-            _cursor=ready.cursor,
-            _redactor=self.redactor,
+        plan = self.deployer.launch_plan(config)
+        return bring_up(
+            self.deployer,
+            plan,
+            redactor=self.redactor,
+            ready_timeout=self.ready_timeout,
+            say=self._say,
         )
 
     def restore(self) -> None:
@@ -344,46 +207,6 @@ class HostSession:
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
-
-
-def _api_key(argv: list[str]) -> str | None:
-    """The ``--api-key`` the server was started with: requests must then carry it."""
-    for i, word in enumerate(argv):
-        if word == "--api-key" and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith("--api-key="):
-            return word.split("=", 1)[1]
-    return None
-
-
-def _reason_of(exc: SglangError) -> str:
-    if isinstance(exc, HostLockError):
-        return "host locked"
-    if isinstance(exc, JournalError):
-        return "journal assertion"
-    if isinstance(exc, ConfigError):
-        return "invalid config"
-    if isinstance(exc, PreflightError):
-        return "bad flag"
-    if isinstance(exc, TransportError):
-        return "SSH/infrastructure"
-    return type(exc).__name__
-
-
-def _server_info(http: requests.Session, base_url: str) -> dict[str, Any]:
-    for path in ("/server_info", "/get_server_info"):
-        try:
-            response = http.get(base_url + path, timeout=10)
-        except requests.RequestException:
-            continue
-        if response.status_code == 200:
-            try:
-                data = response.json()
-            except ValueError:
-                continue
-            if isinstance(data, dict):
-                return data
-    return {}
 
 
 class SglangSession:
@@ -422,16 +245,16 @@ class SglangSession:
         self.records: list[DeploymentRecord] = []
         #: What xdist workers reported (on the controller): key -> rows, as in ``summary()``.
         self.merged: dict[str, list[dict[str, Any]]] = {}
-        self._hosts: dict[str, HostSession] = {}
+        self._hosts: dict[str, HostLease] = {}
 
-    def resolve(self, name: str) -> HostSpec:
+    def host_spec(self, name: str) -> HostSpec:
         return resolve_host(name, inventory_path=self.inventory, ssh_config_path=self.ssh_config)
 
-    def host(self, name: str | None = None) -> HostSession:
+    def host(self, name: str | None = None) -> HostLease:
         name = name or self.host_names[0]
         if name not in self._hosts:
-            self._hosts[name] = HostSession(
-                self.resolve(name),
+            self._hosts[name] = HostLease(
+                self.host_spec(name),
                 ready_timeout=self.ready_timeout,
                 progress=self.progress,
                 records=self.records,
@@ -448,9 +271,7 @@ class SglangSession:
         session = self.host(host)
         key = (session.spec.name, config.id)
         if key not in self.plans:
-            self.redactor.add_env(config.env)
-            self.redactor.add_argv(config.to_argv())
-            self.plans[key] = self.redactor.redact(session.plan(config))
+            self.plans[key] = self.redactor.redact(session.dry_run(config))
         return self.plans[key]
 
     def restore_hosts(self) -> list[str]:

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `testhost` under any import mode
 
+from helpers import child_pytest_argv, ssh_transport
 from testhost import STATE_ROOT, SystemdTestHost, TestHostFactory
 
 if TYPE_CHECKING:
@@ -45,15 +46,7 @@ def systemd_host(systemd_host_factory: TestHostFactory) -> SystemdTestHost:
 @pytest.fixture(scope="session")
 def systemd_transport(systemd_host: SystemdTestHost) -> Iterator[SshTransport]:
     """An :class:`SshTransport` to ``systemd_host`` as root (strict host keys, its own key)."""
-    from pytest_sglang.transport.ssh import SshTransport
-
-    transport = SshTransport(
-        systemd_host.ip,
-        user=systemd_host.user,
-        key_filename=systemd_host.key_path,
-        known_hosts=systemd_host.known_hosts_path,
-        connect_timeout=5.0,
-    )
+    transport = ssh_transport(systemd_host)
     yield transport
     transport.close()
 
@@ -77,10 +70,7 @@ def session_until(pytester: pytest.Pytester) -> Iterator[SessionUntil]:
     children: list[subprocess.Popen[bytes]] = []
 
     def start(marker: Path, *args: str, timeout: float = 90.0) -> subprocess.Popen[bytes]:
-        proc = pytester.popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-            stdin=pytester.CLOSE_STDIN,
-        )
+        proc = pytester.popen(child_pytest_argv(*args), stdin=pytester.CLOSE_STDIN)
         children.append(proc)
         deadline = time.monotonic() + timeout
         while not marker.exists():

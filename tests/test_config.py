@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import SEED_FIELDS
 
 from pytest_sglang import ConfigError, ServerConfig
 from pytest_sglang.resolution import (
@@ -15,14 +16,7 @@ from pytest_sglang.resolution import (
 )
 from pytest_sglang.versions import cli_catalog
 
-SEED = dict(
-    model_path="/shared/models/Qwen3.5-122B-A10B",
-    served_model_name="qwen3.5-122b",
-    tp_size=4,
-    speculative_algorithm="EAGLE",
-    speculative_num_steps=2,
-    speculative_eagle_topk=1,
-)
+SEED = dict(SEED_FIELDS)
 
 EVERY_FIELD = dict(
     model_path="/models/Llama-3.1-8B-Instruct",

@@ -159,7 +159,10 @@ BAD_CASES = {
     "bad target": ('[hosts.x]\nssh = "ftp://a@b"\nservice = "s"\nlaunch = "/p"\n', "ssh target"),
     "bad port": ('[hosts.x]\nssh = "a@b:99999"\nservice = "s"\nlaunch = "/p"\n', "ssh target"),
     "bad service": ('[hosts.x]\nssh = "a@b"\nservice = "a b"\nlaunch = "/p"\n', "valid unit name"),
-    "bad deployer": ('[hosts.x]\nssh = "a@b"\ndeployer = "k8s"\n', "'deployer' must be"),
+    "bad deployer": (
+        '[hosts.x]\nssh = "a@b"\ndeployer = "k8s"\n',
+        "unknown deployer 'k8s'; known: process, systemd",
+    ),
 }
 
 

@@ -5,22 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import SEED_FIELDS
 
 from pytest_sglang import JournalError, ServerConfig
 from pytest_sglang.journal import StartupJournal, find_fatal, phase_of
 from pytest_sglang.resolution import ADJUST_DRAFT_TOKENS_WARNING, MAX_RUNNING_48_WARNING
 
 DATA = Path(__file__).parent / "data"
-SEED = ServerConfig(
-    model_path="/shared/models/Qwen3.5-122B-A10B",
-    served_model_name="qwen3.5-122b",
-    tp_size=4,
-    host="0.0.0.0",
-    port=30000,
-    speculative_algorithm="EAGLE",
-    speculative_num_steps=2,
-    speculative_eagle_topk=1,
-)
+SEED = ServerConfig(**SEED_FIELDS, host="0.0.0.0", port=30000)
 
 
 def seed_lines(*, draft_tokens: int = 3, steps: int = 2, warn: bool = True) -> list[str]:

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import use_simulator_env
 
 CONFIGS = """
 import pytest
@@ -28,14 +29,23 @@ CONFIGS = sweep(BASE, speculative_num_steps=[1, 2, 3])
 
 @pytest.fixture(autouse=True)
 def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SGLANG_SIM_STARTUP_SCALE", "0")
-    monkeypatch.setenv("SGLANG_SIM_TIME_SCALE", "0")
-    for knob in ("SGLANG_SIM_FAULT", "SGLANG_SIM_IGNORE_FLAG", "SGLANG_SIM_SPEED_FACTOR"):
-        monkeypatch.delenv(knob, raising=False)
+    use_simulator_env(monkeypatch)
 
 
 def summary(path: Path) -> list[dict[str, object]]:
     return list(json.loads(path.read_text())["deployments"])
+
+
+def empty_tests(*names: str, configs: str = "CONFIGS[:1]") -> str:
+    """CONFIGS and a test doing nothing per name, on ``configs``: enough to deploy them."""
+    return CONFIGS + "".join(
+        f"""
+@pytest.mark.parametrize("sglang_server", {configs}, indirect=True)
+def {name}(sglang_server):
+    pass
+"""
+        for name in names
+    )
 
 
 def test_happy_path_yields_a_verified_ready_deployment(pytester: pytest.Pytester) -> None:
@@ -92,18 +102,7 @@ def test_faults_end_in_a_classified_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fault: str, reason: str
 ) -> None:
     monkeypatch.setenv("SGLANG_SIM_FAULT", fault)
-    pytester.makepyfile(
-        CONFIGS
-        + """
-@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
-def test_a(sglang_server):
-    pass
-
-@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
-def test_b(sglang_server):
-    pass
-"""
-    )
+    pytester.makepyfile(empty_tests("test_a", "test_b"))
     out = pytester.path / "summary.json"
     result = pytester.runpytest("--sglang-summary", str(out), "--sglang-ready-timeout", "4")
     result.assert_outcomes(errors=2)
@@ -118,14 +117,7 @@ def test_a_server_that_never_gets_ready_times_out(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SGLANG_SIM_FAULT", "hang")
-    pytester.makepyfile(
-        CONFIGS
-        + """
-@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
-def test_a(sglang_server):
-    pass
-"""
-    )
+    pytester.makepyfile(empty_tests("test_a"))
     result = pytester.runpytest("--sglang-ready-timeout", "3")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*not ready in time (3s*"])
@@ -135,14 +127,7 @@ def test_a_flag_that_silently_did_not_take_effect_is_caught(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SGLANG_SIM_IGNORE_FLAG", "served_model_name")
-    pytester.makepyfile(
-        CONFIGS
-        + """
-@pytest.mark.parametrize("sglang_server", CONFIGS[1:2], indirect=True)
-def test_a(sglang_server):
-    pass
-"""
-    )
+    pytester.makepyfile(empty_tests("test_a", configs="CONFIGS[1:2]"))
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
@@ -225,14 +210,7 @@ def test_a(sglang_server):
 
 
 def test_unknown_host_is_a_one_line_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        CONFIGS
-        + """
-@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
-def test_a(sglang_server):
-    pass
-"""
-    )
+    pytester.makepyfile(empty_tests("test_a"))
     result = pytester.runpytest("--sglang-host", "no-such-host", "--sglang-ssh-config", "/dev/null")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*host 'no-such-host' is not in*"])

@@ -8,22 +8,15 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import PRODUCTION_UNIT, host_entry, save_inventory
 from testhost import SystemdTestHost
 
 SERVICE = "sglang-lifecycle.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
-ORIGINAL_UNIT = """[Unit]
-Description=the production service (a sleeping stand-in)
-[Service]
-ExecStart=/bin/sleep infinity
-[Install]
-WantedBy=multi-user.target
-"""
 
 TESTS = """
 import pytest
@@ -46,21 +39,8 @@ def test_fails(sglang_server):
 
 
 def inventory(host: SystemdTestHost, path: Path, **env: str) -> Path:
-    env_items = ", ".join(
-        f'{k} = "{v}"' for k, v in {"SGLANG_SIM_STARTUP_SCALE": "0", **env}.items()
-    )
-    path.write_text(
-        f"""
-[hosts.testhost]
-ssh = "root@{host.ip}:22"
-service = "{SERVICE}"
-launch = "{sys.executable} -m pytest_sglang.sim"
-known_hosts = "{host.known_hosts_path}"
-identity = "{host.key_path}"
-env = {{ {env_items} }}
-"""
-    )
-    return path
+    entry = host_entry("testhost", host, SERVICE, {"SGLANG_SIM_STARTUP_SCALE": "0", **env})
+    return save_inventory(path, entry)
 
 
 def host_state(transport: Any) -> tuple[str, str]:
@@ -72,7 +52,7 @@ def host_state(transport: Any) -> tuple[str, str]:
 @pytest.fixture
 def production_service(systemd_transport: Any) -> Any:
     """A running 'production' unit the sessions must give back untouched."""
-    systemd_transport.put(ORIGINAL_UNIT.encode(), UNIT, mode=0o644)
+    systemd_transport.put(PRODUCTION_UNIT.encode(), UNIT, mode=0o644)
     systemd_transport.check_output("systemctl daemon-reload && systemctl restart -- %s", SERVICE)
     before = host_state(systemd_transport)
     assert before[1] == "active"

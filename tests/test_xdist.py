@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import host_args, host_entry, local_entry, save_inventory, use_simulator_env
 from testhost import SystemdTestHost
 
 SUITE = """
@@ -31,17 +32,14 @@ def test_models(sglang_server):
 
 @pytest.fixture(autouse=True)
 def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SGLANG_SIM_STARTUP_SCALE", "0")
-    monkeypatch.setenv("SGLANG_SIM_TIME_SCALE", "0")
+    use_simulator_env(monkeypatch, drop=())
 
 
 def local_inventory(path: Path, **bad: str) -> Path:
-    lines = []
-    for name in ("sim-a", "sim-b"):
-        env = f'env = {{ SGLANG_SIM_FAULT = "{bad[name]}" }}\n' if name in bad else ""
-        lines.append(f'[hosts.{name}]\nssh = "local"\n{env}')
-    path.write_text("\n".join(lines))
-    return path
+    faults = {name: {"SGLANG_SIM_FAULT": fault} for name, fault in bad.items()}
+    return save_inventory(
+        path, *(local_entry(name, faults.get(name)) for name in ("sim-a", "sim-b"))
+    )
 
 
 def run(pytester: pytest.Pytester, inventory: Path, *args: str) -> tuple[Any, list[dict[str, Any]]]:
@@ -52,6 +50,15 @@ def run(pytester: pytest.Pytester, inventory: Path, *args: str) -> tuple[Any, li
     return result, json.loads(out.read_text())["deployments"]
 
 
+def run_on_sims(
+    pytester: pytest.Pytester, workers: str, *args: str, suite: str = SUITE, **bad: str
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``suite`` with ``-n workers`` on hosts sim-a and sim-b (``bad``: host -> fault)."""
+    pytester.makepyfile(suite)
+    inventory = local_inventory(pytester.path / "hosts.toml", **bad)
+    return run(pytester, inventory, "-n", workers, *host_args("sim-a", "sim-b"), *args)
+
+
 def assert_each_config_once(records: list[dict[str, Any]]) -> None:
     per_config = Counter(r["config_id"] for r in records)
     assert per_config == dict.fromkeys(per_config, 1), per_config
@@ -59,22 +66,14 @@ def assert_each_config_once(records: list[dict[str, Any]]) -> None:
 
 
 def test_two_workers_two_hosts(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(SUITE)
-    inv = local_inventory(pytester.path / "hosts.toml")
-    result, records = run(
-        pytester, inv, "-n", "2", "--sglang-host", "sim-a", "--sglang-host", "sim-b"
-    )
+    result, records = run_on_sims(pytester, "2")
     result.assert_outcomes(passed=8)
     assert_each_config_once(records)
     assert {r["host"] for r in records} == {"sim-a", "sim-b"}
 
 
 def test_more_workers_than_hosts(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(SUITE)
-    inv = local_inventory(pytester.path / "hosts.toml")
-    result, records = run(
-        pytester, inv, "-n", "3", "--sglang-host", "sim-a", "--sglang-host", "sim-b"
-    )
+    result, records = run_on_sims(pytester, "3")
     result.assert_outcomes(passed=8)
     assert_each_config_once(records)
     assert {r["host"] for r in records} == {"sim-a", "sim-b"}
@@ -82,22 +81,14 @@ def test_more_workers_than_hosts(pytester: pytest.Pytester) -> None:
 
 
 def test_fewer_workers_than_hosts(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(SUITE)
-    inv = local_inventory(pytester.path / "hosts.toml")
-    result, records = run(
-        pytester, inv, "-n", "1", "--sglang-host", "sim-a", "--sglang-host", "sim-b"
-    )
+    result, records = run_on_sims(pytester, "1")
     result.assert_outcomes(passed=8)
     assert_each_config_once(records)
     assert len({r["host"] for r in records}) == 1
 
 
 def test_a_failing_host_fails_only_its_configs(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(SUITE)
-    inv = local_inventory(pytester.path / "hosts.toml", **{"sim-b": "oom"})
-    result, records = run(
-        pytester, inv, "-n", "2", "--sglang-host", "sim-a", "--sglang-host", "sim-b"
-    )
+    result, records = run_on_sims(pytester, "2", **{"sim-b": "oom"})
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("errors", 0) == 8
     for record in records:
@@ -109,30 +100,21 @@ def test_a_failing_host_fails_only_its_configs(pytester: pytest.Pytester) -> Non
 def test_two_systemd_hosts_side_by_side(
     pytester: pytest.Pytester, systemd_host_factory: Any
 ) -> None:
-    import sys
-
     # Two hosts of their own, and a service name each: the nspawn containers share the test
     # process's cgroup (--keep-unit), so equal unit names would share one cgroup path.
     first: SystemdTestHost = systemd_host_factory("xa")
     other: SystemdTestHost = systemd_host_factory("xb")
-    entries = []
-    for name, host in (("gpu-a", first), ("gpu-b", other)):
-        entries.append(
-            f"""[hosts.{name}]
-ssh = "root@{host.ip}:22"
-service = "sglang-xdist-{name}.service"
-launch = "{sys.executable} -m pytest_sglang.sim"
-known_hosts = "{host.known_hosts_path}"
-identity = "{host.key_path}"
-env = {{ SGLANG_SIM_STARTUP_SCALE = "0" }}
-"""
-        )
-    inv = pytester.path / "hosts.toml"
-    inv.write_text("\n".join(entries))
-    pytester.makepyfile(SUITE)
-    result, records = run(
-        pytester, inv, "-n", "2", "--sglang-host", "gpu-a", "--sglang-host", "gpu-b"
+    inv = save_inventory(
+        pytester.path / "hosts.toml",
+        *(
+            host_entry(
+                name, host, f"sglang-xdist-{name}.service", {"SGLANG_SIM_STARTUP_SCALE": "0"}
+            )
+            for name, host in (("gpu-a", first), ("gpu-b", other))
+        ),
     )
+    pytester.makepyfile(SUITE)
+    result, records = run(pytester, inv, "-n", "2", *host_args("gpu-a", "gpu-b"))
     result.assert_outcomes(passed=8)
     assert_each_config_once(records)
     assert {r["host"] for r in records} == {"gpu-a", "gpu-b"}
@@ -142,32 +124,23 @@ env = {{ SGLANG_SIM_STARTUP_SCALE = "0" }}
 
 
 def test_reports_merge_across_workers(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        SUITE
-        + """
+    decode = """
 from pytest_sglang.bench import Workload
 
 @pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
 def test_decode(sglang_bench):
     assert sglang_bench(Workload.single_stream(8), rounds=1).failed == 0
 """
-    )
-    inv = local_inventory(pytester.path / "hosts.toml")
     html = pytester.path / "summary.html"
     alluredir = pytester.path / "allure"
-    result, records = run(
+    result, records = run_on_sims(
         pytester,
-        inv,
-        "-n",
         "2",
-        "--sglang-host",
-        "sim-a",
-        "--sglang-host",
-        "sim-b",
         "--alluredir",
         str(alluredir),
         "--sglang-html",
         str(html),
+        suite=SUITE + decode,
     )
     result.assert_outcomes(passed=12)
     assert {r["host"] for r in records} == {"sim-a", "sim-b"}

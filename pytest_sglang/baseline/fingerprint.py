@@ -19,11 +19,11 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..deploy.base import launch_argv
+from ..deploy.base import launch_argv, simulator_python
 from ..errors import SglangError
 
 if TYPE_CHECKING:
-    from ..session import Deployment
+    from ..deployment import Deployment
     from ..transport.base import Transport
 
 __all__ = [
@@ -67,13 +67,6 @@ def diff_fingerprints(current: dict[str, Any], stored: dict[str, Any]) -> list[s
         if current.get(key) != stored.get(key):
             out.append(f"{key} {current.get(key)!r} (baseline {stored.get(key)!r})")
     return out
-
-
-def _simulator_python(argv: list[str]) -> str | None:
-    for i, word in enumerate(argv[:-1]):
-        if word == "-m" and argv[i + 1] == "pytest_sglang.sim":
-            return argv[0]
-    return None
 
 
 def _first_line(text: str) -> str:
@@ -156,7 +149,7 @@ def collect_fingerprint(deployment: Deployment) -> dict[str, Any]:
         argv = launch_argv(deployer.spec)
     except SglangError:
         argv = []
-    python = _simulator_python(argv)
+    python = simulator_python(argv)
     facts = _sim_facts(deployment, python) if python else gpu_facts(deployer.transport)
     fp.update(facts)
     fp["model_config_sha256"] = model_config_sha256(

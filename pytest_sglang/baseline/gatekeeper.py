@@ -25,7 +25,7 @@ from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, known_metri
 from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
 
 if TYPE_CHECKING:
-    from ..session import Deployment
+    from ..deployment import Deployment
 
 __all__ = ["GateOutcome", "Gatekeeper", "fmt"]
 

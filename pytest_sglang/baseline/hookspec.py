@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..session import Deployment
+    from ..deployment import Deployment
 
 
 @pytest.hookspec(firstresult=True)

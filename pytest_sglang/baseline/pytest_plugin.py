@@ -1,8 +1,10 @@
 """pytest hooks for baselines and gates: options, the ``sglang_gate`` marker, the table.
 
 The work is done by :class:`~.gatekeeper.Gatekeeper`, kept in ``config.stash`` under
-:data:`GATEKEEPER_KEY`; the ``sglang_bench`` fixture calls it after each run. Every comparison
-row is available to other plugins with :func:`comparison_results`.
+:data:`~pytest_sglang.stash.GATEKEEPER_KEY`; the ``sglang_bench`` fixture calls it after each
+run, with the test's marker gates that setup keeps in ``item.stash`` under
+:data:`~pytest_sglang.stash.GATES_KEY`. Every comparison row is available to other plugins with
+:func:`comparison_results`.
 """
 
 from __future__ import annotations
@@ -13,43 +15,29 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..options import number
+from ..stash import GATEKEEPER_KEY, GATES_KEY, comparison_results, gatekeeper
 from . import hookspec
 from .fingerprint import collect_fingerprint
 from .gatekeeper import Gatekeeper, fmt
-from .gates import DEFAULT_ALPHA, DEFAULT_GATES, Gate, merge_gates, parse_gate
+from .gates import (
+    DEFAULT_ALPHA,
+    DEFAULT_GATES,
+    Gate,
+    merge_gates,
+    parse_gate,
+    parse_gate_option,
+)
 from .store import BaselineStore
 
 if TYPE_CHECKING:
-    from ..session import Deployment
+    from ..deployment import Deployment
 
 __all__ = ["GATEKEEPER_KEY", "GATE_MARKER", "comparison_results", "gatekeeper", "marker_gates"]
 
-GATEKEEPER_KEY = pytest.StashKey[Gatekeeper]()
 GATE_MARKER = "sglang_gate"
 
 
-def comparison_results(config: pytest.Config) -> list[dict[str, Any]]:
-    """Every baseline comparison of the session, in run order.
-
-    Keys: nodeid, config_id, workload, metric, direction ("higher"/"lower": which is better),
-    baseline, current, delta_pct, threshold_pct, verdict ("ok"/"regression"/"improvement"/
-    "skipped"/"missing"), reason, p_value.
-    """
-    keeper = config.stash.get(GATEKEEPER_KEY, None)
-    return keeper.results if keeper is not None else []
-
-
-def gatekeeper(config: pytest.Config) -> Gatekeeper | None:
-    return config.stash.get(GATEKEEPER_KEY, None)
-
-
 # -- options ------------------------------------------------------------------------------------
-
-
-def _parse_gate(text: str) -> Gate:
-    from .gates import parse_gate_option
-
-    return parse_gate_option(text)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -88,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--sglang-gate",
         action="append",
-        type=_parse_gate,
+        type=parse_gate_option,
         default=[],
         metavar="METRIC:+-N%",
         help="Gate a metric: output_throughput:-5%%, median_ttft_ms:+10%%, p99_itl_ms:20%% (its "
@@ -170,8 +158,10 @@ def marker_gates(item: pytest.Item) -> list[Gate]:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A bad ``sglang_gate`` marker fails the test here; the good ones are kept for the
+    ``sglang_bench`` fixture, by metric (the closest marker wins)."""
     try:
-        marker_gates(item)
+        item.stash[GATES_KEY] = {g.metric: g for g in marker_gates(item)}
     except ValueError as exc:
         pytest.fail(f"@pytest.mark.{GATE_MARKER}: {exc}", pytrace=False)
 

@@ -3,9 +3,11 @@
 Why through pytest-benchmark's ``benchmark.pedantic``: its ``--benchmark-json``,
 ``--benchmark-compare`` and storage then carry our figures in ``extra_info`` for free, next to
 its own wall-time statistics of each round. Results are also kept in ``config.stash`` under
-:data:`RESULTS_KEY` (read them with :func:`bench_results`) for the session summary JSON.
+:data:`~pytest_sglang.stash.RESULTS_KEY` (read them with :func:`bench_results`) for the session
+summary JSON.
 
-After each run the figures go through the baseline gates (:mod:`pytest_sglang.baseline`): the
+After each run the figures go through the baseline gates (:mod:`pytest_sglang.baseline`, whose
+gatekeeper and the test's ``sglang_gate`` markers this plugin finds in the stash): the
 comparison, ``--sglang-confirm`` re-runs of a regression, ``--sglang-baseline-save``, and the
 test failing with one line when a regression stands.
 """
@@ -16,10 +18,11 @@ from typing import Any
 
 import pytest
 
+from ..deployment import Deployment
 from ..errors import SglangError
 from ..options import number
 from ..secrets import REDACTED
-from ..session import Deployment
+from ..stash import GATES_KEY, RESULTS_KEY, bench_results, gatekeeper
 from .loadgen import run_workload
 from .metrics import BenchResult
 from .workload import Workload
@@ -29,13 +32,6 @@ __all__ = ["RESULTS_KEY", "SglangBench", "bench_results"]
 #: Default rounds per run: the fewest at which the default gates keep false alarms <= 1% and
 #: catch >= 95% of 5% slowdowns under 2% noise.
 DEFAULT_ROUNDS = 3
-
-RESULTS_KEY = pytest.StashKey[list[dict[str, Any]]]()
-
-
-def bench_results(config: pytest.Config) -> list[dict[str, Any]]:
-    """Every benchmark result of the session, in run order (each is the ``extra_info`` dict)."""
-    return config.stash.setdefault(RESULTS_KEY, [])
 
 
 class SglangBench:
@@ -100,16 +96,11 @@ class SglangBench:
     ) -> None:
         """Compare with the baseline; fail the test (one line) when a regression stands."""
         __tracebackhide__ = True
-        # imported here: the baseline plugin module is registered (and rewritten) after this one
-        from ..baseline.pytest_plugin import gatekeeper, marker_gates
-
         keeper = gatekeeper(self.config)
         if keeper is None or self.node is None:
             return
-        try:
-            gates = {g.metric: g for g in marker_gates(self.node)}
-        except ValueError as exc:
-            pytest.fail(f"@pytest.mark.sglang_gate: {exc}", pytrace=False)
+        # the baselines plugin read the test's markers at its setup (a bad one failed it there)
+        gates = self.node.stash.get(GATES_KEY, {})
         first = len(runs)
 
         def rerun() -> list[dict[str, Any]]:

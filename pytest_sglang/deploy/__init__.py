@@ -1,28 +1,48 @@
-"""Deployers: put a ServerConfig on a host, start it, read its journal, restore the host.
+"""Deployers: put a launch plan on a host, start it, read its journal, restore the host.
 
-``make_deployer(spec, transport)`` picks the backend from ``spec.deployer``; backends are
-imported lazily.
+The registry maps an inventory's ``deployer`` name to its backend. Adding one (say ``docker``)
+is a new module with a :class:`Deployer` subclass and one line in :data:`DEPLOYERS`; the
+inventory accepts every name listed here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import Deployer, JournalEntry, ServiceState
+from ..errors import InventoryError
+from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
+from .process import ProcessDeployer
+from .systemd import SystemdDeployer
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
     from ..transport.base import Transport
 
-__all__ = ["Deployer", "JournalEntry", "ServiceState", "make_deployer"]
+__all__ = [
+    "DEPLOYERS",
+    "Deployer",
+    "DeployerSettings",
+    "JournalEntry",
+    "ServiceState",
+    "make_deployer",
+]
+
+#: Backends by the name an inventory's ``deployer`` gives.
+DEPLOYERS: dict[str, type[Deployer]] = {
+    "systemd": SystemdDeployer,
+    "process": ProcessDeployer,
+}
 
 
-def make_deployer(spec: HostSpec, transport: Transport) -> Deployer:
-    """The default backend for a host: systemd for SSH hosts, a process for ``local``."""
-    if spec.deployer == "systemd":
-        from .systemd import SystemdDeployer
-
-        return SystemdDeployer(spec, transport)
-    from .process import ProcessDeployer
-
-    return ProcessDeployer(spec, transport)
+def make_deployer(
+    spec: HostSpec, transport: Transport, settings: DeployerSettings | None = None
+) -> Deployer:
+    """The backend ``spec.deployer`` names, with the session's settings."""
+    try:
+        backend = DEPLOYERS[spec.deployer]
+    except KeyError:
+        raise InventoryError(
+            f"host {spec.name!r} in {spec.source}: unknown deployer {spec.deployer!r}; "
+            f"known: {', '.join(sorted(DEPLOYERS))}"
+        ) from None
+    return backend(spec, transport, settings)

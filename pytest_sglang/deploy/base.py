@@ -1,9 +1,11 @@
-"""The deployer contract, and what every backend shares (version detection, preflight).
+"""The deployer contract, and what every backend shares (version detection, preflight, port
+forwards, artifacts).
 
-A deployer puts one :class:`~pytest_sglang.config.ServerConfig` at a time on one host, starts
+A deployer puts one :class:`~pytest_sglang.launch_plan.LaunchPlan` at a time on one host, starts
 it, lets the caller read the server's output after a cursor, and finally puts the host back
-exactly as it was. Backends: :mod:`.systemd` (a unit) and :mod:`.process` (a background
-process, used for the embedded ``local`` simulator and for hosts without systemd).
+exactly as it was. Backends, by the name an inventory's ``deployer`` gives (the registry is in
+:mod:`pytest_sglang.deploy`): ``systemd`` (a unit) and ``process`` (a background process, used
+for the embedded ``local`` simulator and for hosts without systemd).
 """
 
 from __future__ import annotations
@@ -13,30 +15,29 @@ import re
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import PreflightError, TransportError
-from ..secrets import REDACTED, secret_flag_values
+from ..launch_plan import LaunchPlan, make_launch_plan
+from ..secrets import Redactor
 
 if TYPE_CHECKING:
     from ..config import ServerConfig
     from ..hosts import HostSpec
-    from ..secrets import Redactor
-    from ..transport.base import Transport
+    from ..transport.base import PortForward, Transport
 
 __all__ = [
     "Deployer",
+    "DeployerSettings",
     "JournalEntry",
     "ServiceState",
     "launch_argv",
     "parse_help_flags",
-    "redact_argv",
-    "redact_env",
+    "simulator_python",
 ]
 
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
-_SECRET_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|AUTH|PRIVATE)", re.I)
 
 
 # One --help per (host, launcher, environment): real SGLang imports torch and takes seconds.
@@ -101,7 +102,7 @@ def launch_argv(spec: HostSpec) -> list[str]:
     return argv
 
 
-def _simulator_python(argv: list[str]) -> str | None:
+def simulator_python(argv: list[str]) -> str | None:
     """The interpreter when the launcher is ``<python> -m pytest_sglang.sim``."""
     for i, word in enumerate(argv[:-1]):
         if word == "-m" and argv[i + 1] == "pytest_sglang.sim":
@@ -109,46 +110,63 @@ def _simulator_python(argv: list[str]) -> str | None:
     return None
 
 
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """The environment with values of secret-looking names (TOKEN, KEY, ...) replaced."""
-    return {k: (REDACTED if _SECRET_RE.search(k) else v) for k, v in env.items()}
+@dataclass
+class DeployerSettings:
+    """What the session gives every deployer it makes."""
 
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """The argv with the values of secret flags (``--api-key X``) replaced."""
-    out = list(argv)
-    for i, _value, inline in secret_flag_values(argv):
-        out[i] = out[i].split("=", 1)[0] + "=" + REDACTED if inline else REDACTED
-    return out
+    #: Who deploys (user, machine, pid, session, since): written into the intent record.
+    owner: dict[str, Any] = field(default_factory=dict)
+    #: Progress lines for the terminal (silent by default).
+    say: Callable[[str], None] = lambda _message: None
+    #: Seconds to let a serving service finish its requests before the first stop; 0 skips.
+    drain_timeout: float = 0.0
+    #: The session's redactor: artifacts, plans and errors never carry a secret value.
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 class Deployer(ABC):
-    """Deploys configurations on one host and restores it afterwards.
+    """Deploys launch plans on one host and restores it afterwards.
 
-    Lifecycle: ``preflight`` / ``deploy`` (any number of times) -> ``read_journal`` / ``state`` /
-    ``base_url`` -> ``restore`` (idempotent) -> ``close``.
+    Lifecycle: ``launch_plan`` -> ``preflight`` / ``deploy`` (any number of times) ->
+    ``read_journal`` / ``state`` / ``base_url`` -> ``restore`` (idempotent) -> ``close``.
+    A backend implements the abstract methods; adding one is a new module and a line in the
+    registry (:data:`pytest_sglang.deploy.DEPLOYERS`).
     """
 
-    spec: HostSpec
-    transport: Transport
+    #: Whether a config without ``port`` gets a free one (servers that run side by side).
+    picks_port: ClassVar[bool] = False
 
-    def __init__(self, spec: HostSpec, transport: Transport) -> None:
+    def __init__(
+        self, spec: HostSpec, transport: Transport, settings: DeployerSettings | None = None
+    ) -> None:
         self.spec = spec
         self.transport = transport
+        self.settings = settings if settings is not None else DeployerSettings()
+        self.redactor = self.settings.redactor
         self._version: str | None = spec.sglang_version
-        #: Who deploys (user, machine, pid, session, since): written into the intent record.
-        self.owner: dict[str, Any] = {}
-        #: Progress lines for the terminal (the session sets it; silent by default).
-        self.say: Callable[[str], None] = lambda _message: None
-        #: Seconds to let a serving service finish its requests before the first stop; 0 skips.
-        self.drain_timeout: float = 0.0
-        #: The session's redactor: artifacts never carry a secret value.
-        self.redactor: Redactor | None = None
+        self._forwards: dict[tuple[str, int], PortForward] = {}
+        #: The plan deployed last (what ``artifacts`` shows).
+        self.deployed: LaunchPlan | None = None
+
+    def say(self, message: str) -> None:
+        self.settings.say(message)
 
     # -- what the launcher runs with ------------------------------------------------------
     def launcher_env(self) -> dict[str, str]:
         """Environment the launcher runs with (before the config's own ``env``)."""
         return dict(self.spec.env)
+
+    def launch_plan(self, config: ServerConfig) -> LaunchPlan:
+        """``config`` as this host will start it: its SGLang version, launcher, environment."""
+        return make_launch_plan(
+            self.spec.name,
+            config,
+            sglang_version=self.sglang_version(),
+            launcher=launch_argv(self.spec),
+            launcher_env=self.launcher_env(),
+            local=self.spec.kind == "local",
+            pick_port=self.picks_port,
+        )
 
     def _cache_key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         return (self.spec.url, self.spec.launch, tuple(sorted(self.launcher_env().items())))
@@ -180,7 +198,7 @@ class Deployer(ABC):
         key = self._cache_key()
         if key not in _VERSION_CACHE:
             argv = launch_argv(self.spec)
-            python = _simulator_python(argv)
+            python = simulator_python(argv)
             if python is not None:
                 code = "import pytest_sglang.sim as s; print(s.emulated_version())"
             else:
@@ -213,54 +231,73 @@ class Deployer(ABC):
             _HELP_CACHE[key] = flags
         return _HELP_CACHE[key]
 
-    def preflight(self, config: ServerConfig) -> None:
-        """Refuse a config that uses a flag the host's SGLang does not have."""
-        version = self.sglang_version()
+    def preflight(self, plan: LaunchPlan) -> None:
+        """Refuse a plan that uses a flag the host's SGLang does not have."""
         known = self.help_flags()
-        for word in config.to_argv(version):
+        for word in plan.flags:
             if not word.startswith("--"):
                 continue
             flag = word.split("=", 1)[0]
             if flag not in known:
                 raise PreflightError(
-                    f"host {self.spec.name!r} (SGLang {version}) has no flag {flag}; "
-                    f"remove it from config {config.id} or use a host with an SGLang that has it"
+                    f"host {self.spec.name!r} (SGLang {plan.sglang_version}) has no flag "
+                    f"{flag}; remove it from config {plan.config.id} or use a host with an "
+                    "SGLang that has it"
                 )
+
+    def _deployed(self, plan: LaunchPlan) -> None:
+        """Remember what was started (for ``artifacts``) and teach the redactor its secrets."""
+        for value in plan.secrets(self.redactor.is_secret_name):
+            self.redactor.add(value)
+        self.deployed = plan
 
     def artifacts(self) -> dict[str, str]:
         """Texts for reports: what was deployed, with secret values redacted."""
-        argv = getattr(self, "_last_argv", None)
-        env = getattr(self, "_last_env", None)
-        out: dict[str, str] = {}
-        if argv is not None:
-            out["argv"] = json.dumps(redact_argv(list(argv)))
-        if env is not None:
-            shown = redact_env(dict(env))
-            if self.redactor is not None:
-                shown = self.redactor.env_view(shown)
-            out["env"] = json.dumps(shown, sort_keys=True)
-        return out
+        if self.deployed is None:
+            return {}
+        return {
+            "argv": self.redact(json.dumps(self.deployed.argv)),
+            "env": json.dumps(self.redactor.env_view(self.deployed.env), sort_keys=True),
+        }
 
     def redact(self, text: str) -> str:
-        """``text`` without the session's secret values (unchanged without a redactor)."""
-        return self.redactor.redact(text) if self.redactor is not None else text
+        """``text`` without the session's secret values."""
+        return self.redactor.redact(text)
+
+    # -- reaching the server ----------------------------------------------------------------
+    def base_url(self, plan: LaunchPlan) -> str:
+        """``http://127.0.0.1:PORT`` reaching the server from this machine (a port forward
+        over the host's transport, opened once per address)."""
+        key = (plan.listen_host, plan.port)
+        if key not in self._forwards:
+            self._forwards[key] = self.transport.forward(plan.port, plan.listen_host)
+        return f"http://127.0.0.1:{self._forwards[key].local_port}"
+
+    def close(self) -> None:
+        """Release connections and port forwards; does not restore."""
+        for forward in self._forwards.values():
+            forward.close()
+        self._forwards.clear()
+        self.transport.close()
 
     # -- crash safety and dry runs (backends that change files override these) --------------
     def pending_intent(self) -> dict[str, Any] | None:
         """The intent record an earlier session left on the host (it died before restoring)."""
         return None
 
-    def plan(self, config: ServerConfig) -> str:
-        """What ``deploy(config)`` would change, for ``--sglang-dry-run``; changes nothing."""
-        argv = launch_argv(self.spec) + config.to_argv(self.sglang_version())
-        lines = [f"would start: {shlex.join(redact_argv(argv))}"]
-        lines += [f"would write: {dest}" for dest in config.files]
+    def dry_run(self, plan: LaunchPlan) -> str:
+        """What ``deploy(plan)`` would change, for ``--sglang-dry-run``; changes nothing."""
+        self.preflight(plan)
+        for value in plan.secrets(self.redactor.is_secret_name):
+            self.redactor.add(value)
+        lines = [f"would start: {shlex.join(plan.argv)}"]
+        lines += [f"would write: {dest}" for dest in plan.files]
         return self.redact("\n".join(lines))
 
     # -- the backend ------------------------------------------------------------------------
     @abstractmethod
-    def deploy(self, config: ServerConfig) -> str:
-        """Put ``config`` on the host and (re)start the server; returns the journal cursor
+    def deploy(self, plan: LaunchPlan) -> str:
+        """Put ``plan`` on the host and (re)start the server; returns the journal cursor
         taken before the restart (so ``read_journal(cursor)`` shows only this start)."""
 
     @abstractmethod
@@ -271,16 +308,8 @@ class Deployer(ABC):
     def state(self) -> ServiceState: ...
 
     @abstractmethod
-    def base_url(self, config: ServerConfig) -> str:
-        """``http://127.0.0.1:PORT`` reaching the server from this machine."""
-
-    @abstractmethod
     def stop(self) -> None: ...
 
     @abstractmethod
     def restore(self) -> None:
         """Return the host to its state before the first ``deploy`` (idempotent)."""
-
-    def close(self) -> None:
-        """Release connections and port forwards; does not restore."""
-        self.transport.close()

@@ -7,11 +7,17 @@ cursor is a byte offset (as a string). The state follows systemd's vocabulary so
 not care which backend ran the server; like the unit's ``SuccessExitStatus=SIGKILL``, a death by
 SIGKILL/SIGTERM/SIGINT/SIGHUP/SIGPIPE counts as a clean stop (SGLang kills itself on shutdown).
 
-Port rule: when the config has no ``port``, the deployer picks a free loopback port at each
-deploy and appends ``--port N`` to the argv (unless the argv already carries ``--port``);
-``base_url`` then points at it. Environment: the host's ``env``, then the caller's
-``SGLANG_SIM_*`` variables (so ``SGLANG_SIM_SPEED_FACTOR=0.9 pytest scenarios/`` runs a slower
-build), then the config's ``env``, plus ``PYTHONUNBUFFERED=1``.
+Port rule: a config without ``port`` gets a free one in its launch plan (``picks_port``),
+unless the launcher already carries ``--port``. Environment: the host's ``env``, then the
+caller's ``SGLANG_SIM_*`` variables (so ``SGLANG_SIM_SPEED_FACTOR=0.9 pytest scenarios/`` runs a
+slower build), ``PYTHONUNBUFFERED=1``, then the config's ``env``.
+
+Crash safety: like the systemd deployer, the files a config overwrites are recorded and copied
+into a backup on the host (:mod:`.backup`) before they change, together with the server's
+process group and state directory. A session killed before restoring leaves that record; the
+next session (or ``--sglang-restore``) stops the orphaned server (only if that process group
+still runs in the recorded directory) and puts the files back. On the embedded ``local`` host
+each session keeps its own record, named by its pid, and recovers those of dead sessions.
 """
 
 from __future__ import annotations
@@ -20,24 +26,38 @@ import contextlib
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-from typing import IO, TYPE_CHECKING
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
-from ..errors import DeployError, TransportError
-from .base import Deployer, JournalEntry, ServiceState, launch_argv
+from ..errors import DeployError, RestoreError, TransportError
+from .backup import HostBackup
+from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
 
 if TYPE_CHECKING:
-    from ..config import ServerConfig
     from ..hosts import HostSpec
-    from ..transport.base import PortForward, Transport
+    from ..launch_plan import LaunchPlan
+    from ..transport.base import Transport
 
-__all__ = ["ProcessDeployer", "free_port"]
+__all__ = ["ProcessDeployer"]
 
 _CLEAN_SIGNALS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE}
-_LOCAL_ADDRS = ("", "0.0.0.0", "127.0.0.1", "localhost", "::", "::1")
+#: Where backups live, under the user's state directory on the host.
+_BACKUP_SUBDIR = ".local/state/pytest-sglang/process"
+# Stops an orphaned server group ($1) only if its leader still runs in its state dir ($2): a
+# recycled process-group id belongs to somebody else.
+_STOP_ORPHAN = """
+[ "$(readlink "/proc/$1/cwd" 2>/dev/null)" = "$2" ] || exit 0
+kill -TERM "-$1" 2>/dev/null
+i=0
+while [ $i -lt 100 ] && [ -d "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status"; do
+  sleep 0.1; i=$((i + 1))
+done
+kill -KILL "-$1" 2>/dev/null
+exit 0
+"""
 
 # Remote wrapper: runs the server, records its pid and its exit status (128+N for signal N).
 _WRAPPER = """#!/bin/sh
@@ -55,13 +75,6 @@ while :; do
 done
 echo "$rc" > status.tmp && mv status.tmp status
 """
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _state_from_exit(code: str, status: int) -> ServiceState:
@@ -84,25 +97,79 @@ class ProcessDeployer(Deployer):
     """Runs the server as a background process; ``restore`` stops it and puts back any
     ``files`` the configs overwrote."""
 
-    def __init__(self, spec: HostSpec, transport: Transport, *, stop_timeout: float = 30.0):
-        super().__init__(spec, transport)
+    picks_port = True
+
+    def __init__(
+        self,
+        spec: HostSpec,
+        transport: Transport,
+        settings: DeployerSettings | None = None,
+        *,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        super().__init__(spec, transport, settings)
         self.stop_timeout = stop_timeout
         self.local = spec.kind == "local"
         self._state_dir: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-        self._port: int | None = None
         self._killed_by_us = False
         self._started = False
-        self._file_backup: dict[str, tuple[bytes, int] | None] = {}
-        self._forwards: dict[tuple[str, int], PortForward] = {}
-        self._last_argv: list[str] | None = None
-        self._last_env: dict[str, str] | None = None
+        self._backup: HostBackup | None = None
+        self._leftovers: list[HostBackup] = []
 
     def launcher_env(self) -> dict[str, str]:
         env = dict(self.spec.env)
         env.update({k: v for k, v in os.environ.items() if k.startswith("SGLANG_SIM_")})
+        env["PYTHONUNBUFFERED"] = "1"
         return env
+
+    # -- backup -----------------------------------------------------------------------------
+    def _backup_root(self) -> str:
+        if self.local:
+            state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local/state")
+            return f"{state}/pytest-sglang/process"
+        home = self.transport.check_output('printf "%%s" "$HOME"').strip() or "/tmp"
+        return f"{home}/{_BACKUP_SUBDIR}"
+
+    @property
+    def backup(self) -> HostBackup:
+        """This deployer's backup: per session on ``local`` (sessions there run side by side),
+        per host elsewhere (the host lock makes this session the only one)."""
+        if self._backup is None:
+            name = f"local-{os.getpid()}" if self.local else self.spec.name
+            self._backup = HostBackup(
+                self.transport, f"{self._backup_root()}/{name}", host=self.spec.name
+            )
+        return self._backup
+
+    def pending_intent(self) -> dict[str, Any] | None:
+        """The record of an earlier session that never restored (on ``local``: of every
+        session whose process is gone; the first is returned, all are restored)."""
+        if not self.local:
+            pending = self.backup.pending()
+            if pending is not None:
+                self._leftovers = [self.backup]
+            return pending
+        root = Path(self._backup_root())
+        self._leftovers = []
+        for directory in sorted(root.glob("local-*")) if root.is_dir() else []:
+            pid = directory.name.removeprefix("local-")
+            if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+                continue
+            leftover = HostBackup(self.transport, str(directory), host=self.spec.name)
+            if leftover.read() is not None:
+                self._leftovers.append(leftover)
+        return self._leftovers[0].read() if self._leftovers else None
+
+    def _record_server(self) -> None:
+        """Name the running server's process group and state dir in the intent record."""
+        manifest = self.backup.begin(
+            self.settings.owner, changes={"files": [], "restarts": []}, service={}
+        )
+        pgid = self._proc.pid if self._proc is not None else self._remote_pgid()
+        manifest["service"] = {"state_dir": self.state_dir, "pgid": pgid}
+        self.backup.save()
 
     # -- state directory --------------------------------------------------------------------
     @property
@@ -128,41 +195,26 @@ class ProcessDeployer(Deployer):
         out = self.transport.run("wc -c < %s 2>/dev/null || echo 0", self.log_path).stdout
         return int(out.strip() or 0)
 
-    # -- files ------------------------------------------------------------------------------
-    def _put_files(self, config: ServerConfig) -> None:
-        for dest, spec in config.files.items():
-            data = spec.data()
-            if dest not in self._file_backup:
-                try:
-                    old = self.transport.get(dest)
-                    mode = int(self.transport.check_output("stat -c %%a %s", dest).strip(), 8)
-                    self._file_backup[dest] = (old, mode)
-                except FileNotFoundError:
-                    self._file_backup[dest] = None
-            self.transport.run("mkdir -p -- %s", os.path.dirname(dest))
-            self.transport.put(data, dest, mode=spec.mode)
-
     # -- deploy -----------------------------------------------------------------------------
-    def deploy(self, config: ServerConfig) -> str:
-        self.preflight(config)
+    def deploy(self, plan: LaunchPlan) -> str:
+        self.preflight(plan)
         self.stop()
-        argv = launch_argv(self.spec) + config.to_argv(self.sglang_version())
-        if "--port" not in argv and not any(a.startswith("--port=") for a in argv):
-            self._port = config.port or free_port()
-            if config.port is None:
-                argv += ["--port", str(self._port)]
-        else:
-            self._port = config.port
-        env = {**self.launcher_env(), **config.env, "PYTHONUNBUFFERED": "1"}
-        self._put_files(config)
+        if plan.files:
+            self.backup.begin(
+                self.settings.owner, changes={"files": list(plan.files), "restarts": []}, service={}
+            )
+            self.backup.back_up(list(plan.files))
+            for dest, spec in plan.files.items():
+                self.backup.write(dest, spec.data(), spec.mode)
         cursor = str(self._log_size())
         self._killed_by_us = False
         if self.local:
-            self._start_local(argv, env)
+            self._start_local(plan.argv, dict(plan.env))
         else:
-            self._start_remote(argv, env)
+            self._start_remote(plan.argv, dict(plan.env))
         self._started = True
-        self._last_argv, self._last_env = argv, env
+        self._record_server()
+        self._deployed(plan)
         return cursor
 
     def _start_local(self, argv: list[str], env: dict[str, str]) -> None:
@@ -283,53 +335,70 @@ class ProcessDeployer(Deployer):
                 proc.wait(timeout=10)
         _killpg(proc.pid, signal.SIGKILL)  # leftovers of the group (KillMode=mixed)
 
+    def _remote_pgid(self) -> int:
+        out = self.transport.run("cat %s 2>/dev/null", f"{self.state_dir}/pgid").stdout.strip()
+        return int(out) if out.isdigit() else 0
+
     def _stop_remote(self) -> None:
-        d = self.state_dir
-        pgid = self.transport.run("cat %s 2>/dev/null", f"{d}/pgid").stdout.strip()
+        pgid = self._remote_pgid()
         if not pgid:
             return
-        self.transport.run("kill -TERM -- -%s 2>/dev/null", pgid)
+        # `kill -SIG -PGID`: dash, the usual /bin/sh, refuses `kill -- -PGID`
+        self.transport.run("kill -TERM -%s 2>/dev/null", pgid)
         deadline = time.monotonic() + self.stop_timeout
         while time.monotonic() < deadline:
             if self.state().exited:
                 break
             time.sleep(0.1)
-        self.transport.run("kill -KILL -- -%s 2>/dev/null", pgid)
-
-    def base_url(self, config: ServerConfig) -> str:
-        port = config.port or self._port
-        if port is None:
-            raise DeployError(f"host {self.spec.name!r}: no port known; deploy a config first")
-        host = config.host or "127.0.0.1"
-        remote = "127.0.0.1" if host in _LOCAL_ADDRS else host
-        if self.local:
-            return f"http://{remote}:{port}"
-        key = (remote, port)
-        if key not in self._forwards:
-            self._forwards[key] = self.transport.forward(port, remote)
-        return f"http://127.0.0.1:{self._forwards[key].local_port}"
+        self.transport.run("kill -KILL -%s 2>/dev/null", pgid)
 
     def restore(self) -> None:
-        """Stop the server and put back files the configs overwrote (idempotent)."""
+        """Stop the server and put back files the configs overwrote (idempotent); then do the
+        same for what dead sessions left (found by ``pending_intent``)."""
         self.stop()
-        for dest, saved in list(self._file_backup.items()):
-            try:
-                if saved is None:
-                    self.transport.run("rm -f -- %s", dest)
-                else:
-                    self.transport.put(saved[0], dest, mode=saved[1])
-            except TransportError as exc:
-                raise DeployError(f"host {self.spec.name!r}: cannot restore {dest}: {exc}") from exc
-            del self._file_backup[dest]
+        try:
+            if self._backup is not None and self._backup.manifest is not None:
+                self._backup.restore_files(self._backup.manifest)
+                self._backup.finish()
+            for leftover in self._leftovers:
+                manifest = leftover.read()
+                if manifest is None:
+                    continue
+                server = manifest.get("service") or {}
+                if server.get("pgid") and server.get("state_dir"):
+                    leftover.check(
+                        "stopping the orphaned server",
+                        "sh -c %s sh %s %s",
+                        _STOP_ORPHAN,
+                        server["pgid"],
+                        server["state_dir"],
+                        timeout=30,
+                    )
+                leftover.restore_files(manifest)
+                leftover.finish()
+            self._leftovers = []
+        except (DeployError, TransportError) as exc:
+            raise RestoreError(
+                f"host {self.spec.name!r}: restore incomplete ({exc}); the originals are kept "
+                "in the backup; the next session (or 'pytest --sglang-restore --sglang-host "
+                f"{self.spec.name}') restores them"
+            ) from exc
 
     def close(self) -> None:
-        for forward in self._forwards.values():
-            forward.close()
-        self._forwards.clear()
         if self._log is not None:
             self._log.close()
             self._log = None
         super().close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _killpg(pid: int, sig: int) -> None:

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import ServerConfig
-from ..deploy.base import redact_env
 from ..errors import SglangError
-from ..secrets import REDACTED
+from ..secrets import Redactor
 from . import allure_output
 from .environment import HostFacts, environment_properties, host_facts
 from .html_summary import render_summary, write_summary
@@ -27,7 +26,7 @@ from .sweeps import Sweep, find_sweeps
 from .tables import comparison_table, html_document, sweep_table
 
 if TYPE_CHECKING:
-    from ..session import Deployment
+    from ..deployment import Deployment
 
 __all__ = ["ReportSession", "item_config"]
 
@@ -49,45 +48,16 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-class _Secrets:
-    """The secret values of every config and host deployed so far, blanked out of text.
+class _SessionRedaction:
+    """Blanks out the secrets the session's redactor knows (it learned every deployment's
+    launch plan when it was brought up); text passes unchanged before there is a session."""
 
-    Uses the session-wide redactor when the session has one, plus the values of the names
-    ``redact_env`` hides, so that a value is hidden if either rule calls it secret.
-    """
-
-    def __init__(self, session_redactor: Callable[[], Any] = lambda: None) -> None:
+    def __init__(self, session_redactor: Callable[[], Redactor | None]) -> None:
         self._session = session_redactor
-        self._values: set[str] = set()
-        try:
-            from ..secrets import Redactor
-        except ImportError:  # pragma: no cover - the redactor module is part of the package
-            self._own: Any = None
-        else:
-            self._own = Redactor()
-
-    def learn(self, deployment: Deployment) -> None:
-        envs = [deployment.config.env, deployment.deployed.env]
-        if deployment.deployer is not None:
-            envs.append(dict(deployment.deployer.spec.env))
-        for env in envs:
-            for name, shown in redact_env(env).items():
-                if shown == REDACTED and len(env[name]) >= 4:
-                    self._values.add(env[name])
-            if self._own is not None:
-                self._own.add_env(env)
-        if self._own is not None:
-            self._own.add_argv(list(deployment.config.extra_args))
 
     def __call__(self, text: str) -> str:
-        for value in sorted(self._values, key=len, reverse=True):
-            text = text.replace(value, REDACTED)
-        if self._own is not None:
-            text = self._own.redact(text)
-        redact = getattr(self._session(), "redact", None)
-        if callable(redact):
-            text = str(redact(text))
-        return text
+        redactor = self._session()
+        return redactor.redact(text) if redactor is not None else text
 
 
 class ReportSession:
@@ -100,13 +70,13 @@ class ReportSession:
         html_path: Path | None,
         host: str,
         comparisons: Comparisons,
-        session_redactor: Callable[[], Any] = lambda: None,
+        session_redactor: Callable[[], Redactor | None] = lambda: None,
     ) -> None:
         self.results_dir = results_dir
         self.html_path = html_path
         self.host = host
         self.comparisons = comparisons
-        self.redact = _Secrets(session_redactor)
+        self.redact = _SessionRedaction(session_redactor)
         self.records: list[BenchRecord] = []
         self.facts: dict[str, HostFacts] = {}
         self.models: list[str] = []
@@ -169,7 +139,6 @@ class ReportSession:
             self._note(f"report: cannot attach the deployment of {nodeid}: {exc}")
 
     def _deployment_seen(self, deployment: Deployment) -> None:
-        self.redact.learn(deployment)
         if deployment.config.model_path not in self.models:
             self.models.append(deployment.config.model_path)
         if deployment.host not in self.facts:

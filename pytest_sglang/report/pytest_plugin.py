@@ -20,13 +20,16 @@ from typing import Any
 
 import pytest
 
+from ..deployment import Deployment
+from ..stash import REPORT_KEY, SESSION_KEY, bench_results, comparison_results
 from .collector import ReportSession
 from .environment import HostFacts
 from .records import BenchRecord
 
 __all__ = ["REPORT_KEY", "comparison_results_of"]
 
-REPORT_KEY = pytest.StashKey[ReportSession]()
+#: The key of the report records in an xdist worker's output.
+REPORT_OUTPUT_KEY = "sglang_report"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,16 +44,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def comparison_results_of(config: pytest.Config) -> list[dict[str, Any]]:
-    """The baselines' comparisons; none while the baselines plugin does not provide them."""
-    from ..baseline import pytest_plugin as baseline
-    from ..plugin import SESSION_KEY
-
-    provider = getattr(baseline, "comparison_results", None)
-    rows = [dict(row) for row in provider(config)] if provider is not None else []
+    """The baselines' comparisons (none without the baselines plugin) and, on the xdist
+    controller, the workers'."""
+    rows = [dict(row) for row in comparison_results(config)]
     sglang = config.stash.get(SESSION_KEY, None)
     if sglang is not None:  # on the xdist controller: what the workers compared
         rows += [dict(row) for row in sglang.merged.get("comparisons", [])]
     return rows
+
+
+# The two hooks of the entry plugin (pytest_sglang.hookspec) that pytest-xdist's plugin calls:
+# optional, so this plugin also loads on its own.
+@pytest.hookimpl(optionalhook=True)
+def pytest_sglang_worker_output(config: pytest.Config, output: dict[str, Any]) -> None:
+    output[REPORT_OUTPUT_KEY] = worker_output(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_sglang_merge_worker_output(config: pytest.Config, output: dict[str, Any]) -> None:
+    if output.get(REPORT_OUTPUT_KEY):
+        merge_worker_output(config, output[REPORT_OUTPUT_KEY])
 
 
 def worker_output(config: pytest.Config) -> dict[str, Any]:
@@ -82,8 +95,6 @@ def pytest_configure(config: pytest.Config) -> None:
     alluredir = getattr(config.option, "allure_report_dir", None)
     html = config.getoption("sglang_html")
     hosts = config.getoption("sglang_host") or ["local"]
-    from ..plugin import SESSION_KEY
-
     config.stash[REPORT_KEY] = ReportSession(
         results_dir=Path(alluredir) if alluredir else None,
         html_path=Path(html) if html else None,
@@ -103,12 +114,6 @@ def _params(item: pytest.Item) -> dict[str, Any]:
     return dict(callspec.params) if callspec is not None else {}
 
 
-def _bench(config: pytest.Config) -> list[dict[str, Any]]:
-    from ..bench.pytest_plugin import bench_results
-
-    return bench_results(config)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     report = _report(item)
@@ -121,19 +126,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     report = _report(item)
     if report is None:
         return (yield)
-    report.before_call(len(_bench(item.config)))
+    report.before_call(len(bench_results(item.config)))
     try:
         return (yield)
     finally:
-        from ..session import Deployment
-
         funcargs = getattr(item, "funcargs", {})
         deployment = funcargs.get("sglang_server")
         report.after_call(
             item.nodeid,
             _params(item),
             deployment if isinstance(deployment, Deployment) else None,
-            _bench(item.config),
+            bench_results(item.config),
         )
 
 
@@ -149,8 +152,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report = session.config.stash.get(REPORT_KEY, None)
     if report is None or hasattr(session.config, "workerinput"):
         return  # an xdist worker: the controller writes the session files from all workers
-    from ..plugin import SESSION_KEY
-
     sglang = session.config.stash.get(SESSION_KEY, None)
     deployments = sglang.summary()["deployments"] if sglang is not None else []
     report.finish(deployments)

@@ -18,11 +18,11 @@ from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, web
 
-from .cli import parse_args
+from .cli import catalog_for, parse_args
 from .faults import die, kill_self, scheduler_exception
 from .knobs import SimSettings
 from .logs import log, setup_logging
-from .resolve import format_server_args, resolve_args
+from .post_init import format_server_args, resolve_args
 from .scheduler import Request, Scheduler
 from .server import ARRIVAL_CLOCK, ServerState, build_app
 from .startup import compute_capacity, run_startup
@@ -96,8 +96,6 @@ async def _warmup(port: int, state: ServerState, settings: SimSettings) -> None:
 async def _serve(argv: list[str], settings: SimSettings) -> None:
     parsed = parse_args(argv, settings.version)
     if settings.ignore_flag and settings.ignore_flag in parsed:
-        from .cli import catalog_for
-
         defaults = {e["dest"]: e["default"] for e in catalog_for(settings.version)}
         parsed[settings.ignore_flag] = defaults.get(settings.ignore_flag)
     try:

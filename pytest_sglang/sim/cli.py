@@ -4,37 +4,21 @@ Why rebuild instead of hand-writing a few flags: the plugin's preflight and the 
 writes must behave exactly as against real SGLang, so every flag of the target version exists
 with its real name, type, choices and default, and argparse's own rules apply (prefix
 abbreviation such as ``--tp 4``, exit status 2 with argparse's message for unknown or ambiguous
-flags). The catalog is ``pytest_sglang/data/sglang_cli_flags_0.5.23.json`` (captured from the
-real parser); version differences are applied on top of it (:func:`catalog_for`).
+flags). The catalog is :func:`pytest_sglang.versions.cli_catalog` (captured from the real
+parser); the version table's differences are applied on top of it (:func:`catalog_for`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from functools import cache
-from importlib import resources
 from typing import Any
+
+from ..versions import cli_catalog, has
 
 __all__ = ["build_parser", "catalog_for", "parse_args"]
 
 _PROG = "python3 -m sglang.launch_server"
-
-
-@cache
-def _base_catalog() -> tuple[dict[str, Any], ...]:
-    text = resources.files("pytest_sglang").joinpath("data/sglang_cli_flags_0.5.23.json")
-    return tuple(json.loads(text.read_text(encoding="utf-8"))["args"])
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    out: list[int] = []
-    for piece in version.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
 
 
 def catalog_for(version: str) -> list[dict[str, Any]]:
@@ -43,8 +27,8 @@ def catalog_for(version: str) -> list[dict[str, Any]]:
     0.5.18 registers ``--cuda-graph-max-bs`` as a deprecated alias that stores into
     ``cuda_graph_max_bs_decode``; 0.5.23 no longer has it (sglang-facts.md section 1).
     """
-    catalog = [dict(entry) for entry in _base_catalog()]
-    if _version_tuple(version) < (0, 5, 23):
+    catalog = [dict(entry) for entry in cli_catalog()]
+    if not has("cuda_graph_max_bs_alias_dropped", version):
         alias = {
             "flags": ["--cuda-graph-max-bs"],
             "dest": "cuda_graph_max_bs_decode",

@@ -12,18 +12,16 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..versions import DEFAULT_SGLANG_VERSION, SIMULATED_VERSIONS
 from .perf import GpuSpec
 
 __all__ = ["Fault", "SimSettings", "emulated_version"]
-
-DEFAULT_VERSION = "0.5.23"
-SUPPORTED_VERSIONS = ("0.5.18", "0.5.19", "0.5.20", "0.5.22", "0.5.23")
 
 
 def emulated_version(environ: Mapping[str, str] | None = None) -> str:
     """The SGLang version the simulator plays (``SGLANG_SIM_VERSION``, default 0.5.23)."""
     env = os.environ if environ is None else environ
-    return env.get("SGLANG_SIM_VERSION", "").strip() or DEFAULT_VERSION
+    return env.get("SGLANG_SIM_VERSION", "").strip() or DEFAULT_SGLANG_VERSION
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,7 @@ def _fault(raw: str) -> Fault:
 class SimSettings:
     """Every ``SGLANG_SIM_*`` knob, parsed once at start."""
 
-    version: str = DEFAULT_VERSION
+    version: str = DEFAULT_SGLANG_VERSION
     startup_scale: float = 1.0
     time_scale: float = 1.0
     speed_factor: float = 1.0
@@ -91,10 +89,10 @@ class SimSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SimSettings:
         env = os.environ if environ is None else environ
         version = emulated_version(env)
-        if version not in SUPPORTED_VERSIONS:
+        if version not in SIMULATED_VERSIONS:
             _die(
                 f"SGLANG_SIM_VERSION={version!r} is not simulated; use one of "
-                + ", ".join(SUPPORTED_VERSIONS)
+                + ", ".join(SIMULATED_VERSIONS)
             )
         speed = _float(env, "SGLANG_SIM_SPEED_FACTOR", 1.0)
         if speed == 0:

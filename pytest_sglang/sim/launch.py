@@ -19,7 +19,7 @@ from typing import IO
 
 import requests
 
-from ..deploy.process import free_port
+from ..launch_plan import free_port
 
 __all__ = ["LocalSimulator", "start_simulator"]
 

@@ -25,7 +25,7 @@ from typing import Any
 from .knobs import SimSettings
 from .logs import rank_log
 from .perf import accept_length, decode_step_ms, prefill_ms
-from .resolve import Resolved
+from .post_init import Resolved
 from .tokenizer import EOS_TOKEN_ID, token_id
 
 __all__ = ["Request", "Scheduler"]

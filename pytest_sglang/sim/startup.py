@@ -17,7 +17,7 @@ from .faults import CUDA_GRAPH_SOLUTIONS, die, scheduler_exception
 from .knobs import SimSettings
 from .logs import all_ranks, log, rank_log, raw_stderr
 from .perf import effective_max_running_requests
-from .resolve import Resolved
+from .post_init import Resolved
 
 __all__ = ["Capacity", "compute_capacity", "run_startup"]
 

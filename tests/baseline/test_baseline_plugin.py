@@ -9,7 +9,6 @@ by ``benchmarks/gate_noise.py``. SGLANG_SIM_SPEED_FACTOR=0.8 slows the simulator
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers import child_env, child_pytest_argv, sim_knobs, use_simulator_env
 
 TEST = """
 import pytest
@@ -39,10 +39,7 @@ SIM_ENV = {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TIME_SCALE": "0.2"}
 
 @pytest.fixture(autouse=True)
 def noisy_fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [k for k in os.environ if k.startswith("SGLANG_SIM_")]:
-        monkeypatch.delenv(name)
-    for name, value in SIM_ENV.items():
-        monkeypatch.setenv(name, value)
+    use_simulator_env(monkeypatch, SIM_ENV, drop=sim_knobs())
 
 
 @pytest.fixture(scope="module")
@@ -50,21 +47,10 @@ def saved_baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A baselines/ folder with one saved run of TEST, recorded once for the module."""
     root = tmp_path_factory.mktemp("saved")
     (root / "test_saved.py").write_text(TEST)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_SIM_")}
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "test_saved.py",
-            *WIDE,
-            "--sglang-baseline-save",
-        ],
+        child_pytest_argv("-q", "test_saved.py", *WIDE, "--sglang-baseline-save"),
         cwd=root,
-        env={**env, **SIM_ENV},
+        env=child_env(SIM_ENV, drop=sim_knobs()),
         capture_output=True,
         text=True,
         timeout=120,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import use_simulator_env
 
 TEST = """
 import pytest
@@ -29,10 +30,9 @@ def test_twice(sglang_bench):
 
 @pytest.fixture(autouse=True)
 def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SGLANG_SIM_STARTUP_SCALE", "0")
-    monkeypatch.setenv("SGLANG_SIM_TIME_SCALE", "0")
-    for knob in ("SGLANG_SIM_FAULT", "SGLANG_SIM_TTFT_MS", "SGLANG_SIM_ITL_MS"):
-        monkeypatch.delenv(knob, raising=False)
+    use_simulator_env(
+        monkeypatch, drop=("SGLANG_SIM_FAULT", "SGLANG_SIM_TTFT_MS", "SGLANG_SIM_ITL_MS")
+    )
 
 
 def test_fixture_fills_extra_info_and_the_summary_table(pytester: pytest.Pytester) -> None:

@@ -35,7 +35,7 @@ from pytest_sglang.report.environment import NVIDIA_SMI, host_facts
 from pytest_sglang.transport.local import LocalTransport
 
 if TYPE_CHECKING:
-    from pytest_sglang.session import Deployment
+    from pytest_sglang.deployment import Deployment
 
 DATA = json.loads(
     (Path(__file__).resolve().parents[1] / "data" / "nvidia_smi_published.json").read_text()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,12 +39,15 @@ def deployer(launcher: Launcher, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pr
 
 def test_deploy_journal_state_stop(deployer: ProcessDeployer) -> None:
     config = ServerConfig(model_path="/models/tiny", mem_fraction_static=0.8)
-    cursor = deployer.deploy(config)
+    plan = deployer.launch_plan(config)
+    cursor = deployer.deploy(plan)
     assert cursor == "0"
-    url = deployer.base_url(config)
+    url = deployer.base_url(plan)
     assert url.startswith("http://127.0.0.1:")
     port = int(url.rsplit(":", 1)[1])
-    assert deployer._last_argv is not None and deployer._last_argv[-2:] == ["--port", str(port)]
+    assert plan.deployed.port == port and ["--port", str(port)] == [
+        w for w in plan.argv if w in ("--port", str(port))
+    ]  # a free port, picked once, in the plan
     wait_for(lambda: deployer.state().running, "running")
     lines: list[str] = []
 
@@ -62,14 +68,14 @@ def test_deploy_journal_state_stop(deployer: ProcessDeployer) -> None:
     assert state.exec_main_code in ("exited", "killed")
 
     # A second deploy: its cursor starts after the first run's output.
-    cursor2 = deployer.deploy(config)
+    cursor2 = deployer.deploy(deployer.launch_plan(config))
     assert int(cursor2) >= int(end) > 0
     wait_for(lambda: any("fired up" in e.message for e in deployer.read_journal(cursor2)[0]), "2nd")
 
 
 def test_failed_start_is_visible(deployer: ProcessDeployer) -> None:
     config = ServerConfig(model_path="/models/tiny", env={"SGLANG_SIM_FAULT": "oom"})
-    cursor = deployer.deploy(config)
+    cursor = deployer.deploy(deployer.launch_plan(config))
     wait_for(lambda: deployer.state().exited, "exit")
     state: ServiceState = deployer.state()
     assert state.exec_main_code in ("killed", "exited")
@@ -80,7 +86,7 @@ def test_failed_start_is_visible(deployer: ProcessDeployer) -> None:
 def test_preflight_refuses_unknown_flag(deployer: ProcessDeployer) -> None:
     config = ServerConfig(model_path="/m", extra_args=("--no-such-flag-xyz", "1"))
     with pytest.raises(PreflightError, match=r"host 'local' \(SGLang .*\) has no flag --no-such"):
-        deployer.deploy(config)
+        deployer.deploy(deployer.launch_plan(config))
     assert deployer.state().exited
 
 
@@ -93,7 +99,7 @@ def test_files_are_restored(deployer: ProcessDeployer, tmp_path: Path) -> None:
         model_path="/m",
         files={str(existing): {"content": '{"new": 2}'}, str(new): {"content": "x", "mode": 0o600}},
     )
-    deployer.deploy(config)
+    deployer.deploy(deployer.launch_plan(config))
     assert existing.read_bytes() == b'{"new": 2}' and new.stat().st_mode & 0o777 == 0o600
     deployer.restore()
     deployer.restore()  # idempotent
@@ -103,7 +109,7 @@ def test_files_are_restored(deployer: ProcessDeployer, tmp_path: Path) -> None:
 
 def test_artifacts_redact_secrets(deployer: ProcessDeployer) -> None:
     config = ServerConfig(model_path="/m", env={"HF_TOKEN": "hf_secret", "OTHER": "v"})
-    deployer.deploy(config)
+    deployer.deploy(deployer.launch_plan(config))
     art = deployer.artifacts()
     assert "hf_secret" not in str(art) and '"OTHER": "v"' in art["env"]
     assert "/m" in art["argv"]
@@ -121,5 +127,59 @@ def test_version_detected_from_simulator_env(
     assert "--model-path" in flags
     config = ServerConfig(model_path="/m", extra_args=("--no-such-flag-xyz",))
     with pytest.raises(PreflightError, match=r"\(SGLang 0\.5\.18\) has no flag --no-such-flag-xyz"):
-        dep.preflight(config)
+        dep.preflight(dep.launch_plan(config))
     dep.close()
+
+
+KILLED_SESSION = """
+import pathlib, time
+import pytest
+from pytest_sglang import ServerConfig
+
+CONFIG = ServerConfig(model_path="/models/tiny", files={{{kernel!r}: {{"content": "new"}}}})
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_long(sglang_server):
+    pathlib.Path({marker!r}).write_text("x")
+    time.sleep(120)
+"""
+
+
+def test_a_killed_local_session_is_recovered_by_the_next(
+    pytester: pytest.Pytester, session_until: Any
+) -> None:
+    """SIGKILL leaves the embedded simulator running and a file overwritten; the intent record
+    in the user's state directory lets the next session stop that server and put the file
+    back."""
+    kernel = pytester.path / "kernel.json"
+    kernel.write_text("original")
+    marker = pytester.path / "deployed"
+    pytester.makepyfile(KILLED_SESSION.format(kernel=str(kernel), marker=str(marker)))
+    env = {"SGLANG_SIM_STARTUP_SCALE": "0"}
+    for name, value in env.items():
+        pytester._monkeypatch.setenv(name, value)
+    proc = session_until(marker)
+    records = list(
+        Path(os.environ["HOME"]).glob(".local/state/pytest-sglang/process/*/manifest.json")
+    )
+    assert [r.parent.name for r in records] == [f"local-{proc.pid}"]
+    server = json.loads(records[0].read_text())["service"]
+    assert kernel.read_text() == "new"
+    proc.kill()
+    proc.wait(timeout=30)
+    os.kill(server["pgid"], 0)  # the orphaned simulator still runs
+
+    result = pytester.runpytest_subprocess("--sglang-restore", "--sglang-host", "local")
+    result.stdout.fnmatch_lines(["*found the intent record of *pid*restoring it first*"])
+    assert kernel.read_text() == "original"
+    wait_for(lambda: not _alive(server["pgid"]), "the orphaned simulator to stop", timeout=40)
+    assert not records[0].parent.exists()
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet, in a container without init, is not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import file_states
 
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.deploy.systemd import SystemdDeployer
@@ -39,17 +40,7 @@ ORIGINAL_DROPIN = "[Service]\nExecStart=\nExecStart=/bin/sleep 1000000\n"
 
 def snapshot(transport: Any) -> dict[str, str]:
     """sha256 + mode + owner of each watched path ('absent' when missing), and unit state."""
-    out: dict[str, str] = {}
-    for path in WATCHED:
-        r = transport.run(
-            "test -e %s && { stat -c '%%F %%a %%U:%%G' %s; test -f %s && sha256sum < %s; } "
-            "|| echo absent",
-            path,
-            path,
-            path,
-            path,
-        )
-        out[path] = r.stdout.strip()
+    out = file_states(transport.run, WATCHED)
     show = transport.run("systemctl show -p ActiveState,LoadState,ExecStart -- %s", SERVICE)
     out["state"] = "\n".join(
         line for line in show.stdout.splitlines() if not line.startswith("ExecStart=")
@@ -133,7 +124,7 @@ def test_deploy_then_restore_byte_identical(
         mem_fraction_static=0.8,
         files={KERNEL: {"content": "{}"}, NEW_FILE: {"content": "new", "mode": 0o600}},
     )
-    cursor = deployer.deploy(cfg)
+    cursor = deployer.deploy(deployer.launch_plan(cfg))
     wait_for(lambda: deployer.state().running, "service running")
     wait_for(lambda: any("fired up" in m for m in messages(deployer, cursor)), "ready line")
     text = "\n".join(messages(deployer, cursor))
@@ -160,7 +151,7 @@ def test_deploy_then_restore_byte_identical(
 def test_restore_after_failed_start(deployer: SystemdDeployer, host: Any) -> None:
     setup_original(host, active=True)
     original = snapshot(host)
-    cursor = deployer.deploy(config(env={"SGLANG_SIM_FAULT": "oom"}))
+    cursor = deployer.deploy(deployer.launch_plan(config(env={"SGLANG_SIM_FAULT": "oom"})))
     wait_for(lambda: deployer.state().exited, "the failed start to end")
     state = deployer.state()
     assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0
@@ -175,24 +166,26 @@ def test_restore_by_a_new_deployer_after_a_crash(
     """A session that died leaves its backup; the next one restores from it."""
     setup_original(host, active=False)
     original = snapshot(host)
-    deployer.deploy(config())
-    deployer.deploy(config(mem_fraction_static=0.7))  # second deploy keeps the first backup
+    deployer.deploy(deployer.launch_plan(config()))
+    deployer.deploy(
+        deployer.launch_plan(config(mem_fraction_static=0.7))
+    )  # second deploy keeps the first backup
     fresh = SystemdDeployer(deployer.spec, host)
-    fresh.deploy(config())  # reuses the manifest: does not back up our own unit
+    fresh.deploy(fresh.launch_plan(config()))  # reuses the manifest: does not back up our own unit
     fresh.restore()
     assert snapshot(host) == original
 
 
 def test_preflight_refuses_unknown_flag(deployer: SystemdDeployer, host: Any) -> None:
     with pytest.raises(PreflightError, match=r"host 'testhost' \(SGLang .*\) has no flag --no-su"):
-        deployer.deploy(config(extra_args=("--no-such-flag-xyz", "1")))
+        deployer.deploy(deployer.launch_plan(config(extra_args=("--no-such-flag-xyz", "1"))))
     assert host.run("test -e %s", UNIT).rc != 0  # nothing was touched
     manifest = host.run("cat /var/lib/pytest-sglang/%s/manifest.json", SERVICE)
     assert not manifest.ok
 
 
 def test_journal_json_and_cursor(deployer: SystemdDeployer, host: Any) -> None:
-    cursor = deployer.deploy(config())
+    cursor = deployer.deploy(deployer.launch_plan(config()))
     wait_for(lambda: any("fired up" in m for m in messages(deployer, cursor)), "ready line")
     entries, end = deployer.read_journal(cursor)
     assert entries and end == entries[-1].cursor and all(e.realtime_us > 0 for e in entries)

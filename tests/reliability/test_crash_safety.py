@@ -35,11 +35,26 @@ def test_ready(sglang_server):
 """
 
 
-def _start(pytester: pytest.Pytester, session_until: Any, inventory: Path, marker: Path) -> Any:
+def _start(
+    pytester: pytest.Pytester, session_until: Any, host: SystemdTestHost
+) -> tuple[Path, Any]:
+    """A session that has deployed CONFIG on ``host`` and waits: (its inventory, its process)."""
+    inventory = write_inventory(host, pytester.path / "hosts.toml")
+    marker = pytester.path / "deployed"
     pytester.makepyfile(CONFIG + LONG_TEST.format(marker=str(marker)))
-    return session_until(
+    return inventory, session_until(
         marker, "-s", "--sglang-host", "testhost", "--sglang-inventory", str(inventory)
     )
+
+
+def _killed(
+    pytester: pytest.Pytester, session_until: Any, host: SystemdTestHost
+) -> tuple[Path, Any]:
+    """As :func:`_start`, then SIGKILLed: it could restore nothing."""
+    inventory, proc = _start(pytester, session_until, host)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    return inventory, proc
 
 
 def _manifest(transport: Any) -> dict[str, Any]:
@@ -55,8 +70,7 @@ def test_sigterm_restores_before_exiting(
     production: dict[str, str],
     session_until: Any,
 ) -> None:
-    inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
-    proc = _start(pytester, session_until, inv, pytester.path / "deployed")
+    _, proc = _start(pytester, session_until, systemd_host)
     assert snapshot(systemd_transport) != production  # really reconfigured
     intent = _manifest(systemd_transport)
     assert intent["owner"]["pid"] == proc.pid
@@ -75,10 +89,7 @@ def test_after_sigkill_the_next_session_restores_first(
     production: dict[str, str],
     session_until: Any,
 ) -> None:
-    inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
-    proc = _start(pytester, session_until, inv, pytester.path / "deployed")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    inv, proc = _killed(pytester, session_until, systemd_host)
     left = snapshot(systemd_transport)
     assert left != production
     assert _manifest(systemd_transport)["owner"]["pid"] == proc.pid
@@ -105,10 +116,7 @@ def test_sglang_restore_on_demand(
     production: dict[str, str],
     session_until: Any,
 ) -> None:
-    inv = write_inventory(systemd_host, pytester.path / "hosts.toml")
-    proc = _start(pytester, session_until, inv, pytester.path / "deployed")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    inv, _ = _killed(pytester, session_until, systemd_host)
     assert snapshot(systemd_transport) != production
     args = ["--sglang-restore", "--sglang-host", "testhost", "--sglang-inventory", str(inv)]
     result = pytester.runpytest_subprocess(*args)

@@ -122,6 +122,7 @@ def test_the_systemd_deployer_drains_the_production_service_first(
     from typing import Any
 
     from pytest_sglang.config import ServerConfig
+    from pytest_sglang.deploy import DeployerSettings
     from pytest_sglang.deploy.systemd import SystemdDeployer
     from pytest_sglang.hosts import HostSpec
 
@@ -141,7 +142,6 @@ def test_the_systemd_deployer_drains_the_production_service_first(
         sglang_version="0.5.23",
         source="test",
     )
-    d = SystemdDeployer(spec, t)
     said: list[str] = []
     draining = threading.Event()
 
@@ -150,7 +150,7 @@ def test_the_systemd_deployer_drains_the_production_service_first(
         if "in flight" in line:
             draining.set()
 
-    d.say, d.drain_timeout = say, 30.0
+    d = SystemdDeployer(spec, t, DeployerSettings(say=say, drain_timeout=30.0))
     deadline = time.monotonic() + 10
     while not t.run(  # the stand-in production server is listening
         "python3 -c %s", "import socket; socket.create_connection(('127.0.0.1', 30000))"
@@ -166,7 +166,7 @@ def test_the_systemd_deployer_drains_the_production_service_first(
     finisher = threading.Thread(target=finish, daemon=True)
     finisher.start()
     try:
-        d.deploy(ServerConfig(model_path="/m"))
+        d.deploy(d.launch_plan(ServerConfig(model_path="/m")))
         assert any("2 request(s) in flight; draining for up to 30s" in s for s in said), said
         assert said[-1].endswith("drained")
     finally:

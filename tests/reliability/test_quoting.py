@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from testhost import SystemdTestHost
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy.base import launch_argv
 from pytest_sglang.deploy.systemd import SystemdDeployer
 from pytest_sglang.errors import ConfigError, InventoryError, PreflightError, SglangError
 from pytest_sglang.hosts import HostSpec, resolve_host
@@ -83,7 +82,7 @@ def _proc(transport: Any) -> tuple[list[str], dict[str, str]]:
 
 
 def _deploy_and_read(deployer: SystemdDeployer, transport: Any, config: ServerConfig) -> Any:
-    deployer.deploy(config)
+    deployer.deploy(deployer.launch_plan(config))
     for _ in range(50):
         if transport.run("systemctl is-active --quiet -- %s", SERVICE).ok:
             break
@@ -135,7 +134,7 @@ def test_arbitrary_strings_reach_argv_and_environment_exactly(
         event(f"refused: {type(exc).__name__}")
         return
     event("reached the service")
-    assert argv == launch_argv(deployer.spec) + config.to_argv(VERSION)
+    assert argv == deployer.launch_plan(config).argv
     for name, value in env.items():
         assert environ.get(name) == value, name
     assert systemd_transport.run("test -e %s", PWNED).rc != 0
@@ -165,10 +164,11 @@ def test_inventory_settings_cannot_inject_a_command(
         assert environ["EVIL"] == f"$(touch {PWNED})"
         semicolon = f"{sys.executable} ; touch {PWNED}"
         with pytest.raises((ConfigError, PreflightError)):
-            SystemdDeployer(
+            bad = SystemdDeployer(
                 HostSpec(**{**spec.__dict__, "launch": semicolon, "sglang_version": VERSION}),
                 systemd_transport,
-            ).deploy(ServerConfig(model_path="/m"))
+            )
+            bad.deploy(bad.launch_plan(ServerConfig(model_path="/m")))
     finally:
         d.restore()
     assert systemd_transport.run("test -e %s", PWNED).rc != 0

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang.deploy.base import redact_argv
 from pytest_sglang.secrets import REDACTED, Redactor
 
 TOKEN = "hf_Zq9TOKENvalue_4d1c"
@@ -31,6 +30,9 @@ def test_secret_names_follow_the_patterns_and_the_extras() -> None:
         "x_token",
         "MY_DB_CRED",
         "AWS_SECRET",
+        "OPENAI_APIKEY",
+        "BASIC_AUTH",
+        "SSH_PRIVATE",
     ):
         assert r.is_secret_name(name), name
     for name in ("PATH", "SGLANG_SIM_SPEED_FACTOR", "KEYBOARD"):
@@ -76,7 +78,7 @@ def test_only_flags_that_name_a_secret_hide_their_value() -> None:
         "max_total_num_tokens=16384, tokenizer_mode=auto --trust-remote-code 30000"
     ) == ("max_total_num_tokens=16384, tokenizer_mode=auto --trust-remote-code 30000")
     assert r.redact("hf_abcdef pw1234") == f"{REDACTED} {REDACTED}"
-    shown = redact_argv(argv)
+    shown = [r.redact(word) for word in argv]
     assert shown[1] == "16384" and shown[3] == "auto" and shown[5] == "--trust-remote-code"
     assert shown[7] == REDACTED and shown[9:11] == ["--port", "30000"]
     assert shown[11] == f"--ssl-keyfile-password={REDACTED}" and shown[13] == "a=b"

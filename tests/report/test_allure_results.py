@@ -12,11 +12,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import FAST_SIM, child_env, child_pytest_argv
 
 from pytest_sglang.report.allure_output import CATEGORIES
 
@@ -87,20 +87,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (root / "test_session.py").write_text(SESSION)
     results = root / "allure-results"
     html = root / "summary.html"
-    env = {
-        **os.environ,
-        "SGLANG_SIM_STARTUP_SCALE": "0",
-        "SGLANG_SIM_TIME_SCALE": "0",
-    }
-    for knob in ("SGLANG_SIM_FAULT", "SGLANG_SIM_IGNORE_FLAG", "SGLANG_SIM_SPEED_FACTOR"):
-        env.pop(knob, None)
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
+        child_pytest_argv(
             "-q",
             "--alluredir",
             str(results),
@@ -109,9 +97,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "--sglang-baseline-dir",
             str(root / "baselines"),
             str(root / "test_session.py"),
-        ],
+        ),
         cwd=root,
-        env=env,
+        env=child_env(FAST_SIM),
         capture_output=True,
         text=True,
         timeout=180,

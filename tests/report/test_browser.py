@@ -29,6 +29,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from helpers import child_env, child_pytest_argv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -66,17 +67,9 @@ def tools() -> None:
 @pytest.fixture(scope="module")
 def scenarios_run(tools: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("browser")
-    env = {**os.environ, "SGLANG_SIM_STARTUP_SCALE": "0"}
-    for knob in ("SGLANG_SIM_FAULT", "SGLANG_SIM_IGNORE_FLAG", "SGLANG_SIM_SPEED_FACTOR"):
-        env.pop(knob, None)
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
+        child_pytest_argv(
             "-q",
-            "-p",
-            "no:cacheprovider",
             str(ROOT / "scenarios"),
             "--alluredir",
             str(out / "allure-results"),
@@ -84,9 +77,9 @@ def scenarios_run(tools: None, tmp_path_factory: pytest.TempPathFactory) -> Path
             str(out / "site" / "summary.html"),
             "--sglang-baseline-dir",
             str(out / "baselines"),
-        ],
+        ),
         cwd=ROOT,
-        env=env,
+        env=child_env({"SGLANG_SIM_STARTUP_SCALE": "0"}),
         capture_output=True,
         text=True,
         timeout=300,

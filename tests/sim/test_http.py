@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import openai
 import requests
@@ -32,13 +33,20 @@ def sse_events(resp: requests.Response) -> list[dict]:  # type: ignore[type-arg]
 
 def test_openai_chat_non_streaming(seed_sim: Sim) -> None:
     client = openai.OpenAI(base_url=seed_sim.url + "/v1", api_key="none", max_retries=0)
-    reply = client.chat.completions.create(
-        model="qwen3.5-122b",
-        messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": "a b c"}],
-        max_tokens=12,
-        temperature=0,
-        extra_body={"ignore_eos": True},
-    )
+
+    def ask() -> Any:
+        return client.chat.completions.create(
+            model="qwen3.5-122b",
+            messages=[
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "a b c"},
+            ],
+            max_tokens=12,
+            temperature=0,
+            extra_body={"ignore_eos": True},
+        )
+
+    reply = ask()
     assert reply.choices[0].finish_reason == "length"
     assert reply.usage is not None
     assert reply.usage.completion_tokens == 12
@@ -46,13 +54,7 @@ def test_openai_chat_non_streaming(seed_sim: Sim) -> None:
     assert reply.usage.prompt_tokens == 5 + 2 * CHAT_TOKENS_PER_MESSAGE + (
         CHAT_TOKENS_GENERATION_PROMPT
     )
-    again = client.chat.completions.create(
-        model="qwen3.5-122b",
-        messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": "a b c"}],
-        max_tokens=12,
-        temperature=0,
-        extra_body={"ignore_eos": True},
-    )
+    again = ask()
     assert again.choices[0].message.content == reply.choices[0].message.content
 
 

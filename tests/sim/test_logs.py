@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 from conftest import SEED_ARGS, StartSim
+from helpers import SEED_FIELDS
 
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.server_args import parse_server_args
 from pytest_sglang.sim.cli import parse_args
-from pytest_sglang.sim.resolve import format_server_args, resolve_args
+from pytest_sglang.sim.post_init import format_server_args, resolve_args
 
 LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)( TP\d+)?\] (.*)$")
 
@@ -95,13 +96,7 @@ def _logged(argv: list[str], version: str) -> dict[str, Any]:
 @pytest.mark.parametrize("version", ["0.5.18", "0.5.23"])
 def test_server_args_parses_and_agrees_with_server_config(version: str) -> None:
     config = ServerConfig(
-        model_path="/shared/models/Qwen3.5-122B-A10B",
-        served_model_name="qwen3.5-122b",
-        tp_size=4,
-        speculative_algorithm="EAGLE",
-        speculative_num_steps=3,
-        speculative_eagle_topk=1,
-        speculative_num_draft_tokens=8,
+        **{**SEED_FIELDS, "speculative_num_steps": 3}, speculative_num_draft_tokens=8
     )
     argv = config.to_argv(version) if hasattr(config, "to_argv") else [
         "--model-path", config.model_path, "--served-model-name", "qwen3.5-122b",

@@ -10,21 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import HOSTILE
 
 from pytest_sglang.errors import CommandTimeout, TransportError
 from pytest_sglang.transport import LocalTransport
-
-HOSTILE = [
-    "'; rm -rf /tmp/x; echo '",
-    "two\nlines",
-    "$(touch /tmp/pwned-by-quoting)",
-    "`id`",
-    '"double" and \\back\\slash',
-    "*",
-    "",
-    "-n",
-    "unicode ✓ ü",
-]
 
 
 @pytest.fixture

@@ -11,22 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import HOSTILE
 from testhost import SystemdTestHost
 
 from pytest_sglang.errors import CommandTimeout, ConnectError, HostKeyError, TransportError
 from pytest_sglang.transport import SshTransport
-
-HOSTILE = [
-    "'; rm -rf /tmp/x; echo '",
-    "two\nlines",
-    "$(touch /tmp/pwned-by-quoting)",
-    "`id`",
-    '"double" and \\back\\slash',
-    "*",
-    "",
-    "-n",
-    "unicode ✓ ü",
-]
 
 
 def transport_to(host: SystemdTestHost, **kw: object) -> SshTransport:

@@ -2,7 +2,8 @@
 
 Why here and not in :mod:`pytest_sglang.resolution`: the simulator stands in for SGLang, so it
 implements the rules independently (sglang-facts.md section 2); the project's own
-``ServerConfig.resolved()`` is then tested *against* it. Values a real GPU would compute
+``ServerConfig.resolved()`` is then tested *against* it. Which release changed what is read from
+the one version table, :data:`pytest_sglang.versions.CHANGES`. Values a real GPU would compute
 (mem_fraction_static, chunked_prefill_size, attention_backend, CUDA-graph batch sizes) get
 realistic figures for the simulated GPU.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..versions import has
 from .fields import DICT_FIELDS, EXTRA_DEFAULTS, REPR_FIELDS, RESOLVED_DEFAULTS
 from .perf import GpuSpec, ModelSpec, SpecConfig, parse_model
 
@@ -29,7 +31,6 @@ NGRAM_WARNING = (
     "speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. You can "
     "override this by explicitly setting --speculative-num-draft-tokens."
 )
-_EAGLE_FAMILY = ("EAGLE", "EAGLE3", "STANDALONE")
 
 
 @dataclass
@@ -44,10 +45,6 @@ class Resolved:
     cuda_graph_bs: list[int] = field(default_factory=list)
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in version.split(".")[:3])
-
-
 def _auto_spec(model: ModelSpec, algorithm: str, version: str) -> tuple[int, int, int]:
     """``auto_choose_speculative_params`` (runs when --speculative-num-steps is unset)."""
     if algorithm == "STANDALONE":
@@ -56,7 +53,7 @@ def _auto_spec(model: ModelSpec, algorithm: str, version: str) -> tuple[int, int
         return (5, 4, 8)
     if model.architecture in ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM"):
         return (3, 1, 4)
-    return (3, 1, 4) if _version_tuple(version) >= (0, 5, 18) else (5, 4, 8)
+    return (3, 1, 4) if has("auto_spec_params_3_1_4", version) else (5, 4, 8)
 
 
 def _graph_bs(max_bs: int) -> list[int]:
@@ -119,7 +116,7 @@ def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = Non
                 warnings.append(ADJUST_WARNING)
             if args.get("speculative_num_draft_tokens") is None:
                 args["speculative_num_draft_tokens"] = steps * topk + 1
-            if _version_tuple(version) >= (0, 5, 18) and args.get("disable_overlap_schedule"):
+            if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
                 warnings.append(
                     "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone "
                     "speculative decoding."
@@ -150,7 +147,7 @@ def format_server_args(args: dict[str, Any], version: str) -> str:
     """The ``server_args=...`` message in the version's format, every field in SGLang's order."""
     values = dict(EXTRA_DEFAULTS)
     values.update(args)
-    if _version_tuple(version) >= (0, 5, 19):
+    if has("server_args_dict", version):
         body = ", ".join(f"{name!r}: {values.get(name)!r}" for name in DICT_FIELDS)
         return "server_args={" + body + "}"
     body = ", ".join(f"{name}={values.get(name)!r}" for name in REPR_FIELDS)

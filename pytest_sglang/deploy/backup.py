@@ -1,0 +1,217 @@
+"""The intent record and the copies of the originals, kept on the host itself.
+
+Why on the host: a session can die at any instant (SIGKILL, a lost machine, a cut connection),
+and whoever runs next - any machine, any user - must be able to put the host back. So before a
+deployer changes anything it writes ``manifest.json`` into its backup directory: who changes the
+host (``owner``), what will change (``changes``), whatever the deployer needs to undo its own
+state (``service``: a unit's prior state, a process's group), and one entry per file *before*
+that file is copied or touched. ``restore_files`` then puts every file back byte-identical
+(``cp -a`` keeps mode and owner), removes files that did not exist and the directories made for
+them, and moves set-aside directories back. A backup left by a session that died is reused,
+never overwritten: its copies are the real originals.
+
+Every deployer that changes files uses this one class (systemd and process alike), so every
+deployment is recovered after a SIGKILL the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DeployError, RestoreError
+
+if TYPE_CHECKING:
+    from ..transport.base import CommandResult, Transport
+
+__all__ = ["HostBackup"]
+
+
+class HostBackup:
+    """The backup directory ``directory`` on a host reached by ``transport``."""
+
+    def __init__(self, transport: Transport, directory: str, *, host: str) -> None:
+        self.transport = transport
+        self.directory = directory
+        self.host = host
+        #: The record this session wrote (or adopted from a dead one); None before the first
+        #: change and after a restore.
+        self.manifest: dict[str, Any] | None = None
+
+    @property
+    def manifest_path(self) -> str:
+        return f"{self.directory}/manifest.json"
+
+    # -- shell helpers ----------------------------------------------------------------------
+    def _sh(self, command: str, *args: object, timeout: float = 60.0) -> CommandResult:
+        return self.transport.run(command, *args, timeout=timeout)
+
+    def check(self, what: str, command: str, *args: object, timeout: float = 60.0) -> str:
+        """Run a command; a failure is one DeployError line naming ``what``."""
+        result = self._sh(command, *args, timeout=timeout)
+        if not result.ok:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            raise DeployError(
+                f"host {self.host!r}: {what} failed (rc={result.rc}): "
+                f"{detail[-1] if detail else 'no output'}"
+            )
+        return result.stdout
+
+    def exists(self, path: str) -> bool:
+        return self._sh("test -e %s || test -L %s", path, path).ok
+
+    def write(self, path: str, data: bytes, mode: int) -> None:
+        """Write ``path`` (its directory made first); the transport refuses a short write."""
+        directory = posixpath.dirname(path)
+        self.check(f"creating {directory}", "mkdir -p -- %s", directory)
+        self.transport.put(data, path, mode=mode)
+
+    # -- the record -------------------------------------------------------------------------
+    def read(self) -> dict[str, Any] | None:
+        """The intent record on the host, or None when there is none."""
+        existing = self._sh("cat -- %s", self.manifest_path)
+        if not existing.ok or not existing.stdout.strip():
+            return None
+        try:
+            data = json.loads(existing.stdout)
+        except ValueError:
+            raise RestoreError(
+                f"host {self.host!r}: the intent record {self.manifest_path} is not valid JSON; "
+                "inspect it and the copies next to it, then remove it"
+            ) from None
+        return data if isinstance(data, dict) else None
+
+    def pending(self) -> dict[str, Any] | None:
+        """The record an earlier session left (it died before restoring); None when ours."""
+        if self.manifest is not None:
+            return None
+        return self.read()
+
+    def begin(
+        self, owner: dict[str, Any], changes: dict[str, Any], service: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The record, adopted from a dead session or started now (saved by ``back_up``)."""
+        if self.manifest is not None:
+            return self.manifest
+        existing = self.read()
+        if existing is not None:
+            # A previous session died before restoring: its backup holds the originals.
+            self.manifest = existing
+            return existing
+        self.manifest = {
+            "version": 1,
+            "owner": dict(owner),
+            "changes": changes,
+            "service": service,
+            "files": {},
+            "moved": {},
+        }
+        self.check("creating the backup dir", "mkdir -p -m 700 -- %s", self.directory)
+        return self.manifest
+
+    def save(self) -> None:
+        assert self.manifest is not None
+        data = json.dumps(self.manifest, indent=1, sort_keys=True).encode()
+        self.write(self.manifest_path, data, 0o600)
+
+    def back_up(self, paths: list[str], *, move_aside: tuple[str, ...] = ()) -> None:
+        """Record, then copy, every path not yet backed up, and move ``move_aside`` directories
+        out of the way, before any of them is changed.
+
+        Order matters for a kill at any instant: the record names each copy before the copy is
+        made (restore skips a copy that was never made: its original was not touched yet), and
+        names each move before the move.
+        """
+        manifest = self.manifest
+        assert manifest is not None, "begin() first"
+        files: dict[str, Any] = manifest["files"]
+        moved: dict[str, Any] = manifest.setdefault("moved", {})
+        changed = False
+        new: list[str] = []
+        for path in paths:
+            if path in files:
+                continue
+            changed = True
+            copy = f"{self.directory}/files/{len(files)}"
+            existed = self.exists(path)
+            files[path] = {"existed": existed, "copy": copy if existed else None}
+            if existed:
+                new.append(path)
+            else:
+                manifest.setdefault("created_dirs", []).extend(self._missing_dirs(path))
+        to_move: list[str] = []
+        for i, directory in enumerate(move_aside):
+            if directory in moved:
+                continue
+            changed = True
+            present = self._sh("test -d %s", directory).ok
+            moved[directory] = f"{self.directory}/moved/{i}" if present else None
+            if present:
+                to_move.append(directory)
+        if changed:  # every redeploy of the same paths would rewrite an identical record
+            self.save()
+        for path in new:
+            copy = files[path]["copy"]
+            self.check(
+                f"backing up {path}",
+                "mkdir -p -- %s && cp -a -- %s %s.tmp && mv -f -- %s.tmp %s",
+                posixpath.dirname(copy),
+                path,
+                copy,
+                copy,
+                copy,
+            )
+        for directory in to_move:
+            target = moved[directory]
+            self.check(
+                f"moving {directory} aside",
+                "mkdir -p -- %s && mv -- %s %s",
+                posixpath.dirname(target),
+                directory,
+                target,
+            )
+
+    def _missing_dirs(self, path: str) -> list[str]:
+        """Ancestors of ``path`` that do not exist yet (deepest first), to remove on restore."""
+        missing: list[str] = []
+        parent = posixpath.dirname(path)
+        while parent not in ("/", "") and not self._sh("test -d %s", parent).ok:
+            missing.append(parent)
+            parent = posixpath.dirname(parent)
+        return missing
+
+    # -- restore ----------------------------------------------------------------------------
+    def restore_files(self, manifest: dict[str, Any]) -> None:
+        """Every file back as it was, set-aside directories back, our directories gone."""
+        for path, info in manifest["files"].items():
+            if not info["existed"]:
+                self.check(f"removing {path}", "rm -f -- %s", path)
+            elif self.exists(info["copy"]):
+                self.check(
+                    f"restoring {path}",
+                    "cp -a -- %s %s.sglang-restore && mv -f -- %s.sglang-restore %s",
+                    info["copy"],
+                    path,
+                    path,
+                    path,
+                )
+            # else: killed before the copy was made, so the original was never touched.
+        for directory, copy in (manifest.get("moved") or {}).items():
+            if copy and self._sh("test -d %s", copy).ok:
+                self.check(
+                    f"restoring {directory}",
+                    "rm -rf -- %s && cp -a -- %s %s",
+                    directory,
+                    copy,
+                    directory,
+                )
+        created = set(manifest.get("created_dirs", []))
+        for directory in sorted(created, key=lambda d: d.count("/"), reverse=True):
+            self._sh("rmdir -- %s", directory)  # only if empty; ours are
+
+    def finish(self) -> None:
+        """Remove the backup (the host is restored) and its parent if no other backup is left."""
+        self.check("removing the backup", "rm -rf -- %s", self.directory)
+        self._sh("rmdir -- %s", posixpath.dirname(self.directory))
+        self.manifest = None

@@ -1,0 +1,203 @@
+"""A deployment: one launch plan brought up on a host, ready and verified.
+
+``bring_up`` is the pipeline from a :class:`~pytest_sglang.launch_plan.LaunchPlan` to a
+:class:`Deployment`: preflight, deploy, wait until ready, verify the startup journal against the
+plan's expectations, read ``/server_info``. Every secret the plan carries is taught to the
+session's redactor before anything is printed, so tests, reports and errors never see one.
+``Deployment`` is what fixtures yield and what ``baseline``, ``bench`` and ``report`` read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from .config import ServerConfig
+from .deploy import Deployer
+from .errors import ConfigError, JournalError, PreflightError, SglangError, TransportError
+from .journal import StartupJournal
+from .launch_plan import LaunchPlan
+from .lock import HostLockError
+from .readiness import ReadyResult, wait_until_ready
+from .secrets import Redactor
+
+__all__ = ["Deployment", "DeploymentRecord", "bring_up", "reason_of"]
+
+
+@dataclass
+class Deployment:
+    """A configuration that is up, ready and verified on a host.
+
+    ``config`` is what the test asked for; ``deployed`` what was started (on the embedded
+    simulator the address is moved to loopback and a free port); ``resolved`` what SGLang runs
+    with after its own rules; ``server_args`` what it logged.
+    """
+
+    host: str
+    config: ServerConfig
+    deployed: ServerConfig
+    resolved: ServerConfig
+    sglang_version: str
+    base_url: str
+    http: requests.Session
+    journal: StartupJournal
+    server_args: dict[str, Any]
+    scheduler: dict[str, int]
+    server_info: dict[str, Any]
+    timings: dict[str, float]
+    artifacts: dict[str, str] = field(default_factory=dict)
+    #: The launch plan it was started from (argv, environment, expected journal).
+    plan: LaunchPlan | None = field(default=None, repr=False)
+    _deployer: Deployer | None = field(default=None, repr=False)
+    _cursor: str = field(default="", repr=False)
+    _redactor: Redactor | None = field(default=None, repr=False)
+
+    @property
+    def config_id(self) -> str:
+        return self.config.id
+
+    @property
+    def deployer(self) -> Deployer | None:
+        """The host's deployer (its ``transport`` reaches the host), None once restored."""
+        return self._deployer
+
+    def url(self, path: str) -> str:
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", 60)
+        return self.http.get(self.url(path), **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", 300)
+        return self.http.post(self.url(path), **kwargs)
+
+    def refresh_journal(self) -> StartupJournal:
+        """Append what the server logged since the last read (e.g. decode-batch lines)."""
+        if self._deployer is not None:
+            entries, self._cursor = self._deployer.read_journal(self._cursor)
+            redact = self._redactor.redact if self._redactor is not None else str
+            self.journal.extend(redact(e.message) for e in entries)
+        return self.journal
+
+
+@dataclass
+class DeploymentRecord:
+    host: str
+    config_id: str
+    digest: str
+    outcome: str
+    reason: str = ""
+    ready_s: float | None = None
+    message: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "config_id": self.config_id,
+            "digest": self.digest,
+            "ready_s": self.ready_s,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
+
+def bring_up(
+    deployer: Deployer,
+    plan: LaunchPlan,
+    *,
+    redactor: Redactor,
+    ready_timeout: float,
+    say: Callable[[str], None],
+) -> Deployment:
+    """Deploy ``plan`` with ``deployer`` and return it once ready and verified."""
+    where = f"{plan.host} {plan.config.id}"
+    for value in plan.secrets(redactor.is_secret_name):
+        redactor.add(value)
+    started = time.monotonic()
+    deployer.preflight(plan)
+    cursor = deployer.deploy(plan)
+    deploy_s = time.monotonic() - started
+    base_url = deployer.base_url(plan)
+    http = requests.Session()
+    if plan.api_key:
+        http.headers["Authorization"] = f"Bearer {plan.api_key}"
+
+    def on_progress(phase: str, elapsed: float) -> None:
+        say(f"[sglang] {where}: {phase} ({elapsed:.1f}s)")
+
+    ready: ReadyResult = wait_until_ready(
+        deployer,
+        base_url,
+        cursor,
+        where=where,
+        timeout=ready_timeout,
+        on_progress=on_progress,
+        http=http,
+    )
+    server_args = ready.journal.verify(plan.expected)
+    # Verified against the real values; from here on tests and reports see no secret.
+    ready.journal.lines[:] = [redactor.redact(line) for line in ready.journal.lines]
+    server_args = redactor.redact_obj(server_args)
+    server_info = redactor.redact_obj(_server_info(http, base_url))
+    total = time.monotonic() - started
+    say(f"[sglang] {where}: ready and verified in {total:.1f}s")
+    return Deployment(
+        host=plan.host,
+        config=plan.config,
+        deployed=plan.deployed,
+        resolved=plan.resolved,
+        sglang_version=plan.sglang_version,
+        base_url=base_url,
+        http=http,
+        journal=ready.journal,
+        server_args=server_args,
+        scheduler=ready.journal.scheduler_limits(),
+        server_info=server_info,
+        timings={
+            "deploy_s": round(deploy_s, 3),
+            "ready_s": round(ready.ready_s, 3),
+            "total_s": round(total, 3),
+            **{f"phase.{k}": v for k, v in ready.phases.items()},
+        },
+        artifacts={k: redactor.redact(v) for k, v in deployer.artifacts().items()},
+        plan=plan,
+        _deployer=deployer,
+        _cursor=ready.cursor,
+        _redactor=redactor,
+    )
+
+
+def reason_of(exc: SglangError) -> str:
+    if isinstance(exc, HostLockError):
+        return "host locked"
+    if isinstance(exc, JournalError):
+        return "journal assertion"
+    if isinstance(exc, ConfigError):
+        return "invalid config"
+    if isinstance(exc, PreflightError):
+        return "bad flag"
+    if isinstance(exc, TransportError):
+        return "SSH/infrastructure"
+    return type(exc).__name__
+
+
+def _server_info(http: requests.Session, base_url: str) -> dict[str, Any]:
+    for path in ("/server_info", "/get_server_info"):
+        try:
+            response = http.get(base_url + path, timeout=10)
+        except requests.RequestException:
+            continue
+        if response.status_code == 200:
+            try:
+                data = response.json()
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                return data
+    return {}

@@ -1,0 +1,142 @@
+"""The launch plan: everything about starting one config on one host, computed once.
+
+Why one value: the argv, the environment, SGLang's resolution of the config and the startup
+journal it must show all depend on the host's SGLang version and on what the host adds (its
+launcher, its environment, a free port for the embedded simulator). Computed in one place and
+handed down, preflight, deploy, dry run, journal verification and reports all see the same
+thing; nothing downstream calls ``to_argv`` or ``resolved`` again.
+
+Data flows one way: ``ServerConfig`` + host facts -> :class:`LaunchPlan` -> deployer -> readiness
+-> verification -> reports.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from .secrets import api_key, secret_flag_values
+
+if TYPE_CHECKING:
+    from .config import FileSpec, ServerConfig
+    from .resolution import ExpectedJournal
+
+__all__ = ["LOCAL_ADDRESSES", "SGLANG_DEFAULT_PORT", "LaunchPlan", "free_port", "make_launch_plan"]
+
+#: SGLang's ``--port`` default.
+SGLANG_DEFAULT_PORT = 30000
+#: ``--host`` values that mean "this machine" (a server bound to them is reached on loopback).
+LOCAL_ADDRESSES = ("", "0.0.0.0", "127.0.0.1", "localhost", "::", "::1")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """One config as one host will start it.
+
+    ``config`` is what the test asked for; ``deployed`` what is started (on the embedded
+    simulator: loopback and a free port); ``resolved`` what SGLang runs with after its own rules;
+    ``expected`` what its startup journal must show. ``argv`` is the host's launcher followed by
+    ``flags``; ``env`` the launcher's environment, then the config's.
+    """
+
+    host: str
+    config: ServerConfig
+    deployed: ServerConfig
+    sglang_version: str
+    launcher: tuple[str, ...]
+    flags: tuple[str, ...]
+    env: Mapping[str, str]
+    resolved: ServerConfig
+    expected: ExpectedJournal
+
+    @property
+    def argv(self) -> list[str]:
+        return [*self.launcher, *self.flags]
+
+    @property
+    def files(self) -> Mapping[str, FileSpec]:
+        return self.deployed.files
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on: the config's, else the launcher's ``--port``, else
+        SGLang's default."""
+        return self.deployed.port or _port_in(self.launcher) or SGLANG_DEFAULT_PORT
+
+    @property
+    def listen_host(self) -> str:
+        """Where, seen from the host, the server answers (loopback for a local bind)."""
+        host = self.deployed.host or "127.0.0.1"
+        return "127.0.0.1" if host in LOCAL_ADDRESSES else host
+
+    @property
+    def api_key(self) -> str | None:
+        """The ``--api-key`` the server starts with: requests must then carry it."""
+        return api_key(self.flags)
+
+    def secrets(self, is_secret_name: Callable[[str], bool]) -> tuple[str, ...]:
+        """The secret values this plan carries: its env entries whose names are secret (by the
+        session's rule, which knows the project's own patterns) and its secret flags' values."""
+        named = [value for name, value in self.env.items() if is_secret_name(name)]
+        return (*named, *(value for _i, value, _inline in secret_flag_values(self.flags)))
+
+
+def make_launch_plan(
+    host: str,
+    config: ServerConfig,
+    *,
+    sglang_version: str,
+    launcher: Sequence[str],
+    launcher_env: Mapping[str, str],
+    local: bool = False,
+    pick_port: bool = False,
+) -> LaunchPlan:
+    """The plan of ``config`` on a host.
+
+    ``local``: the embedded simulator serves on loopback and a free port, never a fixed one.
+    ``pick_port``: a deployer that runs several servers side by side (the process deployer)
+    gives a config without ``port`` a free one, unless the launcher already sets ``--port``.
+    """
+    deployed = config
+    if local:
+        deployed = config.replace(host="127.0.0.1", port=free_port())
+    elif pick_port and config.port is None and not _has_port(launcher):
+        deployed = config.replace(port=free_port())
+    flags = tuple(deployed.to_argv(sglang_version))
+    return LaunchPlan(
+        host=host,
+        config=config,
+        deployed=deployed,
+        sglang_version=sglang_version,
+        launcher=tuple(launcher),
+        flags=flags,
+        env=MappingProxyType({**launcher_env, **deployed.env}),
+        resolved=deployed.resolved(sglang_version),
+        expected=deployed.expected_journal(sglang_version),
+    )
+
+
+def _has_port(argv: Sequence[str]) -> bool:
+    return any(word == "--port" or word.startswith("--port=") for word in argv)
+
+
+def _port_in(argv: Sequence[str]) -> int | None:
+    """The last ``--port`` in ``argv`` (argparse keeps the last one), if any is a number."""
+    found: int | None = None
+    for i, word in enumerate(argv):
+        value = word.partition("=")[2] if word.startswith("--port=") else None
+        if word == "--port" and i + 1 < len(argv):
+            value = argv[i + 1]
+        if value is not None and value.isdigit():
+            found = int(value)
+    return found

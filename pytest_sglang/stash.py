@@ -1,0 +1,73 @@
+"""What the plugins share: the ``config.stash`` keys and the accessors of the session's results.
+
+The entry plugin (:mod:`.plugin`) and its sub-plugins (benchmarks, baselines, reports, and the
+pytest-xdist one) keep their state in ``config.stash``. Each may import this module, which
+imports none of them; they read each other's state only through it and call each other only
+through hooks (:mod:`.hookspec`, :mod:`.baseline.hookspec`), never by importing one another.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # types only: the modules that define them import nothing of the plugins
+    from .baseline.gatekeeper import Gatekeeper
+    from .baseline.gates import Gate
+    from .report.collector import ReportSession
+    from .session import SglangSession
+
+__all__ = [
+    "GATEKEEPER_KEY",
+    "GATES_KEY",
+    "REPORT_KEY",
+    "RESULTS_KEY",
+    "SESSION_KEY",
+    "bench_results",
+    "comparison_results",
+    "gatekeeper",
+    "merge_summary",
+    "summary_of",
+]
+
+#: The session's deployments, hosts and outcomes (set by the entry plugin's ``pytest_configure``).
+SESSION_KEY: pytest.StashKey[SglangSession] = pytest.StashKey()
+#: Every benchmark result of the session (the ``sglang_bench`` fixture appends).
+RESULTS_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
+#: The baselines' gatekeeper, which the ``sglang_bench`` fixture calls after each run.
+GATEKEEPER_KEY: pytest.StashKey[Gatekeeper] = pytest.StashKey()
+#: On a test item: the gates of its ``sglang_gate`` markers, by metric (set at setup).
+GATES_KEY: pytest.StashKey[dict[str, Gate]] = pytest.StashKey()
+#: The reports' collector (Allure, HTML summary).
+REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()
+
+
+def bench_results(config: pytest.Config) -> list[dict[str, Any]]:
+    """Every benchmark result of the session, in run order (each is the ``extra_info`` dict)."""
+    return config.stash.setdefault(RESULTS_KEY, [])
+
+
+def gatekeeper(config: pytest.Config) -> Gatekeeper | None:
+    return config.stash.get(GATEKEEPER_KEY, None)
+
+
+def comparison_results(config: pytest.Config) -> list[dict[str, Any]]:
+    """Every baseline comparison of the session, in run order.
+
+    Keys: nodeid, config_id, workload, metric, direction ("higher"/"lower": which is better),
+    baseline, current, delta_pct, threshold_pct, verdict ("ok"/"regression"/"improvement"/
+    "skipped"/"missing"), reason, p_value.
+    """
+    keeper = gatekeeper(config)
+    return keeper.results if keeper is not None else []
+
+
+def summary_of(config: pytest.Config) -> dict[str, Any]:
+    """This process's whole summary, as ``--sglang-summary`` writes it (secrets redacted)."""
+    return config.stash[SESSION_KEY].summary(bench_results(config), comparison_results(config))
+
+
+def merge_summary(config: pytest.Config, worker_summary: dict[str, Any]) -> None:
+    """On the xdist controller: add a worker's summary to the session's."""
+    config.stash[SESSION_KEY].merge(worker_summary)

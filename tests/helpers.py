@@ -1,0 +1,190 @@
+"""Scaffolding shared by the tests and the benchmarks: inventories, host snapshots, simulator
+environments, child pytest sessions.
+
+``tests/`` is on ``sys.path`` (tests/conftest.py puts it there, as it does for ``testhost``;
+the scripts in benchmarks/ insert it), so ``from helpers import ...`` works from any test
+module, conftest or benchmark. Nothing here imports the package at module level: a benchmark
+that only wants an inventory does not pull in paramiko.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+    from testhost import SystemdTestHost
+
+    from pytest_sglang.transport.ssh import SshTransport
+
+__all__ = [
+    "FAST_SIM",
+    "HOSTILE",
+    "PRODUCTION_UNIT",
+    "SEED_FIELDS",
+    "SIM_LAUNCH",
+    "STRAY_KNOBS",
+    "child_env",
+    "child_pytest_argv",
+    "file_state_command",
+    "file_states",
+    "host_args",
+    "host_entry",
+    "local_entry",
+    "save_inventory",
+    "sim_knobs",
+    "ssh_transport",
+    "use_simulator_env",
+]
+
+# -- the simulator ------------------------------------------------------------------------------
+
+#: The inventory's ``launch`` for the built-in simulator, with this interpreter.
+SIM_LAUNCH = f"{sys.executable} -m pytest_sglang.sim"
+#: Start at once and serve without delays.
+FAST_SIM = {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TIME_SCALE": "0"}
+#: Knobs a developer's shell may have set that would make a test's simulator misbehave.
+STRAY_KNOBS = ("SGLANG_SIM_FAULT", "SGLANG_SIM_IGNORE_FLAG", "SGLANG_SIM_SPEED_FACTOR")
+
+#: The seeds' setup (Qwen3.5-122B-A10B at TP 4, EAGLE steps 2, topk 1) as ServerConfig fields.
+SEED_FIELDS: dict[str, Any] = dict(
+    model_path="/shared/models/Qwen3.5-122B-A10B",
+    served_model_name="qwen3.5-122b",
+    tp_size=4,
+    speculative_algorithm="EAGLE",
+    speculative_num_steps=2,
+    speculative_eagle_topk=1,
+)
+
+
+def sim_knobs() -> list[str]:
+    """Every ``SGLANG_SIM_*`` variable set in this process's environment."""
+    return [name for name in os.environ if name.startswith("SGLANG_SIM_")]
+
+
+def use_simulator_env(
+    monkeypatch: pytest.MonkeyPatch,
+    env: Mapping[str, str] = FAST_SIM,
+    *,
+    drop: Iterable[str] = STRAY_KNOBS,
+) -> None:
+    """For this test: remove the ``drop`` variables, then set ``env`` (fast by default)."""
+    for name in drop:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+def child_env(env: Mapping[str, str], *, drop: Iterable[str] = STRAY_KNOBS) -> dict[str, str]:
+    """This process's environment less the ``drop`` variables, plus ``env``: for a child."""
+    dropped = set(drop)
+    return {**{k: v for k, v in os.environ.items() if k not in dropped}, **env}
+
+
+def child_pytest_argv(*args: str) -> list[str]:
+    """``python -m pytest -p no:cacheprovider *args`` with this interpreter."""
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+
+
+def host_args(*names: str) -> list[str]:
+    """``--sglang-host <name>`` for each of ``names``."""
+    return [arg for name in names for arg in ("--sglang-host", name)]
+
+
+# -- inventories --------------------------------------------------------------------------------
+
+
+def _toml_table(env: Mapping[str, str]) -> str:
+    return "{ " + ", ".join(f'{k} = "{v}"' for k, v in env.items()) + " }"
+
+
+def host_entry(
+    name: str,
+    host: SystemdTestHost,
+    service: str,
+    env: Mapping[str, str],
+    launch: str = SIM_LAUNCH,
+) -> str:
+    """An inventory entry ``[hosts.<name>]`` for a systemd test host, as root over SSH with the
+    host's own key and known_hosts."""
+    return (
+        f"[hosts.{name}]\n"
+        f'ssh = "root@{host.ip}:22"\n'
+        f'service = "{service}"\n'
+        f'launch = "{launch}"\n'
+        f'known_hosts = "{host.known_hosts_path}"\n'
+        f'identity = "{host.key_path}"\n'
+        f"env = {_toml_table(env)}\n"
+    )
+
+
+def local_entry(name: str, env: Mapping[str, str] | None = None) -> str:
+    """An inventory entry ``[hosts.<name>]`` for the simulator on this machine."""
+    return f'[hosts.{name}]\nssh = "local"\n' + (f"env = {_toml_table(env)}\n" if env else "")
+
+
+def save_inventory(path: Path, *entries: str) -> Path:
+    """Write the entries (blank lines between them) to ``path``; returns ``path``."""
+    path.write_text("\n".join(entries))
+    return path
+
+
+# -- hosts --------------------------------------------------------------------------------------
+
+
+def file_state_command(path: str) -> str:
+    """A shell command printing ``path``'s type, mode and owner and, for a file, its sha256;
+    ``absent`` when there is nothing at ``path``."""
+    q = shlex.quote(path)
+    return (
+        f"test -e {q} && {{ stat -c '%F %a %U:%G' {q}; test -f {q} && sha256sum < {q}; }} "
+        "|| echo absent"
+    )
+
+
+def file_states(run: Callable[[str], Any], paths: Iterable[str]) -> dict[str, str]:
+    """``{path: state}`` for each path (see :func:`file_state_command`), through ``run``:
+    ``transport.run`` or ``SystemdTestHost.ssh``, anything returning a result with ``stdout``."""
+    return {path: run(file_state_command(path)).stdout.strip() for path in paths}
+
+
+#: A production unit the tests install first and expect to find again afterwards.
+PRODUCTION_UNIT = """[Unit]
+Description=the production service (a sleeping stand-in)
+[Service]
+ExecStart=/bin/sleep infinity
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+#: Arguments that break a command built without quoting (``printf`` must get them back as is).
+HOSTILE = [
+    "'; rm -rf /tmp/x; echo '",
+    "two\nlines",
+    "$(touch /tmp/pwned-by-quoting)",
+    "`id`",
+    '"double" and \\back\\slash',
+    "*",
+    "",
+    "-n",
+    "unicode ✓ ü",
+]
+
+
+def ssh_transport(host: SystemdTestHost) -> SshTransport:
+    """An :class:`SshTransport` to ``host`` as root (strict host keys, its own key)."""
+    from pytest_sglang.transport.ssh import SshTransport  # keeps paramiko out of benchmarks
+
+    return SshTransport(
+        host.ip,
+        user=host.user,
+        key_filename=host.key_path,
+        known_hosts=host.known_hosts_path,
+        connect_timeout=5.0,
+    )
