@@ -92,7 +92,7 @@ def _report(workload: Workload, result: BenchResult) -> None:
             "output tok/s",
             result.output_throughput,
             server_tok_s,
-            _within(result.output_throughput, server_tok_s, 0.01, 0.0),
+            _within(result.output_throughput, server_tok_s, rate_rel, 0.0),
         ),
         (
             "output tokens",
