@@ -37,10 +37,12 @@ from helpers import child_pytest_argv, file_states, host_entry, save_inventory  
 SERVICE = "sglang-chaos.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
 DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
+OURS = f"/etc/systemd/system/{SERVICE}.d/zz-pytest-sglang.conf"  # the session's drop-in
 EXTRA = "/opt/chaos-kernels/E=16.json"
 WATCHED = (
     UNIT,
     DROPIN,
+    OURS,
     EXTRA,
     "/etc/pytest-sglang",
     "/var/lib/pytest-sglang",
@@ -128,8 +130,8 @@ def _pytest(workdir: Path, inventory: Path, *extra: str) -> list[str]:
 
 
 def _reconfigured(host: Any) -> bool:
-    """The session's own unit is in place (what it writes says pytest-sglang)."""
-    return host.ssh(f"grep -q pytest-sglang '{UNIT}'").returncode == 0
+    """The session's own drop-in is in place (what it writes says pytest-sglang)."""
+    return host.ssh(f"grep -q pytest-sglang '{OURS}'").returncode == 0
 
 
 def one_round(

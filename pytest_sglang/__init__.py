@@ -23,6 +23,7 @@ from .errors import (
     SglangError,
     TransportError,
 )
+from .production import production
 from .resolution import ExpectedJournal
 from .server_args import parse_server_args
 from .sweep import load_configs, sweep
@@ -49,5 +50,6 @@ __all__ = [
     "__version__",
     "load_configs",
     "parse_server_args",
+    "production",
     "sweep",
 ]

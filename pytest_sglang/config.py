@@ -11,17 +11,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .argv_parse import read_launch
 from .errors import ConfigError
 from .resolution import ExpectedJournal, expected_journal, resolve
 from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_flags
 
-__all__ = ["FileSpec", "ServerConfig", "SpeculativeAlgorithm"]
+__all__ = ["PRODUCTION_MODEL", "FileSpec", "ServerConfig", "SpeculativeAlgorithm"]
+
+#: The ``model_path`` of a placeholder that stands for a host's production config with changes
+#: (:func:`pytest_sglang.production.production`): its fields are changes, checked once applied.
+PRODUCTION_MODEL = "<production>"
 
 SpeculativeAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
 
@@ -159,7 +164,8 @@ class ServerConfig(BaseModel):
     def _check(self) -> ServerConfig:
         self._check_strings()
         self._check_env_and_files()
-        self._check_speculative()
+        if self.model_path != PRODUCTION_MODEL:  # changes alone: checked once applied
+            self._check_speculative()
         self._check_extra_args()
         return self
 
@@ -249,6 +255,20 @@ class ServerConfig(BaseModel):
                         f"extra_args: {flag} abbreviates {prefixed[0]} (field "
                         f"{typed[prefixed[0]]}); set that field instead"
                     )
+
+    @classmethod
+    def from_argv(
+        cls, argv: Sequence[str] | str, sglang_version: str = DEFAULT_SGLANG_VERSION
+    ) -> ServerConfig:
+        """The config a launch command line runs (e.g. a production unit's ``ExecStart``).
+
+        The launcher (words before the first ``--flag``) is left out; every spelling of a typed
+        field's flag, in any release, abbreviated or as ``--flag=value``, sets that field (the
+        last of a repeated flag wins); every other flag stays verbatim, in order, in
+        ``extra_args``. ``argv_parse.read_launch`` gives the launcher and the notes too.
+        """
+        line = read_launch(argv, _typed_flags(), sglang_version)
+        return cls(**line.fields, extra_args=line.extra_args)
 
     # -- derived views ----------------------------------------------------------------------
 

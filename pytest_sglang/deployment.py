@@ -18,14 +18,21 @@ import requests
 
 from .config import ServerConfig
 from .deploy import Deployer
-from .errors import ConfigError, JournalError, PreflightError, SglangError, TransportError
+from .errors import (
+    ConfigError,
+    JournalError,
+    PreflightError,
+    ServerStartError,
+    SglangError,
+    TransportError,
+)
 from .journal import StartupJournal
 from .launch_plan import LaunchPlan
 from .lock import HostLockError
 from .readiness import ReadyResult, wait_until_ready
 from .secrets import Redactor
 
-__all__ = ["Deployment", "DeploymentRecord", "bring_up", "reason_of"]
+__all__ = ["Deployment", "DeploymentRecord", "attach", "bring_up", "cross_check", "reason_of"]
 
 
 @dataclass
@@ -124,9 +131,7 @@ def bring_up(
     cursor = deployer.deploy(plan)
     deploy_s = time.monotonic() - started
     base_url = deployer.base_url(plan)
-    http = requests.Session()
-    if plan.api_key:
-        http.headers["Authorization"] = f"Bearer {plan.api_key}"
+    http = _client(plan)
 
     def on_progress(phase: str, elapsed: float) -> None:
         say(f"[sglang] {where}: {phase} ({elapsed:.1f}s)")
@@ -173,6 +178,99 @@ def bring_up(
     )
 
 
+def attach(
+    deployer: Deployer,
+    production: ServerConfig,
+    *,
+    redactor: Redactor,
+    say: Callable[[str], None],
+) -> Deployment:
+    """The production server running on the deployer's host, as a :class:`Deployment` that
+    ``sglang_bench`` and the gates accept. It reads and measures only: it never stops,
+    restarts or drains production. ``server_args`` are what the running server reports
+    (``/get_server_info``); where they disagree with the config read from its command line,
+    that is said once."""
+    plan = deployer.launch_plan(production)
+    where = f"{plan.host} production"
+    for value in plan.secrets(redactor.is_secret_name):
+        redactor.add(value)
+    base_url = deployer.base_url(plan)
+    http = _client(plan)
+    health: int | str
+    try:
+        health = http.get(base_url + "/health", timeout=10).status_code
+    except requests.RequestException as exc:
+        health = type(exc).__name__
+    if health != 200:
+        raise ServerStartError(
+            f"{where}: the running server does not answer /health on port {plan.port} "
+            f"({health}); start the production service, or check its --port",
+            reason="production down",
+        )
+    server_info = redactor.redact_obj(_server_info(http, base_url))
+    for line in _disagreements(plan.deployed, server_info):
+        say(f"[sglang] {where}: {line}")
+    return Deployment(
+        host=plan.host,
+        config=production.replace(name="production"),
+        deployed=plan.deployed,
+        resolved=plan.resolved,
+        sglang_version=plan.sglang_version,
+        base_url=base_url,
+        http=http,
+        journal=StartupJournal([], where=where),
+        server_args=dict(server_info),
+        scheduler={},
+        server_info=server_info,
+        timings={},
+        plan=plan,
+        _deployer=deployer,
+        _cursor=deployer.journal_cursor(),
+        _redactor=redactor,
+    )
+
+
+def cross_check(
+    deployer: Deployer,
+    production: ServerConfig,
+    *,
+    redactor: Redactor,
+    say: Callable[[str], None],
+) -> None:
+    """Where production's server is up, say each value its command line sets that the running
+    server reports otherwise (read-only; silent when it does not answer)."""
+    plan = deployer.launch_plan(production)
+    http = _client(plan)
+    try:
+        info = _server_info(http, deployer.base_url(plan), timeout=5)
+    except SglangError:
+        return
+    for line in _disagreements(production, redactor.redact_obj(info)):
+        say(f"[sglang] {plan.host} production: {line}")
+
+
+def _disagreements(config: ServerConfig, server_info: dict[str, Any]) -> list[str]:
+    """Fields the command line sets that the running server reports otherwise (it may run
+    another command line than its unit shows: changed but never restarted)."""
+    out: list[str] = []
+    for name, value in config.tuned().items():
+        reported = server_info.get(name)
+        if reported is not None and reported != value:
+            out.append(
+                f"its command line sets {name}={value!r}, the running server reports "
+                f"{reported!r} (changed and not restarted?)"
+            )
+    return out
+
+
+def _client(plan: LaunchPlan) -> requests.Session:
+    """An HTTP session for the plan's server (with its ``--api-key`` as a bearer token)."""
+    http = requests.Session()
+    if plan.api_key:
+        http.headers["Authorization"] = f"Bearer {plan.api_key}"
+    return http
+
+
 def reason_of(exc: SglangError) -> str:
     if isinstance(exc, HostLockError):
         return "host locked"
@@ -187,10 +285,10 @@ def reason_of(exc: SglangError) -> str:
     return type(exc).__name__
 
 
-def _server_info(http: requests.Session, base_url: str) -> dict[str, Any]:
+def _server_info(http: requests.Session, base_url: str, timeout: float = 10) -> dict[str, Any]:
     for path in ("/server_info", "/get_server_info"):
         try:
-            response = http.get(base_url + path, timeout=10)
+            response = http.get(base_url + path, timeout=timeout)
         except requests.RequestException:
             continue
         if response.status_code == 200:

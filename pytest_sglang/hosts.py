@@ -3,9 +3,10 @@
 A name resolves, in order, through the TOML inventory (``[hosts.NAME]``), through an
 ``~/.ssh/config``-style file (``Host NAME``), or as an inline target (``root@gpu-01:22``,
 ``ssh://root@gpu-01:22``). ``local`` is the embedded simulator on this machine. Everything the
-deployers need that SSH cannot supply (the systemd ``service`` and the ``launch`` command) comes
-from the host entry or the inventory's ``[defaults]`` table; a missing one is an
-:class:`~pytest_sglang.errors.InventoryError` that names the host, the field and the file::
+deployers need that SSH cannot supply (the systemd ``service``, and the ``launch`` command where
+it differs from what the production unit runs) comes from the host entry or the inventory's
+``[defaults]`` table; a missing one is an :class:`~pytest_sglang.errors.InventoryError` that
+names the host, the field and the file::
 
     [defaults]
     launch = "/opt/sglang/.venv/bin/python -m sglang.launch_server"
@@ -17,6 +18,9 @@ from the host entry or the inventory's ``[defaults]`` table; a missing one is an
     known_hosts = "~/.ssh/known_hosts"    # optional
     identity = "~/.ssh/id_ed25519"        # optional
     sudo = false                          # optional
+
+    [hosts.local]                         # the simulator: production's command line, for
+    production = "--model-path /models/Qwen3-8B --tp-size 2"   # production(**changes)
 """
 
 from __future__ import annotations
@@ -50,11 +54,20 @@ _SERVICE_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Inventory keys and their types; unknown keys are refused so that typos do not go unnoticed.
-_STR_KEYS = ("ssh", "service", "launch", "known_hosts", "identity", "proxy_jump", "sglang_version")
+_STR_KEYS = (
+    "ssh",
+    "service",
+    "launch",
+    "known_hosts",
+    "identity",
+    "proxy_jump",
+    "sglang_version",
+    "production",
+)
 _BOOL_KEYS = ("sudo", "strict_host_keys")
 _ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer"}
 #: What a ``ssh = "local"`` host may set: it runs a process here, with no SSH or systemd.
-_LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env"}
+_LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env", "production"}
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,9 @@ class HostSpec:
     strict_host_keys: bool = True
     env: dict[str, str] = field(default_factory=dict, hash=False)
     deployer: str = "systemd"
+    #: Production's command line (its flags, or the whole line) where the host has no service
+    #: to read it from, e.g. the ``local`` simulator: what ``production()`` starts from.
+    production: str | None = None
     #: Where the spec came from (inventory path, ssh config path or "inline"), for messages.
     source: str = ""
 
@@ -103,6 +119,7 @@ def _local_spec(entry: dict[str, Any], where: str, name: str = LOCAL_HOST) -> Ho
         sglang_version=entry.get("sglang_version"),
         env=dict(entry.get("env", {})),
         deployer="process",
+        production=entry.get("production"),
         source=where,
     )
 
@@ -228,7 +245,9 @@ def _ssh_spec(
         raise InventoryError(
             f"host {name!r} ({where}): port {port_text!r} is not a number"
         ) from None
-    for needed in ("service", "launch"):
+    # a systemd host without 'launch' starts SGLang the way its production unit does
+    needs = ("service",) if entry.get("deployer", "systemd") == "systemd" else ("service", "launch")
+    for needed in needs:
         if not entry.get(needed):
             raise InventoryError(
                 f"host {name!r} ({where}) has no {needed!r}: set it in [hosts.{name}] or "
@@ -242,7 +261,7 @@ def _ssh_spec(
     return HostSpec(
         name=name,
         kind="ssh",
-        launch=str(entry["launch"]),
+        launch=str(entry.get("launch") or ""),
         hostname=str(looked.get("hostname") or target.hostname),
         user=target.user or looked.get("user"),
         port=port,
@@ -255,6 +274,7 @@ def _ssh_spec(
         strict_host_keys=bool(entry.get("strict_host_keys", True)),
         env=dict(entry.get("env", {})),
         deployer=entry.get("deployer", "systemd"),
+        production=entry.get("production"),
         source=where,
     )
 

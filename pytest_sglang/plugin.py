@@ -357,6 +357,19 @@ def sglang_host(sglang_session: SglangSession) -> Iterator[HostLease]:
     yield host
 
 
+@pytest.fixture(scope="session")
+def sglang_production(sglang_host: HostLease) -> Deployment:
+    """The production server running on the host now, attached as it is: no restart, no unit
+    change, nothing to restore. ``sglang_bench`` measures it when a test asks for this fixture,
+    and the gates compare it with its baseline (keyed by its config and the host). For a CI job
+    after a rollout; run it apart from tests that deploy configs (those replace production
+    while they run)."""
+    try:
+        return sglang_host.attach()
+    except SglangError as exc:
+        _fail(sglang_host.redactor.redact(str(exc)))
+
+
 def _journal_marker_checks(request: pytest.FixtureRequest, deployment: Deployment) -> None:
     for marker in request.node.iter_markers(JOURNAL_MARKER):
         unknown = set(marker.kwargs) - _JOURNAL_MARKER_KWARGS
@@ -380,6 +393,9 @@ def sglang_server(request: pytest.FixtureRequest, sglang_host: HostLease) -> Dep
     deployed once and reused by every test that asks for it.
     """
     config = getattr(request, "param", None)
+    if config is None and "sglang_production" in request.fixturenames:
+        production: Deployment = request.getfixturevalue("sglang_production")
+        return production  # the live service, attached: what sglang_bench then measures
     if not isinstance(config, ServerConfig):
         pytest.fail(
             "sglang_server needs a ServerConfig: use "

@@ -17,10 +17,18 @@ from typing import Any
 
 from .config import ServerConfig
 from .deploy import Deployer, DeployerSettings, make_deployer
-from .deployment import Deployment, DeploymentRecord, bring_up, reason_of
-from .errors import SglangError
+from .deployment import (
+    Deployment,
+    DeploymentRecord,
+    attach,
+    bring_up,
+    cross_check,
+    reason_of,
+)
+from .errors import ConfigError, SglangError
 from .hosts import HostSpec, resolve_host, transport_for
 from .lock import HostLock, HostLockError, LockHolder
+from .production import apply_production, is_production
 from .secrets import Redactor
 
 __all__ = ["HostLease", "SglangSession"]
@@ -62,6 +70,9 @@ class HostLease:
         self._prepared = False
         self.current: Deployment | None = None
         self._failures: dict[str, SglangError] = {}
+        self._production: ServerConfig | None = None
+        #: production() placeholders (by digest) and the full configs they stand for here.
+        self._applied: dict[str, ServerConfig] = {}
 
     @property
     def deployer(self) -> Deployer:
@@ -123,9 +134,42 @@ class HostLease:
         self.recover()
         self._prepared = True
 
+    @property
+    def production(self) -> ServerConfig:
+        """The config the host's production runs (read once; the session's own drop-in, or one
+        a killed session left, is not read as production)."""
+        if self._production is None:
+            self._production = self.deployer.production_config()
+            if self.spec.kind != "local":  # a real service may run another line than its unit
+                cross_check(self.deployer, self._production, redactor=self.redactor, say=self._say)
+        return self._production
+
+    def _apply_production(self, config: ServerConfig) -> ServerConfig:
+        """A :func:`~pytest_sglang.production.production` placeholder as the full config it
+        stands for on this host; any other config as it is."""
+        if not is_production(config):
+            return config
+        if config.digest not in self._applied:
+            self._applied[config.digest] = apply_production(
+                config, self.production, host=self.spec.name
+            )
+        return self._applied[config.digest]
+
+    def attach(self) -> Deployment:
+        """The production server running now, measured as it is: no restart, no unit change,
+        nothing to restore (the host is locked meanwhile, so no other session changes it)."""
+        if self.spec.kind == "local":
+            raise ConfigError(
+                f"host {self.spec.name!r} is the embedded simulator: it runs no production "
+                "server to attach to; sglang_production needs an SSH host whose service runs"
+            )
+        self.prepare()
+        return attach(self.deployer, self.production, redactor=self.redactor, say=self._say)
+
     def dry_run(self, config: ServerConfig) -> str:
         """``--sglang-dry-run``: what deploying ``config`` would change (changes nothing)."""
-        return self.deployer.dry_run(self.deployer.launch_plan(config))
+        full = self._apply_production(config)
+        return self.deployer.dry_run(self.deployer.launch_plan(full))
 
     def deployment(self, config: ServerConfig) -> Deployment:
         """The deployment of ``config``: reused when it is already up, else deployed now."""
@@ -136,21 +180,25 @@ class HostLease:
                 f"heartbeat reached the host for {self._lock.stale_after_s:.0f}s) and now owns "
                 "the host; its tests are not run against it"
             )
-        if self.current is not None and self.current.config.digest == config.digest:
-            return self.current
-        failure = self._failures.get(config.digest)
+        requested = config
+        failure = self._failures.get(requested.digest)
         if failure is not None:
             raise failure
         try:
+            if is_production(requested):
+                self.prepare()  # locked and recovered before production is read
+            config = self._apply_production(requested)
+            if self.current is not None and self.current.config.digest == config.digest:
+                return self.current
             self.current = self._deploy(config)
         except SglangError as exc:
             self.current = None
-            self._failures[config.digest] = exc
+            self._failures[requested.digest] = exc
             self.records.append(
                 DeploymentRecord(
                     host=self.spec.name,
-                    config_id=config.id,
-                    digest=config.digest,
+                    config_id=requested.id,
+                    digest=requested.digest,
                     outcome="failed",
                     reason=getattr(exc, "reason", None) or reason_of(exc),
                     message=self.redactor.redact(
@@ -159,7 +207,6 @@ class HostLease:
                 )
             )
             raise
-        assert self.current is not None
         self.records.append(
             DeploymentRecord(
                 host=self.spec.name,

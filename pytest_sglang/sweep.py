@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["load_configs", "sweep"]
+__all__ = ["change_label", "load_configs", "sweep"]
 
 
 def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
@@ -44,7 +44,7 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
     for combo in itertools.product(*values):
         changes = dict(zip(names, combo))
         if base.name:
-            label = "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items())
+            label = change_label(changes)
             changes["name"] = f"{base.name}-{label}" if label else base.name
         try:
             configs.append(base.replace(**changes))
@@ -57,6 +57,11 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
             f"sweep: configs share the id(s) {sorted(duplicates)}; give the base config a 'name'"
         )
     return configs
+
+
+def change_label(changes: dict[str, Any]) -> str:
+    """A short test-id label of field changes: ``{"speculative_num_steps": 3}`` -> ``s3``."""
+    return "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items())
 
 
 def _short(field: str) -> str:

@@ -155,7 +155,10 @@ BAD_CASES = {
         "env.1X",
     ),
     "missing service": ('[hosts.x]\nssh = "a@b"\nlaunch = "/p"\n', "has no 'service'"),
-    "missing launch": ('[hosts.x]\nssh = "a@b"\nservice = "s"\n', "has no 'launch'"),
+    "missing launch": (
+        '[hosts.x]\nssh = "a@b"\nservice = "s"\ndeployer = "process"\n',
+        "has no 'launch'",
+    ),
     "bad target": ('[hosts.x]\nssh = "ftp://a@b"\nservice = "s"\nlaunch = "/p"\n', "ssh target"),
     "bad port": ('[hosts.x]\nssh = "a@b:99999"\nservice = "s"\nlaunch = "/p"\n', "ssh target"),
     "bad service": ('[hosts.x]\nssh = "a@b"\nservice = "a b"\nlaunch = "/p"\n', "valid unit name"),

@@ -17,6 +17,7 @@ from testhost import SystemdTestHost
 
 SERVICE = "sglang-lifecycle.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
+OURS = f"/etc/systemd/system/{SERVICE}.d/zz-pytest-sglang.conf"
 
 TESTS = """
 import pytest
@@ -43,10 +44,13 @@ def inventory(host: SystemdTestHost, path: Path, **env: str) -> Path:
     return save_inventory(path, entry)
 
 
-def host_state(transport: Any) -> tuple[str, str]:
+def host_state(transport: Any) -> tuple[str, str, str]:
+    """The production unit's and the session drop-in's sha256 ('absent' when missing) and the
+    service's state."""
     unit = transport.run("sha256sum < %s || echo absent", UNIT).stdout.strip()
+    ours = transport.run("sha256sum < %s 2>/dev/null || echo absent", OURS).stdout.strip()
     active = transport.run("systemctl is-active -- %s", SERVICE).stdout.strip()
-    return unit, active
+    return unit, ours, active
 
 
 @pytest.fixture
@@ -55,7 +59,7 @@ def production_service(systemd_transport: Any) -> Any:
     systemd_transport.put(PRODUCTION_UNIT.encode(), UNIT, mode=0o644)
     systemd_transport.check_output("systemctl daemon-reload && systemctl restart -- %s", SERVICE)
     before = host_state(systemd_transport)
-    assert before[1] == "active"
+    assert before[2] == "active"
     yield before
     systemd_transport.run(
         "systemctl stop -- %s; rm -rf -- %s /var/lib/pytest-sglang; systemctl daemon-reload",
@@ -68,7 +72,7 @@ def test_deploy_verify_and_restore_after_a_failing_test(
     pytester: pytest.Pytester,
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
-    production_service: tuple[str, str],
+    production_service: tuple[str, str, str],
 ) -> None:
     pytester.makepyfile(TESTS)
     inv = inventory(systemd_host, pytester.path / "hosts.toml")
@@ -87,7 +91,7 @@ def test_lines_left_by_an_earlier_run_are_never_used(
     pytester: pytest.Pytester,
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
-    production_service: tuple[str, str],
+    production_service: tuple[str, str, str],
 ) -> None:
     pytester.makepyfile(TESTS.split("@pytest.mark.parametrize")[0] + TESTS.split("\n\n")[-2])
     good = inventory(systemd_host, pytester.path / "good.toml")
@@ -109,7 +113,7 @@ def test_an_interrupted_session_restores_the_host(
     pytester: pytest.Pytester,
     systemd_host: SystemdTestHost,
     systemd_transport: Any,
-    production_service: tuple[str, str],
+    production_service: tuple[str, str, str],
     session_until: Any,
 ) -> None:
     marker = pytester.path / "deployed"
@@ -128,7 +132,8 @@ def test_long(sglang_server):
     proc = session_until(
         marker, "--sglang-host", "testhost", "--sglang-inventory", str(inv), timeout=60
     )
-    assert host_state(systemd_transport)[0] != production_service[0]  # really reconfigured
+    assert host_state(systemd_transport)[1] != production_service[1]  # really reconfigured
+    assert host_state(systemd_transport)[0] == production_service[0]  # production unit untouched
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=90)
     assert host_state(systemd_transport) == production_service

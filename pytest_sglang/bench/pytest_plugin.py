@@ -177,7 +177,8 @@ def sglang_bench(
 ) -> SglangBench:
     """Run one workload against the test's deployment; figures go to ``benchmark.extra_info``.
 
-    ``result = sglang_bench(Workload.single_stream(256))``; once per test.
+    ``result = sglang_bench(Workload.single_stream(256))``; once per test. In a test that asks
+    for ``sglang_production`` (and no config), that is the live service, attached.
     """
     return SglangBench(benchmark, sglang_server, request.config, request.node)
 

@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import PreflightError, TransportError
+from ..argv_parse import split_launch
+from ..config import ServerConfig
+from ..errors import ConfigError, PreflightError, TransportError
 from ..launch_plan import LaunchPlan, make_launch_plan
 from ..secrets import Redactor
 
 if TYPE_CHECKING:
-    from ..config import ServerConfig
     from ..hosts import HostSpec
     from ..transport.base import PortForward, Transport
 
@@ -156,13 +157,57 @@ class Deployer(ABC):
         """Environment the launcher runs with (before the config's own ``env``)."""
         return dict(self.spec.env)
 
+    def launcher(self) -> list[str]:
+        """The words that start SGLang on this host: the inventory's ``launch``, else those of
+        production's own command line."""
+        if self.spec.launch:
+            return launch_argv(self.spec)
+        return self.production_launch()[0]
+
+    # -- production ---------------------------------------------------------------------------
+    def production_command(self) -> list[str] | None:
+        """The host's production command line (backends that run a service read it there;
+        the inventory's ``production`` wins)."""
+        if self.spec.production:
+            try:
+                return shlex.split(self.spec.production)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"host {self.spec.name!r}: cannot read 'production' in {self.spec.source}: "
+                    f"{exc}"
+                ) from None
+        return None
+
+    def production_launch(self) -> tuple[list[str], list[str]]:
+        """``(launcher, flags)`` of the host's production command line."""
+        words = self.production_command()
+        if not words:
+            raise ConfigError(
+                f"host {self.spec.name!r} has no production command line: set production = "
+                f'"--model-path ... --tp-size 4 ..." in [hosts.{self.spec.name}] of the '
+                "inventory (or give an SSH host its systemd 'service')"
+            )
+        try:
+            return split_launch(words)
+        except ConfigError as exc:
+            raise ConfigError(f"host {self.spec.name!r}: production: {exc}") from None
+
+    def production_config(self) -> ServerConfig:
+        """The config production runs, read from its command line (unmapped flags kept
+        verbatim in ``extra_args``)."""
+        _launcher, flags = self.production_launch()
+        try:
+            return ServerConfig.from_argv(flags, self.sglang_version())
+        except ConfigError as exc:
+            raise ConfigError(f"host {self.spec.name!r}: production: {exc}") from None
+
     def launch_plan(self, config: ServerConfig) -> LaunchPlan:
         """``config`` as this host will start it: its SGLang version, launcher, environment."""
         return make_launch_plan(
             self.spec.name,
             config,
             sglang_version=self.sglang_version(),
-            launcher=launch_argv(self.spec),
+            launcher=self.launcher(),
             launcher_env=self.launcher_env(),
             local=self.spec.kind == "local",
             pick_port=self.picks_port,
@@ -197,7 +242,7 @@ class Deployer(ABC):
             return self._version
         key = self._cache_key()
         if key not in _VERSION_CACHE:
-            argv = launch_argv(self.spec)
+            argv = self.launcher()
             python = simulator_python(argv)
             if python is not None:
                 code = "import pytest_sglang.sim as s; print(s.emulated_version())"
@@ -220,7 +265,7 @@ class Deployer(ABC):
         """Every ``--flag`` the host's launcher lists in ``--help`` (run once per host)."""
         key = self._cache_key()
         if key not in _HELP_CACHE:
-            rc, out, err = self._run_launcher([*launch_argv(self.spec), "--help"], timeout=300)
+            rc, out, err = self._run_launcher([*self.launcher(), "--help"], timeout=300)
             flags = parse_help_flags(out)
             if rc != 0 or not flags:
                 tail = ((err or out).strip().splitlines() or ["no output"])[-1]
@@ -263,6 +308,11 @@ class Deployer(ABC):
     def redact(self, text: str) -> str:
         """``text`` without the session's secret values."""
         return self.redactor.redact(text)
+
+    def journal_cursor(self) -> str:
+        """Where the server's output ends now (``read_journal`` from here shows what follows);
+        backends with a journal override it, "" reads from the start."""
+        return ""
 
     # -- reaching the server ----------------------------------------------------------------
     def base_url(self, plan: LaunchPlan) -> str:

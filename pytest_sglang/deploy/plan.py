@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
-__all__ = ["render_diff"]
+__all__ = ["render_diff", "render_flag_diff"]
 
 
 def render_diff(path: str, old: str | None, new: str) -> str:
@@ -20,3 +21,24 @@ def render_diff(path: str, old: str | None, new: str) -> str:
         tofile=f"b{path}",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in diff).rstrip("\n")
+
+
+def _flag_groups(argv: Sequence[str]) -> list[str]:
+    """``--flag value ...`` groups of an argv, one string each (words before the first flag,
+    the launcher, are left out)."""
+    groups: list[list[str]] = []
+    for word in argv:
+        if word.startswith("--"):
+            groups.append([word])
+        elif groups:
+            groups[-1].append(word)
+    return [" ".join(group) for group in groups]
+
+
+def render_flag_diff(old_argv: Sequence[str], new_argv: Sequence[str]) -> str:
+    """The flags that differ between two command lines: ``- --flag old`` / ``+ --flag new``
+    lines, in the new command line's order; empty when they are the same."""
+    old, new = _flag_groups(old_argv), _flag_groups(new_argv)
+    lines = [f"  - {group}" for group in old if group not in new]
+    lines += [f"  + {group}" for group in new if group not in old]
+    return "\n".join(lines)

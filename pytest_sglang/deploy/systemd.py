@@ -1,26 +1,33 @@
-"""Deploy a launch plan as a systemd unit over the host's transport, and restore the host after.
+"""Deploy a launch plan as a systemd service over the host's transport, and restore the host after.
+
+Production's context is kept: where the service exists, the session's command line goes into
+ONE drop-in of it, ``<service>.d/zz-pytest-sglang.conf`` (sorted last), which resets
+``ExecStart=`` and sets only what the plugin must own (see :func:`.unit.render_dropin`); the
+production unit file is never written, and its ``User=``, ``WorkingDirectory=``, environment,
+limits and its own drop-ins stay in force. Where the service does not exist yet, the deployer
+writes a unit of its own instead.
 
 Before its first change to any file, the deployer records it in the host's backup
 (:mod:`.backup`, ``/var/lib/pytest-sglang/<service>/``) together with the service's prior
-ActiveState and UnitFileState, and moves the unit's drop-ins aside (they could override
-ExecStart or Environment). ``restore()`` stops the session's server, puts every file and the
-drop-ins back byte-identical, reloads systemd and starts the service again only if it was
-running.
+ActiveState and UnitFileState. ``restore()`` stops the session's server, removes the drop-in
+(or the unit) and puts every other file back byte-identical, reloads systemd and starts the
+service again only if it was running.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DeployError, JournalError, RestoreError, TransportError
+from ..errors import ConfigError, DeployError, JournalError, RestoreError, TransportError
 from ..launch_plan import LOCAL_ADDRESSES
 from .backup import HostBackup
 from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
 from .drain import drain, in_flight, serving_port
-from .plan import render_diff
-from .unit import EXIT_MARKER, render_env_file, render_unit
+from .plan import render_diff, render_flag_diff
+from .unit import EXIT_MARKER, render_dropin, render_env_file, render_unit
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
@@ -35,6 +42,8 @@ BACKUP_ROOT = "/var/lib/pytest-sglang"
 _EXEC_CODES = {"0": "", "1": "exited", "2": "killed", "3": "dumped"}
 _SHOW_PROPS = "ActiveState,SubState,MainPID,ExecMainCode,ExecMainStatus,NRestarts,Result"
 _RUNNING = ("active", "activating", "reloading")
+#: The session's drop-in: "zz" sorts it after production's own drop-ins, so it has the last word.
+DROPIN_NAME = "zz-pytest-sglang.conf"
 
 
 class SystemdDeployer(Deployer):
@@ -50,6 +59,9 @@ class SystemdDeployer(Deployer):
         stem = self.service.removesuffix(".service")
         self.unit_path = f"{UNIT_DIR}/{self.service}"
         self.dropin_dir = f"{UNIT_DIR}/{self.service}.d"
+        self.dropin_path = f"{self.dropin_dir}/{DROPIN_NAME}"
+        self._production: bool | None = None
+        self._production_words: list[str] | None = None
         self.env_path = f"{ENV_DIR}/{stem}.env"
         self.backup = HostBackup(transport, f"{BACKUP_ROOT}/{self.service}", host=spec.name)
         self._last_unit: str | None = None
@@ -76,29 +88,46 @@ class SystemdDeployer(Deployer):
     def pending_intent(self) -> dict[str, Any] | None:
         return self.backup.pending()
 
+    def has_production(self) -> bool:
+        """Whether the service exists (a unit file systemd loaded): then the session runs inside
+        it through a drop-in; else the deployer writes a unit of its own."""
+        if self._production is None:
+            recorded = ((self.backup.manifest or {}).get("service") or {}).get("production")
+            if isinstance(recorded, bool):
+                self._production = recorded
+            else:
+                shown = self._show("LoadState,FragmentPath")
+                self._production = bool(
+                    shown.get("FragmentPath") and shown.get("LoadState") == "loaded"
+                )
+        return self._production
+
+    @property
+    def written_path(self) -> str:
+        """Where the session's command line goes: the drop-in, or its own unit."""
+        return self.dropin_path if self.has_production() else self.unit_path
+
     def _back_up(self, paths: list[str]) -> None:
-        """The intent record before the first change, then copies of ``paths`` and the
-        drop-ins moved aside (see :class:`HostBackup` for the order that survives a kill)."""
+        """The intent record before the first change, then copies of ``paths`` (see
+        :class:`HostBackup` for the order that survives a kill)."""
         if self.backup.manifest is None:
             existing = self.backup.read()
-            prior = (
-                {} if existing is not None else self._show("ActiveState,UnitFileState,LoadState")
-            )
-            self.backup.begin(
-                self.settings.owner,
-                changes={
-                    "files": list(paths),
-                    "dropin_dir": self.dropin_dir,
-                    "restarts": [self.service],
-                },
-                service={
-                    "unit": self.service,
-                    "active_state": prior.get("ActiveState", ""),
-                    "unit_file_state": prior.get("UnitFileState", ""),
-                    "load_state": prior.get("LoadState", ""),
-                },
-            )
-        self.backup.back_up(paths, move_aside=(self.dropin_dir,))
+            if existing is not None:
+                self.backup.begin(self.settings.owner, changes={}, service={})
+            else:
+                prior = self._show("ActiveState,UnitFileState,LoadState")
+                self.backup.begin(
+                    self.settings.owner,
+                    changes={"files": list(paths), "restarts": [self.service]},
+                    service={
+                        "unit": self.service,
+                        "production": self.has_production(),
+                        "active_state": prior.get("ActiveState", ""),
+                        "unit_file_state": prior.get("UnitFileState", ""),
+                        "load_state": prior.get("LoadState", ""),
+                    },
+                )
+        self.backup.back_up(paths)
 
     def restore(self) -> None:
         """Put back the original files and service state; safe to call repeatedly, and from a
@@ -127,6 +156,9 @@ class SystemdDeployer(Deployer):
             ) from exc
 
     # -- deploy -----------------------------------------------------------------------------
+    def journal_cursor(self) -> str:
+        return self.journal_tail_cursor()
+
     def journal_tail_cursor(self) -> str:
         """The global journal's current end (works even before the unit logged anything)."""
         out = self._check("reading the journal cursor", "journalctl -n 0 --show-cursor --no-pager")
@@ -136,41 +168,88 @@ class SystemdDeployer(Deployer):
         return ""
 
     def _render(self, plan: LaunchPlan) -> tuple[str, str]:
-        """(unit text, env-file text) that deploying ``plan`` writes."""
-        unit = render_unit(
-            description=f"SGLang {plan.config.id} (pytest-sglang)",
-            exec_argv=plan.argv,
-            environment_file=self.env_path,
-            config_id=plan.config.id,
-            digest=plan.config.digest,
-        )
-        return unit, render_env_file(plan.env)
+        """(drop-in or unit text, env-file text) that deploying ``plan`` writes."""
+        if self.has_production():
+            text = render_dropin(
+                exec_argv=plan.argv,
+                environment_file=self.env_path,
+                config_id=plan.config.id,
+                digest=plan.config.digest,
+            )
+        else:
+            text = render_unit(
+                description=f"SGLang {plan.config.id} (pytest-sglang)",
+                exec_argv=plan.argv,
+                environment_file=self.env_path,
+                config_id=plan.config.id,
+                digest=plan.config.digest,
+            )
+        return text, render_env_file(plan.env)
+
+    def production_command(self) -> list[str] | None:
+        """The production service's effective command line, from its unit and its drop-ins as
+        they are on disk (``systemctl cat``, the session's own drop-in left out); read once,
+        before the session changes anything. None where the service does not exist."""
+        given = super().production_command()
+        if given is not None:
+            return given
+        if not self.has_production():
+            raise ConfigError(
+                f"host {self.spec.name!r}: {self.service} does not exist (systemd has no such "
+                "unit), so there is no production to start from: install the service, or set "
+                f"production (and launch) in [hosts.{self.spec.name}] of {self.spec.source}"
+            )
+        if self._production_words is None:
+            result = self._sh("systemctl cat -- %s", self.service)
+            text = _without_our_dropin(result.stdout) if result.ok else ""
+            self.redactor.add_unit_text(text)  # its secrets are in the "-" lines of a dry run
+            lines = effective_exec_start(text)
+            if len(lines) > 1:
+                raise ConfigError(
+                    f"host {self.spec.name!r}: {self.service} has {len(lines)} ExecStart= lines "
+                    "in force; give it one SGLang command line (or set production in the "
+                    "inventory)"
+                )
+            self._production_words = lines[0] if lines else []
+        return self._production_words or None
+
+    def production_launch(self) -> tuple[list[str], list[str]]:
+        try:
+            return super().production_launch()
+        except ConfigError as exc:
+            if self.spec.production:
+                raise
+            raise ConfigError(f"{exc} (read from {self.service}'s ExecStart)") from None
 
     def dry_run(self, plan: LaunchPlan) -> str:
-        """Unified diffs of the unit, env file (secrets redacted) and files; which services
-        would restart. Reads only."""
+        """Unified diffs of the drop-in (or unit), env file (secrets redacted) and files, the
+        flags that change against production's command line, and which services would
+        restart. Reads only."""
         self.preflight(plan)
         for value in plan.secrets(self.redactor.is_secret_name):
             self.redactor.add(value)
-        unit, _env_text = self._render(plan)
+        text, _env_text = self._render(plan)
         masked = render_env_file(self.redactor.env_view(plan.env))
-        current_unit = self._current_text(self.unit_path)
+        current = self._current_text(self.written_path)
         current_env = self._current_text(self.env_path)
-        # the host's own secrets are in the "-" lines
-        self.redactor.add_unit_text(current_unit)
+        self.redactor.add_unit_text(current)
         self.redactor.add_unit_text(current_env)
         targets: list[tuple[str, str | None, str]] = [
-            (self.unit_path, current_unit, unit),
+            (self.written_path, current, text),
             (self.env_path, current_env, masked),
         ]
         for dest, spec in plan.files.items():
             new = spec.data().decode("utf-8", "replace")
             targets.append((dest, self._current_text(dest), new))
-        out: list[str] = []
-        for path, old, new in targets:
-            out.append(render_diff(path, old, new))
-        if self._sh("test -d %s", self.dropin_dir).ok:
-            out.append(f"would move aside for the session: {self.dropin_dir}")
+        out = [render_diff(path, old, new) for path, old, new in targets]
+        if self.has_production():
+            production = self.production_command() or []
+            out.append(f"flags against production ({self.service}):")
+            out.append(render_flag_diff(production, plan.argv) or "  (none)")
+            out.append(
+                f"runs inside {self.service}'s own context: its unit file and drop-ins stay "
+                "in force"
+            )
         active = self._show("ActiveState").get("ActiveState", "")
         out.append(
             f"would restart: {self.service} (now {active or 'unknown'}); restored and "
@@ -215,12 +294,12 @@ class SystemdDeployer(Deployer):
         self.preflight(plan)
         unit, env_text = self._render(plan)
         payloads = {dest: (spec.data(), spec.mode) for dest, spec in plan.files.items()}
-        self._back_up([self.unit_path, self.env_path, *payloads])
+        self._back_up([self.written_path, self.env_path, *payloads])
         self._drain_before_first_stop()
         self.backup.write(self.env_path, env_text.encode(), 0o600)
         for dest, (data, mode) in payloads.items():
             self.backup.write(dest, data, mode)
-        self.backup.write(self.unit_path, unit.encode(), 0o644)
+        self.backup.write(self.written_path, unit.encode(), 0o644)
         self._check("daemon-reload", "systemctl daemon-reload", timeout=90)
         self._sh("systemctl reset-failed -- %s", self.service)
         # Stop first, so the old process's last words fall before the cursor.
@@ -303,6 +382,62 @@ class SystemdDeployer(Deployer):
 
     def stop(self) -> None:
         self._check(f"stopping {self.service}", "systemctl stop -- %s", self.service, timeout=90)
+
+
+def effective_exec_start(unit_text: str) -> list[list[str]]:
+    """The ``ExecStart=`` command lines that ``systemctl cat`` output (the unit, then its
+    drop-ins in order) leaves in force: an empty ``ExecStart=`` resets the list, others add to
+    it. Words are split the way systemd quotes them (close to the shell's); the executable's
+    prefix characters (``-``, ``@``, ``+``, ``!``, ``:``) are dropped."""
+    found: list[list[str]] = []
+    for raw in _logical_lines(unit_text):
+        key, eq, value = raw.strip().partition("=")
+        if not eq or key.strip() != "ExecStart":
+            continue
+        value = value.strip()
+        if not value:
+            found = []
+            continue
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            words = value.split()
+        if words:
+            words[0] = words[0].lstrip("-@+!:")
+            found.append(words)
+    return found
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Unit-file lines with systemd's continuations joined: a line ending in a backslash goes
+    on with the next one (the backslash read as a space); comment lines inside are skipped."""
+    lines: list[str] = []
+    pending: list[str] = []
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if pending and stripped.startswith(("#", ";")):
+            continue
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1])
+            continue
+        lines.append(" ".join([*pending, stripped]) if pending else raw)
+        pending = []
+    if pending:
+        lines.append(" ".join(pending))
+    return lines
+
+
+def _without_our_dropin(cat_text: str) -> str:
+    """``systemctl cat`` output without the session's own drop-in (each file it prints starts
+    with a ``# /path`` line)."""
+    kept: list[str] = []
+    ours = False
+    for line in cat_text.splitlines():
+        if line.startswith("# /"):
+            ours = line.rstrip().endswith("/" + DROPIN_NAME)
+        if not ours:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _message(value: object) -> str:

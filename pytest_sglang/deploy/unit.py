@@ -19,6 +19,7 @@ __all__ = [
     "EXIT_MARKER",
     "quote_env_value",
     "quote_exec_arg",
+    "render_dropin",
     "render_env_file",
     "render_unit",
 ]
@@ -68,6 +69,51 @@ def _one_line(what: str, text: str) -> str:
     return text
 
 
+def _exec_start(exec_argv: Sequence[str]) -> str:
+    if not exec_argv:
+        raise ConfigError("ExecStart: the command line is empty; check the host's 'launch'")
+    if not exec_argv[0].startswith("/"):
+        raise ConfigError(
+            f"ExecStart: the executable {exec_argv[0]!r} must be an absolute path; "
+            f"fix the host's 'launch'"
+        )
+    return " ".join(quote_exec_arg(a) for a in exec_argv)
+
+
+def _header(config_id: str, digest: str, fate: str) -> list[str]:
+    header = _one_line("config id", config_id)
+    header_digest = _one_line("config digest", digest)
+    return [
+        f"# Written by pytest-sglang (config {header or '?'}, digest {header_digest or '?'}).",
+        f"# {fate}",
+    ]
+
+
+def _owned(environment_file: str) -> list[str]:
+    """The service settings the plugin must own, whatever production says: its own environment
+    file last (the config's ``env`` wins), a crash stays visible (``Restart=no``), how the main
+    process ended is logged, and the output goes to the journal the plugin reads.
+
+    ``SuccessExitStatus=SIGKILL`` because SGLang ends every shutdown (and every fatal error) by
+    SIGKILL-ing itself, so crashes are classified from the journal, not the exit status.
+    """
+    if not environment_file.startswith("/"):
+        raise ConfigError(f"EnvironmentFile {environment_file!r} must be an absolute path")
+    return [
+        "Type=simple",
+        "Environment=PYTHONUNBUFFERED=1",
+        f"EnvironmentFile={_one_line('EnvironmentFile', environment_file).replace('%', '%%')}",
+        # A clean exit lets systemd unload the unit and forget ExecMainCode: record it.
+        f"ExecStopPost=/bin/sh -c {quote_exec_arg(EXIT_MARKER_COMMAND)}",
+        "SuccessExitStatus=SIGKILL",
+        "KillMode=mixed",
+        "TimeoutStopSec=30",
+        "Restart=no",
+        "StandardOutput=journal",
+        "StandardError=journal",
+    ]
+
+
 def render_unit(
     *,
     description: str,
@@ -77,53 +123,48 @@ def render_unit(
     config_id: str = "",
     digest: str = "",
 ) -> str:
-    """The text of ``<service>.service`` that runs ``exec_argv`` under systemd.
-
-    ``Restart=no`` so that a crash stays visible; ``SuccessExitStatus=SIGKILL`` because SGLang
-    ends every shutdown (and every fatal error) by SIGKILL-ing itself, so crashes are classified
-    from the journal, not the exit status.
-    """
-    if not exec_argv:
-        raise ConfigError("ExecStart: the command line is empty; check the host's 'launch'")
-    if not exec_argv[0].startswith("/"):
-        raise ConfigError(
-            f"ExecStart: the executable {exec_argv[0]!r} must be an absolute path; "
-            f"fix the host's 'launch'"
-        )
-    if not environment_file.startswith("/"):
-        raise ConfigError(f"EnvironmentFile {environment_file!r} must be an absolute path")
-    exec_start = " ".join(quote_exec_arg(a) for a in exec_argv)
-    header = _one_line("config id", config_id)
-    header_digest = _one_line("config digest", digest)
+    """The text of ``<service>.service`` that runs ``exec_argv`` under systemd, for a host
+    where the service does not exist yet (elsewhere: :func:`render_dropin`)."""
+    exec_start = _exec_start(exec_argv)
     lines = [
-        f"# Written by pytest-sglang (config {header or '?'}, digest {header_digest or '?'}).",
-        "# It is replaced with the original unit when the test session ends.",
+        *_header(
+            config_id, digest, "It is replaced with the original unit when the test session ends."
+        ),
         "[Unit]",
         f"Description={_one_line('Description', description).replace('%', '%%')}",
         "",
         "[Service]",
-        "Type=simple",
         f"ExecStart={exec_start}",
-        "Environment=PYTHONUNBUFFERED=1",
-        f"EnvironmentFile={_one_line('EnvironmentFile', environment_file).replace('%', '%%')}",
     ]
     if working_directory is not None:
         _one_line("WorkingDirectory", working_directory)
         if not working_directory.startswith("/"):
             raise ConfigError(f"WorkingDirectory {working_directory!r} must be an absolute path")
         lines.append(f"WorkingDirectory={working_directory.replace('%', '%%')}")
-    lines += [
-        # A clean exit lets systemd unload the unit and forget ExecMainCode: record it.
-        f"ExecStopPost=/bin/sh -c {quote_exec_arg(EXIT_MARKER_COMMAND)}",
-        "SuccessExitStatus=SIGKILL",
-        "KillMode=mixed",
-        "TimeoutStopSec=30",
-        "Restart=no",
-        "StandardOutput=journal",
-        "StandardError=journal",
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join([*lines, *_owned(environment_file), ""])
+
+
+def render_dropin(
+    *, exec_argv: Sequence[str], environment_file: str, config_id: str = "", digest: str = ""
+) -> str:
+    """The drop-in that runs ``exec_argv`` inside the production service's own context.
+
+    Everything production's unit and its drop-ins set (``User=``, ``WorkingDirectory=``, its
+    ``Environment=``/``EnvironmentFile=``, ``Limit*=``, ordering, ...) stays in force; this
+    drop-in, sorted last, only replaces the command line (``ExecStart=`` empty first resets
+    production's) and sets what the plugin must own.
+    """
+    exec_start = _exec_start(exec_argv)
+    return "\n".join(
+        [
+            *_header(config_id, digest, "Removed when the test session ends."),
+            "[Service]",
+            "ExecStart=",
+            f"ExecStart={exec_start}",
+            *_owned(environment_file),
+            "",
+        ]
+    )
 
 
 def render_env_file(env: Mapping[str, str]) -> str:

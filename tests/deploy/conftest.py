@@ -7,10 +7,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_sglang.hosts import HostSpec
+
 REPO = Path(__file__).resolve().parents[2]
+
+
+def systemd_host_spec(host: Any, service: str, launch: str, **extra: Any) -> HostSpec:
+    """The systemd test host as an SSH host named ``testhost`` running ``service``."""
+    return HostSpec(
+        name="testhost",
+        kind="ssh",
+        launch=launch,
+        hostname=host.ip,
+        user="root",
+        service=service,
+        **extra,
+    )
 
 
 @dataclass(frozen=True)

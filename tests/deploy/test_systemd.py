@@ -16,17 +16,26 @@ from helpers import file_states
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.deploy.systemd import SystemdDeployer
 from pytest_sglang.errors import PreflightError
-from pytest_sglang.hosts import HostSpec
 
-from .conftest import Launcher, wait_for
+from .conftest import Launcher, systemd_host_spec, wait_for
 
 SERVICE = "sglang-qwen.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
 DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
+OURS = f"/etc/systemd/system/{SERVICE}.d/zz-pytest-sglang.conf"
 ENV_FILE = "/etc/pytest-sglang/sglang-qwen.env"
 KERNEL = "/opt/kernels/E=256,N=256.json"
 NEW_FILE = "/opt/pytest-sglang-new/k.json"
-WATCHED = [UNIT, DROPIN, ENV_FILE, KERNEL, NEW_FILE, "/etc/pytest-sglang", "/opt/pytest-sglang-new"]
+WATCHED = [
+    UNIT,
+    DROPIN,
+    OURS,
+    ENV_FILE,
+    KERNEL,
+    NEW_FILE,
+    "/etc/pytest-sglang",
+    "/opt/pytest-sglang-new",
+]
 
 ORIGINAL_UNIT = """[Unit]
 Description=original sglang (a sleeping stand-in)
@@ -85,13 +94,10 @@ def host(systemd_transport: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def deployer(host: Any, launcher: Launcher, systemd_host: Any) -> Iterator[SystemdDeployer]:
-    spec = HostSpec(
-        name="testhost",
-        kind="ssh",
-        launch=launcher.launch,
-        hostname=systemd_host.ip,
-        user="root",
-        service=SERVICE,
+    spec = systemd_host_spec(
+        systemd_host,
+        SERVICE,
+        launcher.launch,
         sglang_version=launcher.version,
         env={"SGLANG_SIM_STARTUP_SCALE": "0"},
     )
@@ -132,7 +138,11 @@ def test_deploy_then_restore_byte_identical(
     # The drop-in that overrides ExecStart is moved aside: our ExecStart runs.
     during = snapshot(host)
     assert "/models/tiny" in during["execstart"]
-    assert during[DROPIN] == "absent"
+    if before == "absent":  # no production: the session's own unit
+        assert during[UNIT] != "absent" and during[OURS] == "absent"
+    else:  # production's unit and drop-in stay: ours, sorted last, overrides ExecStart
+        assert during[UNIT] == original[UNIT] and during[DROPIN] == original[DROPIN]
+        assert during[OURS] != "absent"
     assert host.check_output("cat %s", KERNEL) == "{}"
     assert host.check_output("stat -c %%a %s", ENV_FILE).strip() == "600"
     # The secret stays in the 0600 env file, out of the unit and of systemctl show.

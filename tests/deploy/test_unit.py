@@ -168,3 +168,63 @@ def test_secret_never_in_unit() -> None:
     text = make_unit(["/bin/x"])
     assert "EnvironmentFile=" in text and "HF_TOKEN" not in text
     assert 'HF_TOKEN="hf_abc\\$x"' in render_env_file({"HF_TOKEN": "hf_abc$x"})
+
+
+def test_the_dropin_resets_execstart_and_owns_only_what_it_must() -> None:
+    from pytest_sglang.deploy.unit import render_dropin
+
+    text = render_dropin(
+        exec_argv=["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", "/m"],
+        environment_file="/etc/pytest-sglang/x.env",
+        config_id="eagle-s3",
+    )
+    lines = text.splitlines()
+    assert lines[lines.index("[Service]") + 1] == "ExecStart="  # production's reset first
+    assert 'ExecStart="/usr/bin/python3" "-m" "sglang.launch_server"' in text
+    assert "Restart=no" in lines and "EnvironmentFile=/etc/pytest-sglang/x.env" in lines
+    for production_setting in ("User=", "WorkingDirectory=", "LimitNOFILE=", "Description="):
+        assert production_setting not in text  # production's own stay in force
+
+
+def test_effective_exec_start_follows_systemctl_cat() -> None:
+    from pytest_sglang.deploy.systemd import _without_our_dropin, effective_exec_start
+
+    cat = (
+        "# /etc/systemd/system/s.service\n"
+        "[Service]\n"
+        "ExecStart=/opt/venv/bin/python -m sglang.launch_server \\\n"
+        "    --model-path /m \\\n"
+        "    --tp 4\n"
+        "# /etc/systemd/system/s.service.d/10-prod.conf\n"
+        "[Service]\n"
+        "ExecStart=\n"
+        "ExecStart=-/opt/venv/bin/python -m sglang.launch_server --model-path '/m 2'\n"
+        "# /etc/systemd/system/s.service.d/zz-pytest-sglang.conf\n"
+        "[Service]\n"
+        "ExecStart=\n"
+        'ExecStart="/usr/bin/python3" "--model-path" "/ours"\n'
+    )
+    assert effective_exec_start(cat) == [
+        ["/usr/bin/python3", "--model-path", "/ours"]
+    ]  # what systemd runs during a session
+    production = effective_exec_start(_without_our_dropin(cat))
+    assert production == [
+        ["/opt/venv/bin/python", "-m", "sglang.launch_server", "--model-path", "/m 2"]
+    ]
+    continued = effective_exec_start(cat.split("# /etc/systemd/system/s.service.d")[0])
+    assert continued == [
+        ["/opt/venv/bin/python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp", "4"]
+    ]
+    several = "[Service]\nExecStart=/bin/a --model-path x\nExecStart=/bin/b --model-path y\n"
+    assert len(effective_exec_start(several)) == 2  # refused by the deployer with one line
+
+
+def test_the_flag_diff_names_what_changes_against_production() -> None:
+    from pytest_sglang.deploy.plan import render_flag_diff
+
+    production = ["/py", "-m", "s", "--model-path", "/m", "--speculative-num-steps", "2"]
+    ours = ["/py", "-m", "s", "--model-path", "/m", "--speculative-num-steps", "3"]
+    assert render_flag_diff(production, ours) == (
+        "  - --speculative-num-steps 2\n  + --speculative-num-steps 3"
+    )
+    assert render_flag_diff(production, production) == ""

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
 SERVICE = "sglang-rel.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
 DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
+#: The session's own drop-in: present only while a session runs.
+OURS = f"/etc/systemd/system/{SERVICE}.d/zz-pytest-sglang.conf"
 ENV_FILE = "/etc/pytest-sglang/sglang-rel.env"
 EXTRA = "/opt/rel-kernels/E=8.json"
-WATCHED = (UNIT, DROPIN, ENV_FILE, EXTRA, "/etc/pytest-sglang", "/var/lib/pytest-sglang")
+WATCHED = (UNIT, DROPIN, OURS, ENV_FILE, EXTRA, "/etc/pytest-sglang", "/var/lib/pytest-sglang")
 ORIGINAL_UNIT = PRODUCTION_UNIT
 ORIGINAL_DROPIN = "[Service]\nEnvironment=PROD=1\n"
 ORIGINAL_EXTRA = b'{"1": {"BLOCK_SIZE_M": 16}}\n'

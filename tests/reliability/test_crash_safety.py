@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from testhost import SystemdTestHost
 
-from .conftest import EXTRA, ORIGINAL_UNIT, SERVICE, UNIT, snapshot, write_inventory
+from .conftest import EXTRA, ORIGINAL_UNIT, OURS, SERVICE, UNIT, snapshot, write_inventory
 
 CONFIG = f"""
 import pathlib, time
@@ -75,7 +75,8 @@ def test_sigterm_restores_before_exiting(
     intent = _manifest(systemd_transport)
     assert intent["owner"]["pid"] == proc.pid
     assert set(intent["owner"]) >= {"user", "machine", "pid", "session", "since"}
-    assert UNIT in intent["changes"]["files"] and EXTRA in intent["changes"]["files"]
+    assert OURS in intent["changes"]["files"] and EXTRA in intent["changes"]["files"]
+    assert UNIT not in intent["changes"]["files"]  # production's unit is never written
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=90)
     assert snapshot(systemd_transport) == production
@@ -156,13 +157,16 @@ def test_dry_run_shows_the_diff_and_changes_nothing(
     result.stdout.fnmatch_lines(
         [
             "*sglang dry run (nothing was changed)*",
-            f"--- a{UNIT}",
-            f"+++ b{UNIT}",
-            "-Environment=HF_TOKEN=<redacted> MODE=fast",
-            "-ExecStart=/bin/sleep infinity --api-key <redacted> --max-total-tokens 16384",
+            "--- /dev/null",
+            f"+++ b{OURS}",
+            "+ExecStart=",
             "+ExecStart=*--model-path*",
             "+++ b/etc/pytest-sglang/sglang-rel.env",
-            f"*would move aside for the session: {UNIT}.d*",
+            f"flags against production ({SERVICE}):",
+            "  - --api-key <redacted>",
+            "  - --max-total-tokens 16384",
+            "  + --model-path /models/Qwen3-8B",
+            f"runs inside {SERVICE}'s own context: its unit file and drop-ins stay in force",
             f"would restart: {SERVICE} (now active)*",
         ]
     )

@@ -25,7 +25,7 @@ from pytest_sglang.errors import SglangError
 from pytest_sglang.lock import LOCK_FILE, HostLockError, LockHolder
 from pytest_sglang.session import SglangSession
 
-from .conftest import EXTRA, SERVICE, UNIT, snapshot, write_inventory
+from .conftest import EXTRA, OURS, SERVICE, UNIT, snapshot, write_inventory
 
 CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
 
@@ -143,7 +143,7 @@ def test_ssh_drop_mid_deploy(
     deployment fails with one line about the connection, and the host is given back."""
     session = _session(systemd_host, tmp_path, SGLANG_SIM_STARTUP_SCALE="0.3")
     host = session.host("testhost")
-    deployed = lambda: "pytest-sglang" in systemd_transport.run("cat %s", UNIT).stdout  # noqa: E731
+    deployed = lambda: "pytest-sglang" in systemd_transport.run("cat %s", OURS).stdout  # noqa: E731
     with Cutter(systemd_transport, ready=deployed) as cutter, pytest.raises(SglangError) as err:
         host.deployment(CONFIG)
     cutter.landed()

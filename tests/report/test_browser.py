@@ -189,7 +189,7 @@ async def check_html(base: str) -> None:
                 sweep_rows = await page.evaluate(
                     "document.querySelectorAll('table.sglang-sweep tbody tr').length"
                 )
-                assert sweep_rows == 4 + 3  # steps 1..4, concurrency 1/4/16
+                assert sweep_rows == 4 + 3 + 2  # steps 1..4, concurrency 1/4/16, production s1/s3
             finally:
                 await ws.close()
 

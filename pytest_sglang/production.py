@@ -1,0 +1,57 @@
+"""Production as the starting point: "the host's production config, with these changes".
+
+Engineers tune production, as the seeds did: "production, with ``--speculative-num-steps 3``".
+``production(**changes)`` stands for exactly that, wherever a :class:`ServerConfig` goes
+(``sweep(production(), speculative_num_steps=[1, 3])``, ``parametrize("sglang_server", ...,
+indirect=True)``). It is a placeholder until the host is known: the session then reads the
+host's production config (its unit's effective ExecStart, or the inventory's ``production``
+command line on the ``local`` simulator) and applies the changes (:func:`apply_production`);
+the journal check, reports and baselines see the full config. Test ids name only the changes
+(``production-s3``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import PRODUCTION_MODEL, ServerConfig
+from .errors import ConfigError
+from .sweep import change_label
+
+__all__ = ["apply_production", "is_production", "production"]
+
+_PLACEHOLDER_KEYS = {"model_path", "name"}
+
+
+def production(**changes: Any) -> ServerConfig:
+    """The host's production config with ``changes`` (ServerConfig fields) applied."""
+    unknown = sorted(set(changes) - set(ServerConfig.model_fields) | (set(changes) & {"name"}))
+    if unknown:
+        raise ConfigError(f"production(): {unknown[0]!r} is not a ServerConfig field to change")
+    label = change_label(changes)
+    return ServerConfig(
+        model_path=PRODUCTION_MODEL,
+        name=f"production-{label}" if label else "production",
+        **changes,
+    )
+
+
+def is_production(config: ServerConfig) -> bool:
+    """Whether ``config`` is a :func:`production` placeholder."""
+    return config.model_path == PRODUCTION_MODEL
+
+
+def apply_production(placeholder: ServerConfig, base: ServerConfig, *, host: str) -> ServerConfig:
+    """``base`` (the host's production config) with the placeholder's changes, validated now;
+    it keeps the placeholder's name, so test ids and reports name only the changes."""
+    changes = {
+        key: value
+        for key, value in placeholder.model_dump(exclude_defaults=True).items()
+        if key not in _PLACEHOLDER_KEYS
+    }
+    try:
+        return base.replace(**changes, name=placeholder.name)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"host {host!r}: production with {changes or 'no changes'} is not a valid config: {exc}"
+        ) from None

@@ -1,0 +1,104 @@
+"""``production(**changes)``: the host's production config with changes, in real sessions.
+
+On the ``local`` simulator the inventory gives production's command line; on a systemd host it
+is read from the production unit (tests/deploy/test_production_context.py covers that path).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import use_simulator_env
+
+from pytest_sglang import ServerConfig, production, sweep
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.production import apply_production, is_production
+
+PRODUCTION_LINE = (
+    "/opt/sglang/bin/python -m sglang.launch_server --model-path /models/prod "
+    "--served-model-name prod --tp 4 --speculative-algorithm EAGLE "
+    "--speculative-num-steps 2 --speculative-eagle-topk 1 --enable-metrics"
+)
+INVENTORY = f'[hosts.local]\nproduction = "{PRODUCTION_LINE}"\n'
+
+
+@pytest.fixture(autouse=True)
+def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_simulator_env(monkeypatch)
+
+
+def test_placeholders_name_only_their_changes() -> None:
+    assert production().id == "production"
+    assert production(speculative_num_steps=3).id == "production-s3"
+    points = sweep(production(), speculative_num_steps=[1, 3])
+    assert [p.id for p in points] == ["production-s1", "production-s3"]
+    assert all(is_production(p) for p in points)
+    with pytest.raises(ConfigError, match="'no_such_field' is not a ServerConfig field"):
+        production(no_such_field=1)
+
+
+def test_changes_apply_on_top_of_production_and_are_validated_then() -> None:
+    base = ServerConfig.from_argv(PRODUCTION_LINE.split())
+    full = apply_production(production(speculative_num_steps=3), base, host="h")
+    assert full.model_path == "/models/prod" and full.tp_size == 4
+    assert full.speculative_num_steps == 3 and full.speculative_eagle_topk == 1
+    assert full.extra_args == ("--enable-metrics",) and full.id == "production-s3"
+    no_spec = ServerConfig(model_path="/models/prod")
+    with pytest.raises(ConfigError, match=r"^host 'h': production with .* is not a valid config"):
+        apply_production(production(speculative_num_steps=3), no_spec, host="h")
+
+
+def test_a_sweep_from_production_on_the_simulator(pytester: pytest.Pytester) -> None:
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text(INVENTORY)
+    pytester.makepyfile(
+        """
+import pytest
+from pytest_sglang import production, sweep
+
+@pytest.mark.parametrize(
+    "sglang_server", sweep(production(), speculative_num_steps=[1, 3]), indirect=True
+)
+def test_prod(sglang_server):
+    steps = sglang_server.config.speculative_num_steps
+    assert sglang_server.config.model_path == "/models/prod"
+    assert sglang_server.server_args["speculative_num_steps"] == steps
+    assert sglang_server.server_args["tp_size"] == 4
+    assert sglang_server.server_args["served_model_name"] == "prod"
+    assert sglang_server.get("/metrics").status_code == 200  # production's --enable-metrics
+"""
+    )
+    out = pytester.path / "summary.json"
+    result = pytester.runpytest(
+        "--sglang-inventory", str(inventory), "--sglang-summary", str(out), "-v"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_prod?production-s1? PASSED*", "*production-s3? PASSED*"])
+    records = json.loads(Path(out).read_text())["deployments"]
+    assert [(r["config_id"], r["outcome"]) for r in records] == [
+        ("production-s1", "ready"),
+        ("production-s3", "ready"),
+    ]
+
+
+def test_production_without_a_production_line_is_one_clear_line(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+import pytest
+from pytest_sglang import production
+
+@pytest.mark.parametrize("sglang_server", [production(speculative_num_steps=3)], indirect=True)
+def test_prod(sglang_server):
+    pass
+"""
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*host 'local' has no production command line: set production = *[hosts.local]*"]
+    )
+    assert "Traceback" not in result.stdout.str()
