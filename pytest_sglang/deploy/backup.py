@@ -197,7 +197,7 @@ class HostBackup:
                     path,
                 )
             # else: killed before the copy was made, so the original was never touched.
-        for directory, copy in (manifest.get("moved") or {}).items():
+        for directory, copy in _moved(manifest).items():
             if copy and self._sh("test -d %s", copy).ok:
                 self.check(
                     f"restoring {directory}",
@@ -215,3 +215,14 @@ class HostBackup:
         self.check("removing the backup", "rm -rf -- %s", self.directory)
         self._sh("rmdir -- %s", posixpath.dirname(self.directory))
         self.manifest = None
+
+
+def _moved(manifest: dict[str, Any]) -> dict[str, str | None]:
+    """Set-aside directories and their copies; a record written by an earlier release names its
+    one moved drop-in directory as ``dropin`` (restored the same way)."""
+    moved: dict[str, str | None] = dict(manifest.get("moved") or {})
+    legacy = manifest.get("dropin") or {}
+    directory = (manifest.get("changes") or {}).get("dropin_dir")
+    if legacy.get("existed") and legacy.get("copy") and directory:
+        moved.setdefault(directory, legacy["copy"])
+    return moved

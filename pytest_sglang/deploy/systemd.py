@@ -92,7 +92,8 @@ class SystemdDeployer(Deployer):
         """Whether the service exists (a unit file systemd loaded): then the session runs inside
         it through a drop-in; else the deployer writes a unit of its own."""
         if self._production is None:
-            recorded = ((self.backup.manifest or {}).get("service") or {}).get("production")
+            service = (self.backup.manifest or {}).get("service")
+            recorded = service.get("production") if isinstance(service, dict) else None
             if isinstance(recorded, bool):
                 self._production = recorded
             else:
@@ -140,7 +141,10 @@ class SystemdDeployer(Deployer):
             self.backup.restore_files(manifest)
             self._check("daemon-reload", "systemctl daemon-reload", timeout=90)
             self._sh("systemctl reset-failed -- %s", self.service)
-            if (manifest.get("service") or {}).get("active_state") in _RUNNING:
+            # (an intent record of an earlier release keeps the prior state at its top level)
+            service = manifest.get("service")
+            prior = service if isinstance(service, dict) else manifest
+            if prior.get("active_state") in _RUNNING:
                 self._check(
                     "restarting the original service",
                     "systemctl start -- %s",

@@ -236,3 +236,39 @@ def test_real_systemd_reads_exec_start_back(host: Any) -> None:
     finally:
         host.run("systemctl stop %s; rm -f /etc/systemd/system/%s", unit, unit)
         host.run("systemctl daemon-reload")
+
+
+def test_an_intent_record_of_the_previous_release_is_still_restored(
+    deployer: SystemdDeployer, host: Any
+) -> None:
+    """A session of the previous release (which wrote its own unit and moved the drop-ins
+    aside) was killed; this release restores from its record."""
+    setup_original(host, active=True)
+    original = snapshot(host)
+    backup = f"/var/lib/pytest-sglang/{SERVICE}"
+    host.check_output(
+        "mkdir -p %s/files && cp -a %s %s/files/0 && mv %s.d %s/dropin",
+        backup,
+        UNIT,
+        backup,
+        UNIT,
+        backup,
+    )
+    host.put(b"[Service]\nExecStart=/bin/sleep 5\n", UNIT, mode=0o644)  # its own unit
+    record = {
+        "version": 1,
+        "service": SERVICE,
+        "owner": {"user": "ci", "pid": 1},
+        "changes": {"files": [UNIT], "dropin_dir": f"{UNIT}.d", "restarts": [SERVICE]},
+        "active_state": "active",
+        "unit_file_state": "disabled",
+        "load_state": "loaded",
+        "files": {UNIT: {"existed": True, "copy": f"{backup}/files/0"}},
+        "dropin": {"existed": True, "copy": f"{backup}/dropin"},
+    }
+    host.put(json.dumps(record).encode(), f"{backup}/manifest.json", mode=0o600)
+    host.check_output("systemctl daemon-reload && systemctl restart %s", SERVICE)
+    assert deployer.pending_intent() is not None
+    deployer.restore()
+    assert snapshot(host) == original
+    assert host.run("test -e /var/lib/pytest-sglang").rc != 0
