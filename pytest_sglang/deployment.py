@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import requests
@@ -94,6 +94,8 @@ class Deployment:
 
 @dataclass
 class DeploymentRecord:
+    """One line of the session summary's ``deployments``: how a config fared on a host."""
+
     host: str
     config_id: str
     digest: str
@@ -103,15 +105,7 @@ class DeploymentRecord:
     message: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "config_id": self.config_id,
-            "digest": self.digest,
-            "ready_s": self.ready_s,
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "message": self.message,
-        }
+        return asdict(self)
 
 
 def bring_up(
@@ -124,11 +118,8 @@ def bring_up(
 ) -> Deployment:
     """Deploy ``plan`` with ``deployer`` and return it once ready and verified."""
     where = f"{plan.host} {plan.config.id}"
-    for value in plan.secrets(redactor.is_secret_name):
-        redactor.add(value)
     started = time.monotonic()
-    deployer.preflight(plan)
-    cursor = deployer.deploy(plan)
+    cursor = deployer.deploy(plan)  # preflight first, then the host's changes
     deploy_s = time.monotonic() - started
     base_url = deployer.base_url(plan)
     http = _client(plan)
@@ -178,22 +169,14 @@ def bring_up(
     )
 
 
-def attach(
-    deployer: Deployer,
-    production: ServerConfig,
-    *,
-    redactor: Redactor,
-    say: Callable[[str], None],
-) -> Deployment:
+def attach(deployer: Deployer, production: ServerConfig, *, redactor: Redactor) -> Deployment:
     """The production server running on the deployer's host, as a :class:`Deployment` that
     ``sglang_bench`` and the gates accept. It reads and measures only: it never stops,
     restarts or drains production. ``server_args`` are what the running server reports
-    (``/get_server_info``); where they disagree with the config read from its command line,
-    that is said once."""
+    (``/get_server_info``); where they disagree with the command line it was read from,
+    :func:`cross_check` has said so when production was read."""
     plan = deployer.launch_plan(production)
     where = f"{plan.host} production"
-    for value in plan.secrets(redactor.is_secret_name):
-        redactor.add(value)
     base_url = deployer.base_url(plan)
     http = _client(plan)
     health: int | str
@@ -208,8 +191,6 @@ def attach(
             reason="production down",
         )
     server_info = redactor.redact_obj(_server_info(http, base_url))
-    for line in _disagreements(plan.deployed, server_info):
-        say(f"[sglang] {where}: {line}")
     return Deployment(
         host=plan.host,
         config=production.replace(name="production"),

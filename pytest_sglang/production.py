@@ -25,9 +25,14 @@ _PLACEHOLDER_KEYS = {"model_path", "name"}
 
 def production(**changes: Any) -> ServerConfig:
     """The host's production config with ``changes`` (ServerConfig fields) applied."""
-    unknown = sorted(set(changes) - set(ServerConfig.model_fields) | (set(changes) & {"name"}))
-    if unknown:
-        raise ConfigError(f"production(): {unknown[0]!r} is not a ServerConfig field to change")
+    for key in changes:
+        if key in _PLACEHOLDER_KEYS:
+            raise ConfigError(
+                f"production(): {key!r} cannot be changed (production's model and the test id "
+                "come from the host); write a ServerConfig for another model"
+            )
+        if key not in ServerConfig.model_fields:
+            raise ConfigError(f"production(): {key!r} is not a ServerConfig field to change")
     label = change_label(changes)
     return ServerConfig(
         model_path=PRODUCTION_MODEL,

@@ -164,7 +164,7 @@ class HostLease:
                 "server to attach to; sglang_production needs an SSH host whose service runs"
             )
         self.prepare()
-        return attach(self.deployer, self.production, redactor=self.redactor, say=self._say)
+        return attach(self.deployer, self.production, redactor=self.redactor)
 
     def dry_run(self, config: ServerConfig) -> str:
         """``--sglang-dry-run``: what deploying ``config`` would change (changes nothing)."""

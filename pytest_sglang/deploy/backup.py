@@ -111,9 +111,10 @@ class HostBackup:
         return self.manifest
 
     def save(self) -> None:
+        """Write the record (its directory exists since ``begin``)."""
         assert self.manifest is not None
         data = json.dumps(self.manifest, indent=1, sort_keys=True).encode()
-        self.write(self.manifest_path, data, 0o600)
+        self.transport.put(data, self.manifest_path, mode=0o600)
 
     def back_up(self, paths: list[str], *, move_aside: tuple[str, ...] = ()) -> None:
         """Record, then copy, every path not yet backed up, and move ``move_aside`` directories

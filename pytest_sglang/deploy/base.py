@@ -202,8 +202,9 @@ class Deployer(ABC):
             raise ConfigError(f"host {self.spec.name!r}: production: {exc}") from None
 
     def launch_plan(self, config: ServerConfig) -> LaunchPlan:
-        """``config`` as this host will start it: its SGLang version, launcher, environment."""
-        return make_launch_plan(
+        """``config`` as this host will start it: its SGLang version, launcher, environment.
+        The redactor learns the plan's secrets here, before anything can print them."""
+        plan = make_launch_plan(
             self.spec.name,
             config,
             sglang_version=self.sglang_version(),
@@ -212,6 +213,9 @@ class Deployer(ABC):
             local=self.spec.kind == "local",
             pick_port=self.picks_port,
         )
+        for value in plan.secrets(self.redactor.is_secret_name):
+            self.redactor.add(value)
+        return plan
 
     def _cache_key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         return (self.spec.url, self.spec.launch, tuple(sorted(self.launcher_env().items())))
@@ -265,12 +269,13 @@ class Deployer(ABC):
         """Every ``--flag`` the host's launcher lists in ``--help`` (run once per host)."""
         key = self._cache_key()
         if key not in _HELP_CACHE:
-            rc, out, err = self._run_launcher([*self.launcher(), "--help"], timeout=300)
+            launcher = self.launcher()
+            rc, out, err = self._run_launcher([*launcher, "--help"], timeout=300)
             flags = parse_help_flags(out)
             if rc != 0 or not flags:
                 tail = ((err or out).strip().splitlines() or ["no output"])[-1]
                 raise PreflightError(
-                    f"host {self.spec.name!r}: '{self.spec.launch} --help' failed (rc={rc}: "
+                    f"host {self.spec.name!r}: '{shlex.join(launcher)} --help' failed (rc={rc}: "
                     f"{tail}); check 'launch' in {self.spec.source}"
                 )
             _HELP_CACHE[key] = flags
@@ -291,9 +296,7 @@ class Deployer(ABC):
                 )
 
     def _deployed(self, plan: LaunchPlan) -> None:
-        """Remember what was started (for ``artifacts``) and teach the redactor its secrets."""
-        for value in plan.secrets(self.redactor.is_secret_name):
-            self.redactor.add(value)
+        """Remember what was started (for ``artifacts``)."""
         self.deployed = plan
 
     def artifacts(self) -> dict[str, str]:
@@ -338,8 +341,6 @@ class Deployer(ABC):
     def dry_run(self, plan: LaunchPlan) -> str:
         """What ``deploy(plan)`` would change, for ``--sglang-dry-run``; changes nothing."""
         self.preflight(plan)
-        for value in plan.secrets(self.redactor.is_secret_name):
-            self.redactor.add(value)
         lines = [f"would start: {shlex.join(plan.argv)}"]
         lines += [f"would write: {dest}" for dest in plan.files]
         return self.redact("\n".join(lines))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import shlex
 import signal
 import subprocess
@@ -147,20 +148,21 @@ class ProcessDeployer(Deployer):
         """The record of an earlier session that never restored (on ``local``: of every
         session whose process is gone; the first is returned, all are restored)."""
         if not self.local:
-            pending = self.backup.pending()
-            if pending is not None:
-                self._leftovers = [self.backup]
-            return pending
-        root = Path(self._backup_root())
+            dead = [] if self.backup.manifest is not None else [self.backup.directory]
+        else:
+            root = Path(self._backup_root())
+            dead = [
+                str(directory)
+                for directory in (sorted(root.glob("local-*")) if root.is_dir() else [])
+                if _dead_session(directory.name.removeprefix("local-"))
+            ]
         self._leftovers = []
-        for directory in sorted(root.glob("local-*")) if root.is_dir() else []:
-            pid = directory.name.removeprefix("local-")
-            if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
-                continue
-            leftover = HostBackup(self.transport, str(directory), host=self.spec.name)
-            if leftover.read() is not None:
+        for directory in dead:
+            leftover = HostBackup(self.transport, directory, host=self.spec.name)
+            leftover.manifest = leftover.read()
+            if leftover.manifest is not None:
                 self._leftovers.append(leftover)
-        return self._leftovers[0].read() if self._leftovers else None
+        return self._leftovers[0].manifest if self._leftovers else None
 
     def _record_server(self) -> None:
         """Name the running server's process group and state dir in the intent record."""
@@ -353,17 +355,25 @@ class ProcessDeployer(Deployer):
         self.transport.run("kill -KILL -%s 2>/dev/null", pgid)
 
     def restore(self) -> None:
-        """Stop the server and put back files the configs overwrote (idempotent); then do the
+        """Stop the server, remove its state directory (its log, and the environment file that
+        may hold secrets) and put back files the configs overwrote (idempotent); then do the
         same for what dead sessions left (found by ``pending_intent``)."""
         self.stop()
         try:
+            if self._state_dir is not None:
+                if self._log is not None:
+                    self._log.close()
+                    self._log = None
+                self._remove_state_dir(self._state_dir)
+                self._state_dir = None
+                self._started = False
             if self._backup is not None and self._backup.manifest is not None:
                 self._backup.restore_files(self._backup.manifest)
                 self._backup.finish()
             for leftover in self._leftovers:
-                manifest = leftover.read()
+                manifest = leftover.manifest
                 if manifest is None:
-                    continue
+                    continue  # restored already
                 server = manifest.get("service") or {}
                 if server.get("pgid") and server.get("state_dir"):
                     leftover.check(
@@ -374,6 +384,7 @@ class ProcessDeployer(Deployer):
                         server["state_dir"],
                         timeout=30,
                     )
+                    self._remove_state_dir(server["state_dir"])
                 leftover.restore_files(manifest)
                 leftover.finish()
             self._leftovers = []
@@ -384,11 +395,22 @@ class ProcessDeployer(Deployer):
                 f"{self.spec.name}') restores them"
             ) from exc
 
+    def _remove_state_dir(self, path: str) -> None:
+        """``rm -rf`` a server state directory, only one this deployer makes (a record could
+        name any path)."""
+        if posixpath.basename(path).startswith(("pytest-sglang-", "pytest-sglang.")):
+            self.transport.check_output("rm -rf -- %s", path)
+
     def close(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None
         super().close()
+
+
+def _dead_session(pid: str) -> bool:
+    """Whether ``local-<pid>`` names a session that is gone (not this one, not a live one)."""
+    return pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid))
 
 
 def _alive(pid: int) -> bool:

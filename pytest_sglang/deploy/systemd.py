@@ -230,8 +230,6 @@ class SystemdDeployer(Deployer):
         flags that change against production's command line, and which services would
         restart. Reads only."""
         self.preflight(plan)
-        for value in plan.secrets(self.redactor.is_secret_name):
-            self.redactor.add(value)
         text, _env_text = self._render(plan)
         masked = render_env_file(self.redactor.env_view(plan.env))
         current = self._current_text(self.written_path)

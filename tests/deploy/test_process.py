@@ -101,7 +101,10 @@ def test_files_are_restored(deployer: ProcessDeployer, tmp_path: Path) -> None:
     )
     deployer.deploy(deployer.launch_plan(config))
     assert existing.read_bytes() == b'{"new": 2}' and new.stat().st_mode & 0o777 == 0o600
+    state_dir = Path(deployer.state_dir)
+    assert (state_dir / "server.log").exists()
     deployer.restore()
+    assert not state_dir.exists()  # its log goes with the server
     deployer.restore()  # idempotent
     assert existing.read_bytes() == b'{"old": 1}\n' and existing.stat().st_mode & 0o777 == 0o640
     assert not new.exists()
@@ -173,6 +176,7 @@ def test_a_killed_local_session_is_recovered_by_the_next(
     result.stdout.fnmatch_lines(["*found the intent record of *pid*restoring it first*"])
     assert kernel.read_text() == "original"
     wait_for(lambda: not _alive(server["pgid"]), "the orphaned simulator to stop", timeout=40)
+    assert not Path(server["state_dir"]).exists()
     assert not records[0].parent.exists()
 
 

@@ -1,0 +1,76 @@
+"""The launch plan: computed once per (host, config), the one place argv, env, port and the
+expected journal come from."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sglang import ServerConfig, production
+from pytest_sglang.deploy import make_deployer
+from pytest_sglang.errors import ConfigError, InventoryError
+from pytest_sglang.hosts import HostSpec
+from pytest_sglang.launch_plan import SGLANG_DEFAULT_PORT, LaunchPlan, make_launch_plan
+from pytest_sglang.secrets import Redactor
+from pytest_sglang.transport.local import LocalTransport
+
+CONFIG = ServerConfig(
+    model_path="/m", extra_args=("--api-key", "sk-plan-secret"), env={"HF_TOKEN": "hf_planenv"}
+)
+
+
+def plan(
+    config: ServerConfig = CONFIG, launcher: tuple[str, ...] = ("/py",), **kw: bool
+) -> LaunchPlan:
+    return make_launch_plan(
+        "h", config, sglang_version="0.5.23", launcher=launcher, launcher_env={"A": "1"}, **kw
+    )
+
+
+def test_the_port_the_server_listens_on() -> None:
+    assert plan().port == SGLANG_DEFAULT_PORT and plan().listen_host == "127.0.0.1"
+    assert plan(launcher=("/py", "--port", "31000")).port == 31000  # the launcher's
+    picked = plan(pick_port=True)
+    assert picked.port != SGLANG_DEFAULT_PORT and ["--port", str(picked.port)] == [
+        w for w in picked.flags if w in ("--port", str(picked.port))
+    ]
+    # a launcher that sets --port keeps it: no second, contradicting --port
+    assert plan(launcher=("/py", "--port", "31000"), pick_port=True).port == 31000
+    local = plan(CONFIG.replace(host="0.0.0.0", port=30000), local=True)
+    assert local.deployed.host == "127.0.0.1" and local.port != 30000
+    assert local.config.port == 30000  # what the test asked for stays as asked
+
+
+def test_env_api_key_and_secrets_come_from_the_plan() -> None:
+    p = plan()
+    assert dict(p.env) == {"A": "1", "HF_TOKEN": "hf_planenv"}
+    assert p.api_key == "sk-plan-secret"
+    assert set(p.secrets(Redactor().is_secret_name)) == {"hf_planenv", "sk-plan-secret"}
+
+
+def test_the_deployer_teaches_its_redactor_when_it_makes_the_plan(launcher_spec: HostSpec) -> None:
+    deployer = make_deployer(launcher_spec, LocalTransport())
+    deployer.launch_plan(CONFIG)
+    assert deployer.redactor.redact("sk-plan-secret hf_planenv") == "<redacted> <redacted>"
+
+
+@pytest.fixture
+def launcher_spec() -> HostSpec:
+    return HostSpec(
+        name="local", kind="local", launch="/py -m sim", sglang_version="0.5.23", deployer="process"
+    )
+
+
+def test_an_unknown_deployer_is_one_line_naming_the_known_ones() -> None:
+    spec = HostSpec(name="gpu", kind="ssh", launch="/py", deployer="docker", source="hosts.toml")
+    with pytest.raises(InventoryError) as info:
+        make_deployer(spec, LocalTransport())
+    assert str(info.value) == (
+        "host 'gpu' in hosts.toml: unknown deployer 'docker'; known: process, systemd"
+    )
+
+
+def test_production_changes_that_cannot_be_applied_are_refused_at_once() -> None:
+    with pytest.raises(ConfigError, match=r"^production\(\): 'model_path' cannot be changed"):
+        production(model_path="/other")
+    with pytest.raises(ConfigError, match=r"^production\(\): 'name' cannot be changed"):
+        production(name="x")
