@@ -25,26 +25,84 @@ __all__ = [
     "StartupJournal",
     "find_fatal",
     "phase_of",
+    "traceback_complete",
 ]
 
 READY_LINE = "The server is fired up and ready to roll!"
 
-#: (pattern, classified reason) for lines that mean the server will not come up, most
-#: specific first.
+#: (pattern, cause) for lines that mean the server will not come up, most specific first: when
+#: several lines match, the earliest rule wins (a CUDA-graph capture that ran out of memory is a
+#: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error).
 FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), reason)
     for p, reason in (
         (r"Not enough memory\. Please try to increase --mem-fraction-static", "out of memory"),
         (r"Capture cuda graph failed|CUDA graph capture failed", "CUDA graph capture"),
-        (r"torch\.OutOfMemoryError|CUDA out of memory", "out of memory"),
+        (
+            r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|runs out of memory"
+            r"|\[Errno 12\] Cannot allocate memory",
+            "out of memory",
+        ),
+        (
+            r"error: (unrecognized arguments|ambiguous option|argument --|the following arguments)",
+            "bad flag",
+        ),
+        (
+            r"[Aa]ddress already in use|error while attempting to bind on address",
+            "port in use",
+        ),
+        (r"GatedRepoError|access a gated repo|Cannot access gated repo", "model access denied"),
+        (
+            r"RepositoryNotFoundError|HFValidationError|Repository Not Found"
+            r"|is not a local folder and is not a valid model identifier"
+            r"|does not appear to have a file named config\.json",
+            "model not found",
+        ),
+        (
+            r"trust_remote_code=True|requires you to execute the configuration file"
+            r"|contains custom code which must be executed",
+            "trust remote code needed",
+        ),
+        (
+            r"are not supported for now|Unsupported architectures?:"
+            r"|does not recognize this architecture",
+            "unsupported model",
+        ),
+        (r"driver on your system is too old|CUDA driver version is insufficient", "driver too old"),
+        (r"No CUDA GPUs are available|Found no NVIDIA driver", "no GPU"),
+        (r"No space left on device|\[Errno 28\]", "no space left"),
+        (
+            r"Error building extension|Ninja build failed|Command '\['ninja'"
+            r"|No such file or directory: 'ninja'|nvcc fatal",
+            "JIT compile failed",
+        ),
+        (r"CUDA error: |illegal memory access|device-side assert", "CUDA error"),
+        (
+            r"NCCL error|DistBackendError"
+            r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)",
+            "NCCL",
+        ),
         (r"Initialization failed\. warmup error", "warmup failed"),
-        (r"error: (unrecognized arguments|ambiguous option|argument --)", "bad flag"),
+        (r"^(AssertionError|ValueError|TypeError)(:|$)", "invalid config"),
         (r"Scheduler hit an exception", "crashed"),
-        (r"Received sigquit from a child process|SIGQUIT received", "crashed"),
+        (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
-        (r"^Traceback \(most recent call last\):", "crashed"),
+        (r"^Traceback \(most recent call last\):|^terminate called after throwing", "crashed"),
     )
 )
+
+#: Where in a traceback an exception the patterns do not know was raised, by its frames.
+_FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"cuda_graph_runner|graph_buffers|in capture"), "CUDA graph capture"),
+    (re.compile(r"_execute_server_warmup|_wait_and_warmup"), "warmup failed"),
+)
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_CHAIN = re.compile(
+    r"^(The above exception was the direct cause of the following exception:"
+    r"|During handling of the above exception, another exception occurred:)"
+)
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault)\b(: |:$|$)")
 
 _PHASES: tuple[tuple[str, str], ...] = (
     ("fired up and ready to roll", "ready"),
@@ -63,27 +121,133 @@ _SCHEDULER_LINE = re.compile(r"max_total_num_tokens=(\d+).*?max_running_requests
 
 @dataclass(frozen=True)
 class Fatal:
-    """A fatal line and its classified reason."""
+    """Why the server will not come up: the cause and the journal line that names it.
+
+    ``line`` is the exception line after a traceback's frames when there is one (the bare
+    ``Traceback (most recent call last):`` or ``Scheduler hit an exception`` lines name nothing),
+    ``message`` that line without its timestamp prefix, and ``complete`` whether the traceback
+    around it has ended: a reader that sees ``complete`` has the cause and need not wait for more.
+    """
 
     reason: str
     line: str
     index: int
+    message: str = ""
+    complete: bool = True
+
+    @property
+    def summary(self) -> str:
+        """One line: ``"<cause>: <exception and message>"``."""
+        return f"{self.reason}: {self.message or _strip_prefix(self.line).strip()}"
+
+
+def _is_frame(text: str) -> bool:
+    """A traceback frame, its source line or caret marks, or a C++ stack frame: never a cause."""
+    return (
+        text.startswith("    ")
+        or text.lstrip().startswith('File "')
+        or text.startswith("frame #")
+        or not text.strip(" ^~")
+        or text.lstrip().startswith("[Previous line repeated")
+    )
+
+
+def _exception_line(texts: Sequence[str], start: int) -> int | None:
+    """The index of the exception line of the traceback that begins at ``start``, or None while
+    its frames are still coming."""
+    for index in range(start + 1, len(texts)):
+        text = texts[index]
+        if _is_frame(text):
+            continue
+        return index
+    return None
+
+
+def traceback_complete(lines: Sequence[str], start: int = 0) -> bool:
+    """Whether every traceback begun at or after ``start`` has printed its exception line.
+
+    A traceback is written frame by frame and ends with the exception (``RuntimeError: ...``);
+    a chained one (``The above exception was the direct cause...``) continues after it. Until
+    this is True the line that names the cause may still be on its way, so a reader waiting for
+    the cause can stop waiting exactly when it is True instead of after a fixed settle time.
+    """
+    texts = [_strip_prefix(line) for line in lines]
+    index = start
+    pending = False
+    while index < len(texts):
+        if _TRACEBACK.search(texts[index]):
+            end = _exception_line(texts, index)
+            if end is None:
+                return False
+            index = end
+            pending = False
+        elif _CHAIN.match(texts[index]):
+            pending = True
+        index += 1
+    return not pending
 
 
 def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
-    """The most specific fatal line at or after ``start``.
+    """The cause of a failed start at or after ``start``: a pure function of the lines.
 
-    SGLang reports an out-of-memory error inside a "Scheduler hit an exception" traceback, so
-    the earliest fatal line is not the best reason: patterns earlier in FATAL_PATTERNS win.
+    Every line that is not part of a traceback's frames is matched against FATAL_PATTERNS; the
+    most specific rule wins, then the earliest line. A match on a line that opens a traceback
+    (``Scheduler hit an exception: Traceback ...``, ``warmup error: Traceback ...``) cites that
+    traceback's exception line instead, and an exception no rule knows is placed by its frames
+    (CUDA-graph capture, warmup) or called "crashed", still citing the exception.
     """
-    best: tuple[int, Fatal] | None = None
-    for index in range(start, len(lines)):
-        text = _strip_prefix(lines[index])
-        for rank, (pattern, reason) in enumerate(FATAL_PATTERNS):
-            if (best is None or rank < best[0]) and pattern.search(text):
-                best = (rank, Fatal(reason=reason, line=lines[index], index=index))
+    texts = [_strip_prefix(line) for line in lines]
+    best: tuple[int, int] | None = None  # (rule, index)
+    exceptions: list[int] = []
+    for index in range(start, len(texts)):
+        text = texts[index]
+        if _is_frame(text):
+            continue
+        if _EXCEPTION.match(text):
+            exceptions.append(index)
+        for rule, (pattern, _) in enumerate(FATAL_PATTERNS):
+            if best is not None and rule >= best[0]:
                 break
-    return best[1] if best else None
+            if pattern.search(text):
+                best = (rule, index)
+                break
+    if best is None:
+        return None
+    rule, index = best
+    reason = FATAL_PATTERNS[rule][1]
+    if _TRACEBACK.search(texts[index]):
+        cause = _exception_line(texts, index)
+        if cause is not None:
+            index = cause
+    if reason == "crashed":
+        cause_index = _cause_of_crash(texts, exceptions, index)
+        if cause_index is not None:
+            index, reason = cause_index
+    return Fatal(
+        reason=reason,
+        line=lines[index],
+        index=index,
+        message=texts[index].strip(),
+        complete=traceback_complete(lines, start),
+    )
+
+
+def _cause_of_crash(
+    texts: Sequence[str], exceptions: Sequence[int], marker: int
+) -> tuple[int, str] | None:
+    """For a crash no rule names: the first exception line, placed by its traceback's frames."""
+    if not exceptions:
+        return None
+    index = marker if marker in exceptions else exceptions[0]
+    frames = []
+    for back in range(index - 1, -1, -1):
+        if not _is_frame(texts[back]):
+            break
+        frames.append(texts[back])
+    for pattern, reason in _FRAME_HINTS:
+        if any(pattern.search(frame) for frame in frames):
+            return index, reason
+    return index, "crashed"
 
 
 def phase_of(lines: Iterable[str]) -> str:
@@ -200,7 +364,7 @@ class StartupJournal:
         __tracebackhide__ = True
         fatal = find_fatal(self.lines)
         if fatal is not None:
-            raise JournalError(f"{self._at()}{fatal.reason}: {_strip_prefix(fatal.line).strip()}")
+            raise JournalError(f"{self._at()}{fatal.summary}")
         logged = self.server_args()
         diffs = []
         for key, want in expected.server_args.items():

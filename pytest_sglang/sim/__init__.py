@@ -20,7 +20,10 @@ the executable:
 - ``SGLANG_SIM_SPEED_FACTOR``: multiplies decode/prefill speed (0.9 = a 10% slower build).
 - ``SGLANG_SIM_FAULT``: ``oom`` (Not enough memory at KV allocation), ``cuda-graph`` (capture
   failure), ``crash-after=N`` (scheduler exception when request N+1 arrives), ``hang`` (port open,
-  never ready), ``slow-start=SECONDS`` (that much extra, unscaled startup time).
+  never ready), ``slow-start=SECONDS`` (that much extra, unscaled startup time),
+  ``replay:<file>`` (a real SGLang log, e.g. one of tests/data/failures/, written as this
+  server's output, then the process ends as that server did; a log that reached the ready line
+  is followed by a normal start).
 - ``SGLANG_SIM_IGNORE_FLAG``: a field name (``speculative_num_steps``) or flag
   (``--speculative-num-steps``) that silently keeps its default: a flag that did not take effect.
 - ``SGLANG_SIM_TTFT_MS`` / ``SGLANG_SIM_ITL_MS``: fixed time to first token and inter-token

@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import ClientSession, ClientTimeout, web
 
 from .cli import catalog_for, parse_args
-from .faults import die, kill_self, scheduler_exception
+from .faults import die, kill_self, replay, scheduler_exception
 from .knobs import SimSettings
 from .logs import log, setup_logging
 from .post_init import format_server_args, resolve_args
@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     settings = SimSettings.from_env()
     setup_logging()
+    if settings.fault.kind == "replay":
+        replay(settings.fault.path)  # returns only for a log of a server that came up
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     _run_event_loop(_serve(args, settings))

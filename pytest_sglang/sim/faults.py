@@ -1,5 +1,8 @@
 """How SGLang dies, replayed exactly: the messages it logs, then a SIGKILL of itself.
 
+``replay`` plays back a real failure log (tests/data/failures/) as the server's own output and
+ends the process the way that failure ended SGLang, so a real crash can run through any deployer.
+
 Why SIGKILL: SGLang's parent process ends with ``kill_process_tree(os.getpid())``, which kills
 its children and then itself, so systemd records ``code=killed, status=9/KILL`` rather than an
 exit code (sglang-facts.md section 3, "Fatal errors"). Deployers classify failures from these
@@ -9,16 +12,20 @@ exact lines, so the texts come from SGLang's source.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
+from pathlib import Path
 from typing import NoReturn
 
-from .logs import log, rank_log
+from .logs import log, rank_log, raw_stderr
 
 __all__ = [
     "CUDA_GRAPH_SOLUTIONS",
     "die",
     "kill_self",
+    "replay",
+    "replay_exit",
     "scheduler_exception",
 ]
 
@@ -57,3 +64,47 @@ def die(during_startup: bool) -> NoReturn:
     else:
         log("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
     kill_self()
+
+
+READY_LINE = "The server is fired up and ready to roll!"
+#: The parent kills its process tree after these (``proces``: older releases' spelling).
+_PARENT_KILLS = re.compile(
+    r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
+)
+_ARGPARSE = re.compile(r"^\S+: error: ")
+
+
+def replay_exit(lines: list[str]) -> str | int:
+    """How the process that wrote ``lines`` ended: ``"SIGKILL"``, an exit code, or ``"ready"``.
+
+    SGLang's parent kills its own process tree after a child's SIGQUIT or a failed warmup
+    (SIGKILL, as :func:`die`); argparse exits 2; a Python exception in the main process exits 1;
+    a log that reaches the ready line is a server that came up.
+    """
+    if any(_PARENT_KILLS.search(line) for line in lines):
+        return "SIGKILL"
+    if any(line.startswith("usage: ") for line in lines) and any(
+        _ARGPARSE.match(line) for line in lines
+    ):
+        return 2
+    if any(READY_LINE in line for line in lines):
+        return "ready"
+    return 1
+
+
+def replay(path: str) -> None:
+    """Write the log at ``path`` to stderr as this server's startup output, then end as it did.
+
+    A log that reached the ready line is replayed up to it and the simulator then starts for real
+    (its own milestones and ready line follow); any other log ends the process like the original.
+    """
+    lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    outcome = replay_exit(lines)
+    if outcome == "ready":
+        lines = lines[: next(i for i, line in enumerate(lines) if READY_LINE in line)]
+    raw_stderr("".join(line + "\n" for line in lines))
+    if outcome == "ready":
+        return
+    if outcome == "SIGKILL":
+        kill_self()
+    raise SystemExit(int(outcome))

@@ -26,10 +26,12 @@ def emulated_version(environ: Mapping[str, str] | None = None) -> str:
 
 @dataclass(frozen=True)
 class Fault:
-    """A parsed ``SGLANG_SIM_FAULT``: ``kind`` is oom, cuda-graph, crash-after, hang, slow-start."""
+    """A parsed ``SGLANG_SIM_FAULT``: ``kind`` is oom, cuda-graph, crash-after, hang, slow-start
+    or replay (``path``: the startup log to replay)."""
 
     kind: str = ""
     value: float = 0.0
+    path: str = ""
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -54,6 +56,11 @@ def _fault(raw: str) -> Fault:
     raw = raw.strip()
     if not raw:
         return Fault()
+    if raw.lower().startswith("replay:"):
+        path = raw[len("replay:") :].strip()
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            _die(f"SGLANG_SIM_FAULT={raw!r}: no readable log at {path!r}; give replay:<file>")
+        return Fault("replay", path=path)
     kind, _, value = raw.partition("=")
     kind = kind.strip().lower()
     if kind in ("oom", "cuda-graph", "hang"):
@@ -64,8 +71,8 @@ def _fault(raw: str) -> Fault:
         except ValueError:
             pass
     _die(
-        f"SGLANG_SIM_FAULT={raw!r} is not a fault; use oom, cuda-graph, crash-after=N, hang "
-        "or slow-start=SECONDS"
+        f"SGLANG_SIM_FAULT={raw!r} is not a fault; use oom, cuda-graph, crash-after=N, hang, "
+        "slow-start=SECONDS or replay:<file>"
     )
     raise AssertionError("unreachable")
 

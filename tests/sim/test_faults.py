@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
+from pathlib import Path
 
 import requests
 from conftest import SEED_ARGS, StartSim
@@ -95,3 +96,38 @@ def test_sigterm_drains_then_sigkills_itself(start_sim: StartSim) -> None:
     assert sim.wait_exit() == -signal.SIGKILL
     assert "SIGTERM received. signum=15 frame=" in sim.stderr()
     assert "Draining requests and shutting down..." in sim.stderr()
+
+
+FAILURES = Path(__file__).resolve().parents[1] / "data" / "failures"
+
+
+def test_replay_writes_a_real_failure_and_dies_as_it_did(start_sim: StartSim) -> None:
+    log = FAILURES / "nccl_unhandled_system_error.log"
+    sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": f"replay:{log}"}, ready=False)
+    assert sim.wait_exit() == -signal.SIGKILL
+    assert sim.stderr().splitlines() == log.read_text().splitlines()
+
+
+def test_replay_of_a_main_process_exception_exits_1(start_sim: StartSim) -> None:
+    log = FAILURES / "trust_remote_code_needed.log"
+    sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": f"replay:{log}"}, ready=False)
+    assert sim.wait_exit() == 1
+    assert "set the option `trust_remote_code=True`" in sim.stderr().splitlines()[-1]
+
+
+def test_replay_of_a_healthy_start_then_serves(start_sim: StartSim) -> None:
+    log = FAILURES / "fine_ignore_import_error_gcc.log"
+    sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": f"replay:{log}"})
+    err = sim.stderr()
+    assert "Ignore import error when loading sglang.srt.models.deepseek_v2." in err
+    assert err.count("The server is fired up and ready to roll!") == 1  # the simulator's own
+    assert requests.get(sim.url + "/health", timeout=5).status_code == 200
+
+
+def test_replay_of_a_missing_log_is_one_line_error(start_sim: StartSim) -> None:
+    sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": "replay:/no/such.log"}, ready=False)
+    assert sim.wait_exit() == 2
+    assert sim.stderr().strip() == (
+        "sglang-sim: error: SGLANG_SIM_FAULT='replay:/no/such.log': no readable log at "
+        "'/no/such.log'; give replay:<file>"
+    )
