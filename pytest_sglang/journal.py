@@ -48,7 +48,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "bad flag",
         ),
         (
-            r"[Aa]ddress already in use|error while attempting to bind on address",
+            r"ddress already in use|error while attempting to bind on address",
             "port in use",
         ),
         (r"GatedRepoError|access a gated repo|Cannot access gated repo", "model access denied"),
@@ -171,7 +171,7 @@ def traceback_complete(lines: Sequence[str], start: int = 0) -> bool:
     this is True the line that names the cause may still be on its way, so a reader waiting for
     the cause can stop waiting exactly when it is True instead of after a fixed settle time.
     """
-    texts = [_strip_prefix(line) for line in lines]
+    texts = [""] * start + [_strip_prefix(line) for line in lines[start:]]
     index = start
     pending = False
     while index < len(texts):
@@ -196,7 +196,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     traceback's exception line instead, and an exception no rule knows is placed by its frames
     (CUDA-graph capture, warmup) or called "crashed", still citing the exception.
     """
-    texts = [_strip_prefix(line) for line in lines]
+    texts = [""] * start + [_strip_prefix(line) for line in lines[start:]]
     best: tuple[int, int] | None = None  # (rule, index)
     exceptions: list[int] = []
     for index in range(start, len(texts)):
