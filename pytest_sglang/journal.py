@@ -125,8 +125,10 @@ class Fatal:
 
     ``line`` is the exception line after a traceback's frames when there is one (the bare
     ``Traceback (most recent call last):`` or ``Scheduler hit an exception`` lines name nothing),
-    ``message`` that line without its timestamp prefix, and ``complete`` whether the traceback
-    around it has ended: a reader that sees ``complete`` has the cause and need not wait for more.
+    ``message`` that line without its timestamp prefix, and ``complete`` whether every traceback
+    from ``find_fatal``'s ``start`` on has ended (:func:`traceback_complete`): a reader that sees
+    ``complete`` has the cause and need not wait for more; one that does not may be looking at a
+    ``Scheduler hit an exception`` whose exception line is still on its way.
     """
 
     reason: str
