@@ -66,7 +66,8 @@ def test_missing_model_path_exits_2() -> None:
 def test_help_lists_the_flags() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    assert result.stdout.startswith("usage: python3 -m sglang.launch_server")
+    # 0.5.23's prepare_server_args names its parser "sglang serve" for both entry points
+    assert result.stdout.startswith("usage: sglang serve")
     for flag in ("--speculative-num-steps", "--tp-size", "--cuda-graph-max-bs-decode"):
         assert flag in result.stdout
 
