@@ -248,7 +248,21 @@ def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = Non
 def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[str]) -> Resolved:
     for key, value in RESOLVED_DEFAULTS.items():
         if args.get(key) is None:
-            args[key] = value
+            args[key] = copy.deepcopy(value)
+    if (
+        args.get("speculative_draft_model_path") is not None
+        and args.get("speculative_draft_model_revision") is None
+    ):
+        args["speculative_draft_model_revision"] = "main"
+    # "auto" as resolved on one node without a data-parallel router (every golden config)
+    for key, resolved_auto in (
+        ("load_balance_method", "round_robin"),
+        ("encoder_transfer_backend", "zmq_to_scheduler"),
+    ):
+        if args.get(key) == "auto":
+            args[key] = resolved_auto
+    if args.get("speculative_draft_model_quantization") is None:
+        args["speculative_draft_model_quantization"] = args.get("quantization")
     model = parse_model(args["model_path"], args.get("quantization"))
     arch = model.architecture
     mla = arch in MLA_ARCHS
