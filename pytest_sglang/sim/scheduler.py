@@ -310,8 +310,8 @@ class Scheduler:
         rank_log(
             f"Prefill batch, #new-seq: {len(new)}, #new-token: {tokens}, #cached-token: 0, "
             f"token usage: {usage:.2f}, #running-req: {len(self.running)}, "
-            f"#queue-req: {len(self.waiting)}, input throughput (token/s): {throughput:.2f}, "
-            "cuda graph: False",
+            f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
+            f"input throughput (token/s): {throughput:.2f}",
             0,
             self.tp,
         )

@@ -70,16 +70,24 @@ def test_every_option_string_parses_as_in_real() -> None:
     assert agree == total, "\n".join(misses)
 
 
+# The bars are 99% (values) and 95% (warnings); the simulator reaches 100% on this
+# matrix, and the tests hold it there so that any regression shows (docs/simulator.md lists
+# what differs outside the compared fields).
+
+
 def test_resolved_values_agree_with_real(agreement: Agreement) -> None:
     misses = [m for m in agreement.misses if any(f": {k} " in m for k in KEY_FIELDS)]
-    share = agreement.field_agree / agreement.field_pairs
-    assert share >= 0.99, f"{agreement.line()}\n" + "\n".join(misses[:30])
+    assert agreement.field_pairs >= 60 * 3 * len(KEY_FIELDS)
+    assert agreement.field_agree == agreement.field_pairs, f"{agreement.line()}\n" + "\n".join(
+        misses[:30]
+    )
 
 
 def test_warnings_before_server_args_agree_with_real(agreement: Agreement) -> None:
     misses = [m for m in agreement.misses if ": warnings " in m]
-    share = agreement.warn_agree / agreement.warn_configs
-    assert share >= 0.95, f"{agreement.line()}\n" + "\n".join(misses[:20])
+    assert agreement.warn_agree == agreement.warn_configs, f"{agreement.line()}\n" + "\n".join(
+        misses[:20]
+    )
 
 
 def test_failing_configs_fail_like_real(agreement: Agreement) -> None:
