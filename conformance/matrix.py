@@ -240,6 +240,8 @@ CONFIGS: dict[str, list[str]] = {
     "q3_ngram_d8": Q3 + _spec("NGRAM", None, None, 8),
     "llama_ngram_d16_mrr32": LL + _spec("NGRAM", None, None, 16) + ["--max-running-requests", "32"],
     "q35_ngram_tp4": Q35 + _tp(4) + _spec("NGRAM"),
+    "q3_dflash_no_draft": [*Q3, *_spec("DFLASH")],
+    "q3_uno_no_lora": [*Q3, *_spec("UNO")],
     "q3_medusa": Q3 + _spec("MEDUSA"),
     "q3_eagle3_no_draft": Q3 + _spec("EAGLE3", 3, 1, 4),
     # quantization and KV-cache dtypes

@@ -231,6 +231,50 @@ def _default_attention(
     return "flashinfer"
 
 
+def _spec_frames(dispatch_line: int, handler: str) -> list[tuple[str, int, str, str]]:
+    """The frames down to ``SpeculativeAlgorithm.handle_server_args`` dispatching to ``handler``."""
+    return [
+        *_PIPELINE_FRAMES,
+        _EAGLE_FRAMES[0],
+        (
+            _SITE + "sglang/srt/speculative/spec_info.py",
+            dispatch_line,
+            "handle_server_args",
+            f"{handler}(server_args)",
+        ),
+    ]
+
+
+def _refuse_unsimulated_algorithm(algo: str, args: dict[str, Any]) -> None:
+    """DFLASH and UNO: the simulator plays only their refusals of an incomplete command line."""
+    hook = _SITE + "sglang/srt/arg_groups/speculative_hook.py"
+    if algo == "DFLASH" and args.get("speculative_draft_model_path") is None:
+        raise ResolutionError(
+            "ValueError: DFLASH speculative decoding requires setting "
+            "--speculative-draft-model-path.",
+            [
+                *_spec_frames(256, "_handle_dflash"),
+                (hook, 325, "_handle_dflash", "raise ValueError("),
+            ],
+        )
+    if algo == "UNO":
+        frames = _spec_frames(258, "_handle_uno")
+        if args.get("speculative_draft_model_path") is not None:
+            raise ResolutionError(
+                "ValueError: UNO reuses the target model and does not accept "
+                "--speculative-draft-model-path.",
+                [*frames, (hook, 455, "_handle_uno", "raise ValueError(")],
+            )
+        if args.get("uno_lora_path") is None:
+            raise ResolutionError(
+                "ValueError: UNO requires --uno-lora-path.",
+                [
+                    *frames,
+                    (hook, 460, "_handle_uno", 'raise ValueError("UNO requires --uno-lora-path.")'),
+                ],
+            )
+
+
 def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = None) -> Resolved:
     """Apply SGLang's resolution; returns the args as the server_args line logs them.
 
@@ -364,6 +408,7 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
                 ],
             )
         args["speculative_algorithm"] = algo
+        _refuse_unsimulated_algorithm(algo, args)
     if algo == "NGRAM":
         if args.get("max_running_requests") is None:
             args["max_running_requests"] = 48
