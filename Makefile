@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: scenarios test lint typecheck unit testhost-deps report-deps clean
+.PHONY: scenarios test lint typecheck unit testhost-deps report-deps conformance clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,9 +40,25 @@ report-deps:
 			--no-fund --silent allure@$(ALLURE_CLI_VERSION) >/dev/null; \
 	fi
 
+# Goldens from the real SGLang 0.5.23 (conformance/README.md): its parser and ServerArgs
+# resolution run on this CPU-only machine, GPU-only kernel packages stubbed, the device faked.
+# Not part of `make test`: the first run downloads ~6 GB (torch with its CUDA wheels) into a venv
+# kept outside the project (reused afterwards); `make test` checks the committed goldens.
+CONFORMANCE_VENV ?= $(HOME)/.cache/pytest-sglang/sglang-0.5.23
+CONFORMANCE_OUT  ?= tests/data/conformance
+$(CONFORMANCE_VENV)/.installed: conformance/requirements.txt
+	test -x $(CONFORMANCE_VENV)/bin/python || $(PYTHON) -m venv $(CONFORMANCE_VENV)
+	$(CONFORMANCE_VENV)/bin/python -m pip install -q --upgrade pip
+	$(CONFORMANCE_VENV)/bin/python -m pip install -q --no-deps sglang==0.5.23 torchvision==0.29.1
+	$(CONFORMANCE_VENV)/bin/python -m pip install -q -r conformance/requirements.txt
+	touch $@
+
+conformance: $(CONFORMANCE_VENV)/.installed
+	$(CONFORMANCE_VENV)/bin/python conformance/harness.py --out $(CONFORMANCE_OUT)
+
 lint: $(STAMP)
-	$(BIN)/ruff check pytest_sglang tests scenarios benchmarks
-	$(BIN)/ruff format --check pytest_sglang tests scenarios benchmarks
+	$(BIN)/ruff check pytest_sglang tests scenarios benchmarks conformance
+	$(BIN)/ruff format --check pytest_sglang tests scenarios benchmarks conformance
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -19,6 +19,7 @@ __all__ = [
     "ADJUST_DRAFT_TOKENS_WARNING",
     "MAX_RUNNING_48_WARNING",
     "NGRAM_DRAFT_TOKENS_WARNING",
+    "NGRAM_MIXED_CHUNK_WARNING",
     "ExpectedJournal",
     "expected_journal",
     "resolve",
@@ -36,6 +37,11 @@ NGRAM_DRAFT_TOKENS_WARNING = (
     "speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. You can "
     "override this by explicitly setting --speculative-num-draft-tokens."
 )
+NGRAM_MIXED_CHUNK_WARNING = (
+    "The mixed chunked prefill are disabled because of using ngram speculative decoding."
+)
+#: ``--speculative-ngram-max-bfs-breadth``'s default: NGRAM's topk when the flag is unset
+NGRAM_BFS_BREADTH = 10
 
 EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
 
@@ -72,11 +78,20 @@ def resolve(tuned: dict[str, Any], version: str) -> tuple[dict[str, Any], list[s
     if algo == "NEXTN":
         algo = values["speculative_algorithm"] = "EAGLE"
     if algo == "NGRAM":
-        if tuned.get("speculative_num_draft_tokens") is None and has(
-            "ngram_draft_tokens_12", version
-        ):
-            values["speculative_num_draft_tokens"] = 12
+        ngram_48 = has("ngram_max_running_48", version)
+        if ngram_48 and tuned.get("max_running_requests") is None:
+            values["max_running_requests"] = 48
+            warnings.append(MAX_RUNNING_48_WARNING)
+        draft = tuned.get("speculative_num_draft_tokens")
+        if draft is None and has("ngram_draft_tokens_12", version):
+            draft = values["speculative_num_draft_tokens"] = 12
             warnings.append(NGRAM_DRAFT_TOKENS_WARNING)
+        if ngram_48:
+            # the flag that sets the breadth is not a typed field: its default applies
+            values["speculative_eagle_topk"] = NGRAM_BFS_BREADTH
+            if tuned.get("speculative_num_steps") is None and draft is not None:
+                values["speculative_num_steps"] = int(draft) // NGRAM_BFS_BREADTH
+            warnings.append(NGRAM_MIXED_CHUNK_WARNING)
         return values, warnings
     if algo in EAGLE_FAMILY and tuned.get("max_running_requests") is None:
         values["max_running_requests"] = 48
@@ -130,7 +145,7 @@ def _extra_arg_values(extra_args: tuple[str, ...]) -> dict[str, Any]:
         if arg is None:
             continue
         action = arg["action"]
-        if action == "_StoreTrueAction" and not eq:
+        if action in ("_StoreTrueAction", "DeprecatedStoreTrueAction") and not eq:
             values[arg["dest"]] = True
         elif action == "BooleanOptionalAction" and not eq:
             values[arg["dest"]] = not flag.startswith("--no-")
@@ -162,6 +177,16 @@ def expected_journal(
     server_args = {log_field(k, version): v for k, v in effective.items()}
     for key, value in _extra_arg_values(extra_args).items():
         server_args.setdefault(key, value)
+    dp = server_args.get("dp_size")
+    if (
+        server_args.get("enable_dp_attention")
+        and has("dp_attention_to_attn_dp_size", version)
+        and isinstance(dp, int)
+        and dp > 1
+    ):
+        # SGLang folds the deprecated spelling into attn_dp_size before anything reads it
+        server_args["attn_dp_size"] = dp
+        server_args["dp_size"] = 1
     return ExpectedJournal(
         server_args=server_args,
         warnings=tuple(warnings),

@@ -45,6 +45,8 @@ SIMULATED_VERSIONS = ("0.5.18", "0.5.19", "0.5.20", "0.5.22", "0.5.23")
 
 ChangeName = Literal[
     "max_running_48_warning",
+    "ngram_max_running_48",
+    "dp_attention_to_attn_dp_size",
     "cuda_graph_max_bs_decode",
     "auto_spec_params_3_1_4",
     "ngram_draft_tokens_12",
@@ -107,6 +109,18 @@ CHANGES: tuple[Change, ...] = (
         "0.5.19",
         "server_args_dict",
         "server_args is logged as a dict (server_args={...}), was ServerArgs(...)",
+    ),
+    Change(
+        "0.5.23",
+        "ngram_max_running_48",
+        "NGRAM resets max_running_requests to 48 (with the warning), topk to its BFS breadth (10) "
+        "and derives the steps from the draft tokens (real 0.5.23 goldens; older releases "
+        "unverified)",
+    ),
+    Change(
+        "0.5.23",
+        "dp_attention_to_attn_dp_size",
+        "--enable-dp-attention --dp-size N is logged as attn_dp_size=N, dp_size=1",
     ),
     Change(
         "0.5.23",

@@ -22,7 +22,7 @@ from .cli import catalog_for, parse_args
 from .faults import die, kill_self, replay, scheduler_exception
 from .knobs import SimSettings
 from .logs import log, setup_logging
-from .post_init import format_server_args, resolve_args
+from .post_init import ResolutionError, format_server_args, resolve_args
 from .scheduler import Request, Scheduler
 from .server import ARRIVAL_CLOCK, ServerState, build_app
 from .startup import compute_capacity, run_startup
@@ -100,11 +100,10 @@ async def _serve(argv: list[str], settings: SimSettings) -> None:
         parsed[settings.ignore_flag] = defaults.get(settings.ignore_flag)
     try:
         resolved = resolve_args(parsed, settings.version, settings.gpu)
-    except AssertionError:
-        sys.stderr.write(
-            'Traceback (most recent call last):\n  File "<sglang>", line 1, in '
-            "<module>\nAssertionError\n"
-        )
+    except ResolutionError as exc:
+        for warning in exc.warnings:
+            log(warning)
+        sys.stderr.write(exc.traceback_text())
         raise SystemExit(1) from None
     for warning in resolved.warnings:
         log(warning)

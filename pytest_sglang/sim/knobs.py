@@ -34,6 +34,14 @@ class Fault:
     path: str = ""
 
 
+def _capability(raw: str) -> tuple[int, int]:
+    """``SGLANG_SIM_GPU_CAPABILITY``: ``12.0`` (Blackwell RTX PRO), ``9.0`` (H100/H200)."""
+    major, dot, minor = raw.strip().partition(".")
+    if not (major.isdigit() and (not dot or minor.isdigit())):
+        _die(f"SGLANG_SIM_GPU_CAPABILITY={raw!r} is not a compute capability; give e.g. 9.0")
+    return (int(major), int(minor or 0))
+
+
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name, "").strip()
     if not raw:
@@ -112,6 +120,8 @@ class SimSettings:
             memory_gb=_float(env, "SGLANG_SIM_GPU_MEMORY_GB", default_gpu.memory_gb),
             bandwidth_tbps=_float(env, "SGLANG_SIM_GPU_BANDWIDTH_TBPS", default_gpu.bandwidth_tbps),
             tflops=_float(env, "SGLANG_SIM_GPU_TFLOPS", default_gpu.tflops),
+            total_mib=int(_float(env, "SGLANG_SIM_GPU_MEMORY_MIB", 0)) or None,
+            capability=_capability(env.get("SGLANG_SIM_GPU_CAPABILITY", "12.0")),
         )
         return cls(
             version=version,

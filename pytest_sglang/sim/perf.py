@@ -139,6 +139,15 @@ class GpuSpec:
     memory_gb: float = 96.0
     bandwidth_tbps: float = 1.79
     tflops: float = 500.0  # dense BF16/FP8 tensor throughput used for compute-bound phases
+    #: what ``nvidia-smi --query-gpu=memory.total`` reports, MiB (SGLang sizes from it);
+    #: None: derived from ``memory_gb`` (the three profiles' ratio, 96 GB -> 97887 MiB)
+    total_mib: int | None = None
+    capability: tuple[int, int] = (12, 0)
+
+    @property
+    def memory_mib(self) -> int:
+        """Total memory as the driver reports it, in MiB."""
+        return self.total_mib if self.total_mib is not None else round(self.memory_gb * 1019.66)
 
 
 @dataclass(frozen=True)
@@ -226,7 +235,10 @@ def parse_model(path: str, quantization: str | None = None) -> ModelSpec:
         bpp = 2.0
     else:
         bpp = 1.0 if moe else 2.0
-    return ModelSpec(path, total, active, _layers(total, moe), bpp, _architecture(lowered))
+    arch = _architecture(lowered)
+    if arch == "Qwen3MoeForCausalLM" and not moe:
+        arch = "Qwen3ForCausalLM"
+    return ModelSpec(path, total, active, _layers(total, moe), bpp, arch)
 
 
 def _token_ms(model: ModelSpec, tp: int, gpu: GpuSpec) -> float:

@@ -1,15 +1,18 @@
-"""SGLang's ServerArgs post-init, played by the simulator on the parsed command line.
+"""SGLang's argument resolution (``ServerArgs.resolve_once``), played by the simulator.
 
 Why here and not in :mod:`pytest_sglang.resolution`: the simulator stands in for SGLang, so it
-implements the rules independently (sglang-facts.md section 2); the project's own
-``ServerConfig.resolved()`` is then tested *against* it. Which release changed what is read from
-the one version table, :data:`pytest_sglang.versions.CHANGES`. Values a real GPU would compute
-(mem_fraction_static, chunked_prefill_size, attention_backend, CUDA-graph batch sizes) get
-realistic figures for the simulated GPU.
+implements the rules independently; the project's own ``ServerConfig.resolved()`` is then tested
+*against* it, and both are held to goldens taken from the real 0.5.23 package
+(tests/data/conformance/, made by ``make conformance``). The rules are ported from 0.5.23's
+``sglang/srt/arg_groups/`` (memory_hook.py, speculative_hook.py, overrides.py, parallel_hook.py,
+cuda_graph_hook.py), in its pipeline order, so the warnings come out in the order the real
+server logs them. What the simulator cannot know (a model's full config.json) comes from the
+model family read off the path (:mod:`.perf`); docs/simulator.md lists what still differs.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +20,7 @@ from ..versions import has
 from .fields import DICT_FIELDS, EXTRA_DEFAULTS, REPR_FIELDS, RESOLVED_DEFAULTS
 from .perf import GpuSpec, ModelSpec, SpecConfig, parse_model
 
-__all__ = ["Resolved", "format_server_args", "resolve_args"]
+__all__ = ["ResolutionError", "Resolved", "format_server_args", "resolve_args"]
 
 ADJUST_WARNING = (
     "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
@@ -31,6 +34,88 @@ NGRAM_WARNING = (
     "speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. You can "
     "override this by explicitly setting --speculative-num-draft-tokens."
 )
+NGRAM_MIXED_WARNING = (
+    "The mixed chunked prefill are disabled because of using ngram speculative decoding."
+)
+NON_OVERLAP_WARNING = (
+    "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding."
+)
+PIECEWISE_MLA = "Piecewise CUDA graph is enabled, use MLA for prefill."
+ALLREDUCE_FUSION = "Auto-enabling FlashInfer AllReduce Fusion (auto) for {arch}"
+ATTENTION_DEFAULT = "Attention backend not specified. Use {backend} backend by default."
+FA3_FP8_WARNING = (
+    "FlashAttention3 only supports fp8_e4m3 if using FP8; Setting attention backend to triton."
+)
+FLASHMLA_PAGE_WARNING = "FlashMLA only supports a page_size of 64, change page_size to 64."
+TRTLLM_MHA_PAGE_WARNING = (
+    "TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128, changing page_size from "
+    "{page} to 64."
+)
+DP_CHUNK_WARNING = "DP attention is enabled. chunked prefill size is adjusted from {old} to {new}."
+
+#: ``SpeculativeAlgorithm`` members of 0.5.23 (``from_string`` upper-cases; NEXTN is an alias)
+SPEC_ALGORITHMS = frozenset(
+    {"DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM"}
+)
+EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
+#: architectures whose MTP head is in the checkpoint: the draft model path is the model path
+SELF_DRAFT_ARCHS = frozenset({"DeepseekV3ForCausalLM", "Glm4MoeForCausalLM"})
+#: ``_FLASHINFER_ALLREDUCE_FUSION_ARCHS`` members among the simulated families
+ALLREDUCE_FUSION_ARCHS = frozenset(
+    {"DeepseekV3ForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3MoeForCausalLM"}
+)
+MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM"})
+#: multimodal families and their vision tower (layers, hidden size) for the VLM reduction
+VISION_TOWERS = {"Qwen3_5MoeForConditionalGeneration": (24, 1152)}
+HYBRID_MAMBA_ARCHS = frozenset({"Qwen3_5MoeForConditionalGeneration"})
+
+_SITE = "/usr/local/lib/python3.12/dist-packages/"
+#: where SGLang 0.5.23 is when resolution raises (file, line, function, source line)
+_PIPELINE_FRAMES = [
+    (_SITE + "sglang/launch_server.py", 84, "<module>", "run_server(server_args)"),
+    (_SITE + "sglang/launch_server.py", 29, "run_server", "server_args.resolve_once()"),
+    (_SITE + "sglang/srt/server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
+    (
+        _SITE + "sglang/srt/arg_groups/pipeline.py",
+        306,
+        "run_resolution_pipeline",
+        "run_hook(handle_speculative_decoding, server_args)",
+    ),
+    (_SITE + "sglang/srt/arg_groups/resolution_hooks.py", 139, "run_hook", "step(server_args)"),
+]
+_EAGLE_FRAMES = [
+    (
+        _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+        284,
+        "handle_speculative_decoding",
+        "algo.handle_server_args(server_args)",
+    ),
+    (
+        _SITE + "sglang/srt/speculative/spec_info.py",
+        264,
+        "handle_server_args",
+        "_handle_eagle_family(server_args)",
+    ),
+]
+
+
+class ResolutionError(Exception):
+    """Resolution raised: the exception line and the real frames of the traceback SGLang prints."""
+
+    def __init__(self, line: str, frames: list[tuple[str, int, str, str]]) -> None:
+        super().__init__(line)
+        self.line = line
+        self.frames = frames
+        #: what resolution logged before it raised (the server prints these first)
+        self.warnings: list[str] = []
+
+    def traceback_text(self) -> str:
+        """The traceback as Python prints it for an uncaught exception."""
+        parts = ["Traceback (most recent call last):\n"]
+        for filename, lineno, function, code in self.frames:
+            parts.append(f'  File "{filename}", line {lineno}, in {function}\n    {code}\n')
+        parts.append(self.line + "\n")
+        return "".join(parts)
 
 
 @dataclass
@@ -46,7 +131,7 @@ class Resolved:
 
 
 def _auto_spec(model: ModelSpec, algorithm: str, version: str) -> tuple[int, int, int]:
-    """``auto_choose_speculative_params`` (runs when --speculative-num-steps is unset)."""
+    """``_auto_choose_speculative_params`` (runs when --speculative-num-steps is unset)."""
     if algorithm == "STANDALONE":
         return (3, 1, 4)
     if model.architecture in ("LlamaForCausalLM", "Grok1ForCausalLM"):
@@ -56,90 +141,373 @@ def _auto_spec(model: ModelSpec, algorithm: str, version: str) -> tuple[int, int
     return (3, 1, 4) if has("auto_spec_params_3_1_4", version) else (5, 4, 8)
 
 
-def _graph_bs(max_bs: int) -> list[int]:
-    """SGLang's capture list: 1, 2, 4, 8, then steps of 8 up to 256, then 16."""
-    sizes = [1, 2, 4, *range(8, 257, 8), *range(272, 1025, 16)]
-    return [s for s in sizes if s <= max_bs] or [1]
+def decode_graph_bs(max_bs: int, speculative: bool) -> list[int]:
+    """``generate_decode_cuda_graph_batch_sizes``: finer steps for small batches under spec."""
+    if not speculative:
+        sizes = [
+            1,
+            2,
+            4,
+            8,
+            12,
+            *range(16, 257, 8),
+            *range(272, 512, 16),
+            *range(512, max_bs + 1, 32),
+        ]
+    else:
+        sizes = [
+            *range(1, 9),
+            *range(10, 33, 2),
+            *range(40, 65, 4),
+            *range(72, 257, 8),
+            *range(272, max_bs + 1, 16),
+        ]
+    sizes = [s for s in sizes if s <= max_bs]
+    if max_bs not in sizes:
+        sizes.append(max_bs)
+    return sizes
+
+
+def prefill_graph_bs(max_bs: int) -> list[int]:
+    """``generate_prefill_cuda_graph_batch_sizes``: captured token counts of the prefill phase."""
+    sizes = [
+        *range(4, 33, 4),
+        *range(48, 257, 16),
+        *range(288, 513, 32),
+        *range(576, 1025, 64),
+        *range(1280, 4097, 256),
+        *range(4608, max_bs + 1, 512),
+    ]
+    return [s for s in sizes if s <= max_bs]
+
+
+def _phase(backend: str, max_bs: int, bs: list[int]) -> dict[str, Any]:
+    return {
+        "backend": backend,
+        "max_bs": max_bs,
+        "bs": bs,
+        "tc_compiler": "eager",
+        "max_context_size": None,
+        "full_prefill_max_req": None,
+        "full_prefill_prefix_chunk_tokens": None,
+        "max_seq_len": None,
+    }
+
+
+def _gpu_tier(gpu_mib: int, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, decode max_bs) by GPU memory, ``handle_gpu_memory_settings``."""
+    if gpu_mib < 20 * 1024:
+        return 2048, 8
+    if gpu_mib < 35 * 1024:
+        return 4096, 48 if tp < 4 else 160
+    if gpu_mib < 60 * 1024:
+        return 4096, 32 if tp < 4 else 160
+    if gpu_mib < 160 * 1024:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def _vlm_factor(architecture: str) -> float:
+    """``adjust_mem_fraction_for_vlm``: less static memory the bigger the vision tower."""
+    layers, hidden = VISION_TOWERS[architecture]
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    dynamic = max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return 0.95 * dynamic
+
+
+def _default_attention(
+    gpu: GpuSpec, mla: bool, speculative: bool, explicit_topk: int | None
+) -> str:
+    """``get_default_attn_backend`` for Hopper (sm90) and Blackwell (sm100 / sm120) GPUs."""
+    hopper = gpu.capability[0] == 9
+    sm100 = gpu.capability[0] == 10
+    if mla:
+        return "fa3" if hopper else ("flashinfer" if sm100 else "triton")
+    topk_one = not speculative or explicit_topk is None or explicit_topk == 1
+    if hopper and topk_one:
+        return "fa3"
+    if sm100 and topk_one:
+        return "trtllm_mha"
+    return "flashinfer"
+
+
+def _spec_frames(dispatch_line: int, handler: str) -> list[tuple[str, int, str, str]]:
+    """The frames down to ``SpeculativeAlgorithm.handle_server_args`` dispatching to ``handler``."""
+    return [
+        *_PIPELINE_FRAMES,
+        _EAGLE_FRAMES[0],
+        (
+            _SITE + "sglang/srt/speculative/spec_info.py",
+            dispatch_line,
+            "handle_server_args",
+            f"{handler}(server_args)",
+        ),
+    ]
+
+
+def _refuse_unsimulated_algorithm(algo: str, args: dict[str, Any]) -> None:
+    """DFLASH and UNO: the simulator plays only their refusals of an incomplete command line."""
+    hook = _SITE + "sglang/srt/arg_groups/speculative_hook.py"
+    if algo == "DFLASH" and args.get("speculative_draft_model_path") is None:
+        raise ResolutionError(
+            "ValueError: DFLASH speculative decoding requires setting "
+            "--speculative-draft-model-path.",
+            [
+                *_spec_frames(256, "_handle_dflash"),
+                (hook, 325, "_handle_dflash", "raise ValueError("),
+            ],
+        )
+    if algo == "UNO":
+        frames = _spec_frames(258, "_handle_uno")
+        if args.get("speculative_draft_model_path") is not None:
+            raise ResolutionError(
+                "ValueError: UNO reuses the target model and does not accept "
+                "--speculative-draft-model-path.",
+                [*frames, (hook, 455, "_handle_uno", "raise ValueError(")],
+            )
+        if args.get("uno_lora_path") is None:
+            raise ResolutionError(
+                "ValueError: UNO requires --uno-lora-path.",
+                [
+                    *frames,
+                    (hook, 460, "_handle_uno", 'raise ValueError("UNO requires --uno-lora-path.")'),
+                ],
+            )
 
 
 def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = None) -> Resolved:
-    """Apply SGLang's post-init rules; returns the args as the server_args line logs them."""
-    gpu = gpu or GpuSpec()
-    args = dict(parsed)
+    """Apply SGLang's resolution; returns the args as the server_args line logs them.
+
+    Raises :class:`ResolutionError` where SGLang's resolution raises (exit status 1), carrying
+    the warnings logged before it.
+    """
     warnings: list[str] = []
+    try:
+        return _resolve(dict(parsed), version, gpu or GpuSpec(), warnings)
+    except ResolutionError as exc:
+        exc.warnings = list(warnings)
+        raise
+
+
+def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[str]) -> Resolved:
     for key, value in RESOLVED_DEFAULTS.items():
         if args.get(key) is None:
-            args[key] = value
+            args[key] = copy.deepcopy(value)
+    if (
+        args.get("speculative_draft_model_path") is not None
+        and args.get("speculative_draft_model_revision") is None
+    ):
+        args["speculative_draft_model_revision"] = "main"
+    # "auto" as resolved on one node without a data-parallel router (every golden config)
+    for key, resolved_auto in (
+        ("load_balance_method", "round_robin"),
+        ("encoder_transfer_backend", "zmq_to_scheduler"),
+    ):
+        if args.get(key) == "auto":
+            args[key] = resolved_auto
+    if args.get("speculative_draft_model_quantization") is None:
+        args["speculative_draft_model_quantization"] = args.get("quantization")
     model = parse_model(args["model_path"], args.get("quantization"))
+    arch = model.architecture
+    mla = arch in MLA_ARCHS
+    tp = int(args.get("tp_size") or 1)
     if args.get("served_model_name") is None:
         args["served_model_name"] = args["model_path"]
-    if args.get("attention_backend") is None:
-        args["attention_backend"] = "flashinfer"
-        warnings.append("Attention backend not specified. Use flashinfer backend by default.")
+    if args.get("tokenizer_path") is None:
+        args["tokenizer_path"] = args["model_path"]
+    if arch in HYBRID_MAMBA_ARCHS:
+        args["mamba_radix_cache_strategy"] = "extra_buffer"
+        args["uses_mamba_radix_cache"] = True
+    attn_dp = int(args.get("dp_size") or 1) if args.get("enable_dp_attention") else 1
+    if attn_dp > 1:
+        args["attn_dp_size"] = attn_dp
+        args["dp_size"] = 1
     algo = args.get("speculative_algorithm")
+    if algo is not None:
+        algo = "EAGLE" if algo.upper() == "NEXTN" else algo.upper()
+
+    # model hook: MLA models prefill through MLA under piecewise graphs
+    if mla:
+        warnings.append(PIECEWISE_MLA)
+    if arch in ALLREDUCE_FUSION_ARCHS and gpu.capability[0] in (9, 10) and tp > 1 and attn_dp == 1:
+        args["flashinfer_allreduce_fusion_backend"] = "auto"
+        warnings.append(ALLREDUCE_FUSION.format(arch=arch))
+
+    # GPU memory settings: chunked prefill and the CUDA-graph capture lists
+    gpu_mib = gpu.memory_mib
+    default_chunk, default_max_bs = _gpu_tier(gpu_mib, tp)
+    if args.get("chunked_prefill_size") is None:
+        args["chunked_prefill_size"] = default_chunk
+    chunk = int(args["chunked_prefill_size"])
+    requested_max_bs = args.get("cuda_graph_max_bs_decode")
+    max_bs = int(requested_max_bs) if requested_max_bs is not None else default_max_bs
+    if requested_max_bs is None and args.get("max_running_requests") is not None:
+        max_bs = min(max_bs, int(args["max_running_requests"]))
+    speculative = algo is not None
+    prefill_max_bs = min(8192, chunk) if mla else chunk
+    if args.get("max_total_tokens") is not None:
+        prefill_max_bs = min(prefill_max_bs, int(args["max_total_tokens"]))
+    graphs_off = bool(args.get("disable_cuda_graph"))
+    decode_bs = decode_graph_bs(max_bs, speculative)
+    graph = {
+        "decode": _phase("disabled" if graphs_off else "full", max(decode_bs), decode_bs),
+        "prefill": _phase(
+            "disabled" if graphs_off else "breakable",
+            prefill_max_bs,
+            prefill_graph_bs(prefill_max_bs),
+        ),
+    }
+    if args.get("mem_fraction_static") is None:
+        activation = max(chunk if chunk > 0 else int(args.get("max_prefill_tokens") or 0), 2048)
+        reserved = 512 + activation * 1.5 + tp / 8 * 1024
+        if not graphs_off:
+            reserved += graph["decode"]["max_bs"] * 2
+            if attn_dp > 1:
+                reserved += graph["decode"]["max_bs"] * attn_dp * 3
+                if graph["decode"]["max_bs"] > 300:
+                    reserved += graph["decode"]["max_bs"] * attn_dp * 1.5
+            reserved += 1.5 * 1024 if mla else len(graph["prefill"]["bs"]) * 8
+        if gpu_mib > 60 * 1024:
+            reserved = max(reserved, 10 * 1024)
+        fraction = round((gpu_mib - reserved) / gpu_mib, 3)
+        if arch in VISION_TOWERS:
+            fraction *= _vlm_factor(arch)
+        args["mem_fraction_static"] = fraction
+
+    # attention backend default (before the speculative handler fills in topk)
+    if args.get("prefill_attention_backend") is not None and args.get(
+        "prefill_attention_backend"
+    ) == args.get("decode_attention_backend"):
+        args["attention_backend"] = args["prefill_attention_backend"]
+    if args.get("attention_backend") is None:
+        explicit_topk = args.get("speculative_eagle_topk")
+        backend = _default_attention(gpu, mla, speculative, explicit_topk)
+        args["attention_backend"] = backend
+        warnings.append(ATTENTION_DEFAULT.format(backend=backend))
+
+    # speculative handler: the name is checked only now, after the warnings above
     spec = SpecConfig()
     if algo is not None:
-        algo = algo.upper()
-        if algo == "NEXTN":
-            algo = "EAGLE"
+        if algo not in SPEC_ALGORITHMS:
+            raise ResolutionError(
+                f"ValueError: Unknown speculative algorithm name: {args['speculative_algorithm']}",
+                [
+                    *_PIPELINE_FRAMES,
+                    (
+                        _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                        242,
+                        "handle_speculative_decoding",
+                        "algo = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)",
+                    ),
+                    (
+                        _SITE + "sglang/srt/speculative/spec_info.py",
+                        65,
+                        "from_string",
+                        'raise ValueError(f"Unknown speculative algorithm name: {name}")',
+                    ),
+                ],
+            )
         args["speculative_algorithm"] = algo
-        if algo == "NGRAM":
-            if args.get("speculative_num_draft_tokens") is None:
-                args["speculative_num_draft_tokens"] = 12
-                warnings.append(NGRAM_WARNING)
-            warnings.append(
-                "The mixed chunked prefill are disabled because of using ngram speculative "
-                "decoding."
+        _refuse_unsimulated_algorithm(algo, args)
+    if algo == "NGRAM":
+        if args.get("max_running_requests") is None:
+            args["max_running_requests"] = 48
+            warnings.append(MAX_RUNNING_WARNING)
+        args["enable_mixed_chunk"] = False
+        args["speculative_eagle_topk"] = int(args.get("speculative_ngram_max_bfs_breadth") or 10)
+        if args.get("speculative_num_draft_tokens") is None:
+            args["speculative_num_draft_tokens"] = 12
+            warnings.append(NGRAM_WARNING)
+        if args.get("speculative_num_steps") is None:
+            args["speculative_num_steps"] = (
+                int(args["speculative_num_draft_tokens"]) // args["speculative_eagle_topk"]
             )
-            draft = int(args["speculative_num_draft_tokens"])
-            spec = SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
-        else:
-            if args.get("max_running_requests") is None:
-                args["max_running_requests"] = 48
-                warnings.append(MAX_RUNNING_WARNING)
-            if args.get("speculative_num_steps") is None:
-                if (
-                    args.get("speculative_eagle_topk") is not None
-                    or args.get("speculative_num_draft_tokens") is not None
-                ):
-                    raise AssertionError
-                steps, topk, draft = _auto_spec(model, algo, version)
-                args["speculative_num_steps"] = steps
-                args["speculative_eagle_topk"] = topk
-                args["speculative_num_draft_tokens"] = draft
-            steps = int(args["speculative_num_steps"])
-            if args.get("speculative_eagle_topk") is None:
-                args["speculative_eagle_topk"] = 1
-            topk = int(args["speculative_eagle_topk"])
-            if topk == 1 and args.get("speculative_num_draft_tokens") != steps + 1:
-                args["speculative_num_draft_tokens"] = steps + 1
-                warnings.append(ADJUST_WARNING)
-            if args.get("speculative_num_draft_tokens") is None:
-                args["speculative_num_draft_tokens"] = steps * topk + 1
-            if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
-                warnings.append(
-                    "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone "
-                    "speculative decoding."
+        warnings.append(NGRAM_MIXED_WARNING)
+        draft = int(args["speculative_num_draft_tokens"])
+        spec = SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
+    elif algo in EAGLE_FAMILY:
+        if args.get("max_running_requests") is None:
+            args["max_running_requests"] = 48
+            warnings.append(MAX_RUNNING_WARNING)
+        if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
+            warnings.append(NON_OVERLAP_WARNING)
+        if arch in SELF_DRAFT_ARCHS and args.get("speculative_draft_model_path") is None:
+            args["speculative_draft_model_path"] = args["model_path"]
+            args["speculative_draft_model_revision"] = args.get("revision")
+        if args.get("speculative_num_steps") is None:
+            if (
+                args.get("speculative_eagle_topk") is not None
+                or args.get("speculative_num_draft_tokens") is not None
+            ):
+                raise ResolutionError(
+                    "AssertionError",
+                    [
+                        *_PIPELINE_FRAMES,
+                        *_EAGLE_FRAMES,
+                        (
+                            _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                            1162,
+                            "_handle_eagle_family",
+                            "and cfg.speculative_num_draft_tokens is None",
+                        ),
+                    ],
                 )
-            warnings.append(
-                "Mixed chunked prefill is disabled because of using eagle speculative decoding."
+            steps, topk, draft = _auto_spec(model, algo, version)
+            args["speculative_num_steps"] = steps
+            args["speculative_eagle_topk"] = topk
+            args["speculative_num_draft_tokens"] = draft
+        steps = int(args["speculative_num_steps"])
+        topk_value = args.get("speculative_eagle_topk")
+        if topk_value == 1 and args.get("speculative_num_draft_tokens") != steps + 1:
+            warnings.append(ADJUST_WARNING)
+            args["speculative_num_draft_tokens"] = steps + 1
+        if topk_value is None:
+            # 0.5.23 compares the unset topk with 1 here and dies (not a simulator choice)
+            raise ResolutionError(
+                "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+                [
+                    *_PIPELINE_FRAMES,
+                    *_EAGLE_FRAMES,
+                    (
+                        _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                        1274,
+                        "_handle_eagle_family",
+                        "cfg.speculative_eagle_topk > 1",
+                    ),
+                ],
             )
-            spec = SpecConfig(algo, steps, topk, int(args["speculative_num_draft_tokens"]))
-    spec_on = spec.algorithm is not None
-    if args.get("mem_fraction_static") is None:
-        reserved_gb = 6.0 + (3.0 if spec_on else 0.0) + 0.5 * args.get("tp_size", 1)
-        args["mem_fraction_static"] = round(1.0 - reserved_gb / gpu.memory_gb, 3)
-    if args.get("chunked_prefill_size") is None:
-        args["chunked_prefill_size"] = 8192 if gpu.memory_gb >= 60 else 4096
-    if args.get("page_size") is None:
-        args["page_size"] = 1
-    max_bs = args.get("cuda_graph_max_bs_decode")
-    if max_bs is None:
-        max_bs = 256 if args.get("tp_size", 1) < 4 else 512
-        if args.get("max_running_requests") is not None:
-            max_bs = min(max_bs, int(args["max_running_requests"]))
-        args["cuda_graph_max_bs_decode"] = max_bs
-    graph_bs = [] if args.get("disable_cuda_graph") else _graph_bs(int(max_bs))
+        if args.get("speculative_num_draft_tokens") is None:
+            args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
+        spec = SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))
+
+    # post-process passes: backend/page constraints, then data parallelism
+    if args.get("attention_backend") == "fa3" and args.get("kv_cache_dtype") == "fp8_e5m2":
+        warnings.append(FA3_FP8_WARNING)
+        args["attention_backend"] = "triton"
+    backends = {args.get("attention_backend"), args.get("decode_attention_backend")}
+    page = args.get("page_size")
+    if "flashmla" in backends:
+        warnings.append(FLASHMLA_PAGE_WARNING)
+        page = 64
+    if "trtllm_mha" in backends | {args.get("prefill_attention_backend")} and page not in (
+        16,
+        32,
+        64,
+        128,
+    ):
+        warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
+        page = 64
+    args["page_size"] = 1 if page is None else page
+    if args.get("sampling_backend") is None:
+        args["sampling_backend"] = "flashinfer"
+    if attn_dp > 1:
+        old = int(args["chunked_prefill_size"])
+        args["chunked_prefill_size"] = old // attn_dp
+        warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
+        capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
+        graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
+    args["cuda_graph_config"] = copy.deepcopy(graph)
+    graph_bs = [] if graphs_off else list(graph["decode"]["bs"])
     return Resolved(args, warnings, model, spec, gpu, graph_bs)
 
 

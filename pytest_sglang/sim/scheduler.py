@@ -137,6 +137,9 @@ class Scheduler:
         self.last_accept_len = 0.0
         self.ttft_sum = 0.0
         self.e2e_sum = 0.0
+        #: every finished request's TTFT and end-to-end latency, s (the /metrics histograms)
+        self.ttft_samples: list[float] = []
+        self.e2e_samples: list[float] = []
         self._steps = 0
         self._window_tokens = 0
         self._window_ms = 0.0
@@ -161,7 +164,10 @@ class Scheduler:
         self.finished_requests += 0 if req.is_warmup else 1
         if req.first_token_at:
             self.ttft_sum += req.first_token_at - req.created
-        self.e2e_sum += (req.finished_at or time.time()) - req.created
+            self.ttft_samples.append(req.first_token_at - req.created)
+        e2e = (req.finished_at or time.time()) - req.created
+        self.e2e_sum += e2e
+        self.e2e_samples.append(e2e)
 
     @property
     def num_running(self) -> int:
@@ -304,8 +310,8 @@ class Scheduler:
         rank_log(
             f"Prefill batch, #new-seq: {len(new)}, #new-token: {tokens}, #cached-token: 0, "
             f"token usage: {usage:.2f}, #running-req: {len(self.running)}, "
-            f"#queue-req: {len(self.waiting)}, input throughput (token/s): {throughput:.2f}, "
-            "cuda graph: False",
+            f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
+            f"input throughput (token/s): {throughput:.2f}",
             0,
             self.tp,
         )

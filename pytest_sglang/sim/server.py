@@ -165,6 +165,17 @@ def _generate_prompt(body: dict[str, Any]) -> tuple[int, str]:
     raise ValueError("give text (a string) or input_ids")
 
 
+def _generate_batch(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """/generate's batch form (``text`` a list of strings, or ``input_ids`` a list of lists):
+    one single-prompt body per item; None for a single prompt."""
+    if isinstance(body.get("text"), list):
+        return [{"text": t} for t in body["text"]]
+    ids = body.get("input_ids")
+    if isinstance(ids, list) and ids and all(isinstance(i, list) for i in ids):
+        return [{"input_ids": i} for i in ids]
+    return None
+
+
 async def _wait_done(req: Request) -> None:
     while not req.finished:
         req.event.clear()
@@ -270,13 +281,26 @@ def _metric(name: str, kind: str, value: float, labels: str) -> list[str]:
     ]
 
 
-def _histogram(name: str, count: int, total: float, labels: str) -> list[str]:
-    return [
-        f"# TYPE sglang:{name} histogram",
-        f'sglang:{name}_bucket{{{labels},le="+Inf"}} {count}',
-        f"sglang:{name}_sum{{{labels}}} {total}",
-        f"sglang:{name}_count{{{labels}}} {count}",
-    ]
+#: 0.5.23's default buckets (srt/observability/metrics_collector.py), seconds
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+E2E_BUCKETS = (
+    *(0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400),
+    *(600, 1200, 1800, 2400),
+)
+
+
+def _histogram(
+    name: str, help_text: str, samples: list[float], buckets: tuple[float, ...], labels: str
+) -> list[str]:
+    """A Prometheus histogram as prometheus_client renders it: cumulative ``le`` buckets."""
+    lines = [f"# HELP sglang:{name} {help_text}", f"# TYPE sglang:{name} histogram"]
+    for bound in buckets:
+        count = sum(1 for s in samples if s <= bound)
+        lines.append(f'sglang:{name}_bucket{{{labels},le="{float(bound)}"}} {float(count)}')
+    lines.append(f'sglang:{name}_bucket{{{labels},le="+Inf"}} {float(len(samples))}')
+    lines.append(f"sglang:{name}_count{{{labels}}} {float(len(samples))}")
+    lines.append(f"sglang:{name}_sum{{{labels}}} {sum(samples)}")
+    return lines
 
 
 # -- the routes -------------------------------------------------------------------------------
@@ -298,10 +322,16 @@ class SimServer:
             web.get("/model_info", self.model_info),
             web.get("/get_server_info", self.server_info),
             web.get("/server_info", self.server_info),
-            web.route("*", "/ping", self.ping),
+            web.get("/ping", self.health),  # SageMaker's check: 200 when healthy, else 503
+            web.get("/ready", self.health),
             web.get("/health", self.health),
             web.get("/health_generate", self.health),
-            web.route("*", "/flush_cache", self.flush_cache),
+            web.get("/flush_cache", self.flush_cache),
+            web.post("/flush_cache", self.flush_cache),
+            web.get("/start_profile", self.start_profile),
+            web.post("/start_profile", self.start_profile),
+            web.get("/stop_profile", self.stop_profile),
+            web.post("/stop_profile", self.stop_profile),
         ]
         if self.state.args.get("enable_metrics"):
             routes.append(web.get("/metrics", self.metrics))
@@ -309,6 +339,7 @@ class SimServer:
             web.post("/v1/chat/completions", self.chat_completions),
             web.post("/v1/completions", self.completions),
             web.post("/generate", self.generate),
+            web.put("/generate", self.generate),
         ]
         return routes
 
@@ -402,8 +433,12 @@ class SimServer:
 
     # -- health and maintenance -----------------------------------------------------------
 
-    async def ping(self, _: web.Request) -> web.Response:
-        return web.Response(status=200)
+    async def start_profile(self, _: web.Request) -> web.Response:
+        """Answered as 0.5.23 answers it; nothing is profiled."""
+        return web.Response(status=200, text="Start profiling.\n")
+
+    async def stop_profile(self, _: web.Request) -> web.Response:
+        return web.Response(status=200, text="Stop profiling. This will take some time.\n")
 
     async def health(self, _: web.Request) -> web.Response:
         if self.state.shutting_down or self.state.status != "Up":
@@ -447,10 +482,18 @@ class SimServer:
         ]
         lines = [line for value in values for line in _metric(*value, labels)]
         lines += _histogram(
-            "time_to_first_token_seconds", sched.finished_requests, sched.ttft_sum, labels
+            "time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            sched.ttft_samples,
+            TTFT_BUCKETS,
+            labels,
         )
         lines += _histogram(
-            "e2e_request_latency_seconds", sched.finished_requests, sched.e2e_sum, labels
+            "e2e_request_latency_seconds",
+            "Histogram of End-to-end request latency in seconds",
+            sched.e2e_samples,
+            E2E_BUCKETS,
+            labels,
         )
         return web.Response(
             text="\n".join(lines) + "\n", content_type="text/plain", charset="utf-8"
@@ -594,6 +637,12 @@ class SimServer:
     async def generate(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await _read_json(request)
+            batch = _generate_batch(body)
+        except (ValueError, TypeError) as exc:
+            return _error(400, str(exc))
+        if batch is not None:
+            return await self._generate_batch(request, body, batch)
+        try:
             params = body.get("sampling_params") or {}
             prompt, seed_text = _generate_prompt(body)
             sampling = _sampling(params, "max_new_tokens", 128)
@@ -612,6 +661,35 @@ class SimServer:
                 "output_ids": req.output_ids,
                 "meta_info": self._meta_info(req, True),
             }
+        )
+
+    async def _generate_batch(
+        self, request: web.Request, body: dict[str, Any], items: list[dict[str, Any]]
+    ) -> web.StreamResponse:
+        """A list of prompts: one request each, answered together as a list, in order."""
+        if body.get("stream"):
+            return _error(400, "the simulator streams single prompts only")
+        params = body.get("sampling_params") or {}
+        try:
+            sampling = _sampling(params, "max_new_tokens", 128)
+            prompts = [_generate_prompt(item) for item in items]
+        except (ValueError, TypeError) as exc:
+            return _error(400, str(exc))
+        reqs = [
+            self._new_request(n, sampling, seed, params.get("seed"), arrived=request.get(ARRIVED))
+            for n, seed in prompts
+        ]
+        for req in reqs:
+            await _wait_done(req)
+        return web.json_response(
+            [
+                {
+                    "text": _text_of(req.output_ids),
+                    "output_ids": req.output_ids,
+                    "meta_info": self._meta_info(req, True),
+                }
+                for req in reqs
+            ]
         )
 
     async def _stream_generate(self, request: web.Request, req: Request) -> web.StreamResponse:

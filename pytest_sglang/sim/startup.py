@@ -134,10 +134,8 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
     tp = int(args.get("tp_size") or 1)
     total = 0.0
     log("Using default HuggingFace chat template with detected content format: string")
-    all_ranks("Init torch distributed begin.", tp)
-    dist = 0.4 + 0.9 * (tp - 1)
-    total += await _pause(dist, settings)
-    all_ranks(f"Init torch distributed ends. elapsed={dist:.2f} s, mem usage=0.09 GB", tp)
+    # torch distributed initialisation takes its time but 0.5.23 no longer logs it
+    total += await _pause(0.4 + 0.9 * (tp - 1), settings)
     if settings.fault.kind == "slow-start":
         # An extra, unscaled delay: a slow disk or a cold page cache.
         await asyncio.sleep(settings.fault.value)
@@ -160,7 +158,7 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
     avail -= capacity.weights_gb
     all_ranks(
         f"Load weight end. elapsed={load_s:.2f} s, type={model.architecture}, {quant}"
-        f"dtype=torch.bfloat16, avail mem={avail:.2f} GB, mem usage={capacity.weights_gb:.2f} GB.",
+        f"avail mem={avail:.2f} GB, mem usage={capacity.weights_gb:.2f} GB.",
         tp,
     )
     kv_dtype = (
@@ -195,12 +193,29 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
     all_ranks(f"Memory pool end. avail mem={avail:.2f} GB", tp)
 
     bs = resolved.cuda_graph_bs
+    prefill_graph = args.get("cuda_graph_config", {}).get("prefill", {})
+    if bs and prefill_graph.get("backend") not in (None, "disabled"):
+        # 0.5.23 captures the prefill graphs first (model_runner_components/cuda_graph_setup.py)
+        tokens = prefill_graph.get("bs") or []
+        all_ranks(
+            f"Capture target prefill CUDA graph begin. backend={prefill_graph['backend']}, "
+            f"num_tokens={tokens}, avail mem={avail:.2f} GB",
+            tp,
+        )
+        seconds = 0.05 * len(tokens)
+        total += await _pause(seconds, settings)
+        avail -= 0.01 * len(tokens)
+        all_ranks(
+            f"Capture target prefill CUDA graph end. elapsed={seconds:.2f} s, "
+            f"mem usage={0.01 * len(tokens):.2f} GB, avail mem={avail:.2f} GB.",
+            tp,
+        )
     if bs:
         phase = "target verify" if spec.algorithm else "target decode"
         per_req = spec.draft_tokens if spec.algorithm else 1
         all_ranks(
             f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
-            f"bs={bs}, avail mem={avail:.2f} GB",
+            f"avail mem={avail:.2f} GB",
             tp,
         )
         if settings.fault.kind == "cuda-graph":
@@ -224,7 +239,7 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
         total += await _pause(capture, settings)
         avail -= 0.02 * len(bs)
         all_ranks(
-            f"Capture {phase} CUDA graph end. elapsed={capture:.2f} s, "
+            f"Capture {phase} CUDA graph end. bs={bs}, elapsed={capture:.2f} s, "
             f"mem usage={0.02 * len(bs):.2f} GB, avail mem={avail:.2f} GB.",
             tp,
         )
@@ -237,7 +252,7 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
         draft_type = model.architecture.replace("For", "MTPFor", 1)
         all_ranks(
             f"Load weight end. elapsed={load:.2f} s, type={draft_type}, "
-            f"dtype=torch.bfloat16, avail mem={avail:.2f} GB, mem usage={draft_gb:.2f} GB.",
+            f"avail mem={avail:.2f} GB, mem usage={draft_gb:.2f} GB.",
             tp,
         )
         draft_tokens = capacity.max_total_num_tokens
@@ -246,23 +261,28 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
             f"K size: {half / model.layers:.2f} GB, V size: {half / model.layers:.2f} GB",
             tp,
         )
-        for phase, per_req, factor in (
+        # the draft worker's graphs are logged by rank 0 only (log_info_on_rank0); the draft
+        # decode graph exists only with more than one step (eagle_worker_v2.py)
+        phases = [
             ("draft decode", spec.topk, DRAFT_GRAPH_CAPTURE_S_PER_BS * max(1, spec.num_steps) / 2),
-            ("draft extend", spec.num_steps + 1, GRAPH_CAPTURE_S_PER_BS * 0.8),
-        ):
-            if not bs:
-                break
-            all_ranks(
+            ("draft extend", spec.draft_tokens, GRAPH_CAPTURE_S_PER_BS * 0.8),
+        ]
+        for phase, per_req, factor in phases if bs else []:
+            if phase == "draft decode" and spec.num_steps <= 1:
+                continue
+            rank_log(
                 f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
                 f"bs={bs}, avail mem={avail:.2f} GB",
+                0,
                 tp,
             )
             seconds = factor * len(bs)
             total += await _pause(seconds, settings)
             avail -= 0.01 * len(bs)
-            all_ranks(
+            rank_log(
                 f"Capture {phase} CUDA graph end. elapsed={seconds:.2f} s, "
                 f"mem usage={0.01 * len(bs):.2f} GB, avail mem={avail:.2f} GB.",
+                0,
                 tp,
             )
     rank_log(

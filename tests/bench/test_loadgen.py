@@ -127,7 +127,11 @@ def test_sweep_runs_every_level(fast_sim: str) -> None:
 
 
 def test_server_metrics_cover_the_measured_requests_only(simulator) -> None:
-    eagle = ("--speculative-algorithm", "EAGLE", "--speculative-num-steps", "2")
+    # steps without topk is refused by real 0.5.23 (and so by the simulator): give all three
+    eagle = (
+        *("--speculative-algorithm", "EAGLE", "--speculative-num-steps", "2"),
+        *("--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "3"),
+    )
     url = simulator("--enable-metrics", *eagle, env={"SGLANG_SIM_TIME_SCALE": "0"})
     # 64 tokens: enough decode steps (> 40) for the simulator to log and set its gauges
     w = Workload.fixed_concurrency(4, num_requests=8, output_tokens=64, warmup_requests=2)

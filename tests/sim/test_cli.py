@@ -66,7 +66,8 @@ def test_missing_model_path_exits_2() -> None:
 def test_help_lists_the_flags() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    assert result.stdout.startswith("usage: python3 -m sglang.launch_server")
+    # 0.5.23's prepare_server_args names its parser "sglang serve" for both entry points
+    assert result.stdout.startswith("usage: sglang serve")
     for flag in ("--speculative-num-steps", "--tp-size", "--cuda-graph-max-bs-decode"):
         assert flag in result.stdout
 
@@ -93,3 +94,19 @@ def test_unsupported_version_is_one_line_error() -> None:
     result = run_cli("--model-path", "m", version="0.3.0")
     assert result.returncode == 2
     assert "SGLANG_SIM_VERSION='0.3.0' is not simulated" in result.stderr
+
+
+def test_gpu_profile_knobs_reach_resolution(capsys: pytest.CaptureFixture[str]) -> None:
+    """An H100 host: the MiB nvidia-smi reports and compute capability 9.0 pick fa3 and 0.83."""
+    from pytest_sglang.sim.knobs import SimSettings
+    from pytest_sglang.sim.post_init import resolve_args
+
+    env = {"SGLANG_SIM_GPU_MEMORY_MIB": "81559", "SGLANG_SIM_GPU_CAPABILITY": "9.0"}
+    gpu = SimSettings.from_env(env).gpu
+    assert (gpu.memory_mib, gpu.capability) == (81559, (9, 0))
+    resolved = resolve_args(parse_args(["--model-path", "/m/Qwen3-8B"], "0.5.23"), "0.5.23", gpu)
+    assert resolved.args["attention_backend"] == "fa3"
+    assert resolved.args["mem_fraction_static"] == 0.83
+    with pytest.raises(SystemExit):
+        SimSettings.from_env({"SGLANG_SIM_GPU_CAPABILITY": "hopper"})
+    assert "SGLANG_SIM_GPU_CAPABILITY='hopper'" in capsys.readouterr().err

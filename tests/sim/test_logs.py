@@ -20,11 +20,12 @@ MILESTONES_SPEC = [
     "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1",
     "server_args={",
     "Using default HuggingFace chat template",
-    "Init torch distributed begin.",
     "Load weight begin.",
     "Load weight end.",
     "KV Cache is allocated.",
     "Memory pool end.",
+    "Capture target prefill CUDA graph begin. backend=breakable, num_tokens=[4, 8,",
+    "Capture target prefill CUDA graph end.",
     "Capture target verify CUDA graph begin.",
     "Capture target verify CUDA graph end.",
     "Capture draft decode CUDA graph begin.",
@@ -60,6 +61,14 @@ def test_tp4_milestones_in_order_with_rank_prefixes(start_sim: StartSim) -> None
     assert_in_order([m for _, m in msgs], MILESTONES_SPEC)
     ranks = {p for p, m in msgs if m.startswith("Load weight end.")}
     assert ranks == {" TP0", " TP1", " TP2", " TP3"}
+    # 0.5.23's formats: no torch-distributed lines, the capture list on the end line, the
+    # draft worker's graphs logged by rank 0 only
+    assert not any("Init torch distributed" in m for _, m in msgs)
+    verify_end = [m for p, m in msgs if m.startswith("Capture target verify CUDA graph end.")]
+    assert len(verify_end) == 4 and all(m.startswith(verify_end[0][:50]) for m in verify_end)
+    assert "bs=[1, 2, 3, 4, 5, 6, 7, 8, 10," in verify_end[0]
+    assert {p for p, m in msgs if m.startswith("Capture draft")} == {" TP0"}
+    assert all("dtype=" not in m for _, m in msgs if m.startswith("Load weight end."))
     main_lines = [m for p, m in msgs if p == ""]
     assert any(m.startswith("server_args={") for m in main_lines)
     summary = [m for p, m in msgs if m.startswith("max_total_num_tokens=")]
