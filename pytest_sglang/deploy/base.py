@@ -23,6 +23,7 @@ from ..config import ServerConfig
 from ..errors import ConfigError, PreflightError, TransportError
 from ..launch_plan import LaunchPlan, make_launch_plan
 from ..secrets import Redactor
+from .follow import JournalFollower, PollingFollower
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
@@ -354,6 +355,12 @@ class Deployer(ABC):
     @abstractmethod
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
         """Entries strictly after the cursor ``after``, and the cursor to continue from."""
+
+    def follow(self, after: str) -> JournalFollower:
+        """The entries after ``after`` as they arrive. Backends whose transport can stream a
+        command override it (one long-running reader instead of a command per look); this
+        fallback polls ``read_journal``."""
+        return PollingFollower(self.read_journal, after)
 
     @abstractmethod
     def state(self) -> ServiceState: ...

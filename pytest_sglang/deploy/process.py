@@ -29,6 +29,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ from typing import IO, TYPE_CHECKING, Any
 from ..errors import DeployError, RestoreError, TransportError
 from .backup import HostBackup
 from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
+from .follow import JournalFollower, StreamFollower
+from .unit import EXIT_MARKER
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
@@ -61,7 +64,7 @@ exit 0
 """
 
 # Remote wrapper: runs the server, records its pid and its exit status (128+N for signal N).
-_WRAPPER = """#!/bin/sh
+_WRAPPER = f"""#!/bin/sh
 cd "$(dirname "$0")" || exit 1
 set -a; . ./env.sh; set +a
 rm -f status
@@ -75,6 +78,7 @@ while :; do
   kill -0 "$child" 2>/dev/null || break
 done
 echo "$rc" > status.tmp && mv status.tmp status
+echo "{EXIT_MARKER} status=$rc" >>server.log
 """
 
 
@@ -118,6 +122,7 @@ class ProcessDeployer(Deployer):
         self._started = False
         self._backup: HostBackup | None = None
         self._leftovers: list[HostBackup] = []
+        self._exit_watch: threading.Thread | None = None
 
     def launcher_env(self) -> dict[str, str]:
         env = dict(self.spec.env)
@@ -239,6 +244,10 @@ class ProcessDeployer(Deployer):
             ) from None
         with open(f"{self.state_dir}/pid", "w") as fh:
             fh.write(f"{self._proc.pid}\n")
+        self._exit_watch = threading.Thread(
+            target=_log_exit, args=(self._proc, self.log_path), daemon=True
+        )
+        self._exit_watch.start()
 
     def _start_remote(self, argv: list[str], env: dict[str, str]) -> None:
         env_sh = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
@@ -280,6 +289,17 @@ class ProcessDeployer(Deployer):
             text = raw.rstrip(b"\r\n").decode("utf-8", "replace")
             entries.append(JournalEntry(cursor=str(position), message=text, realtime_us=now_us))
         return entries, str(position)
+
+    def follow(self, after: str) -> JournalFollower:
+        """``tail -F`` of the log from byte ``after`` (inotify: each line as it is written);
+        the exit record (written when the server ends) wakes the reader like systemd's."""
+        try:
+            stream = self.transport.stream(
+                "exec tail -c +%s -F -- %s 2>/dev/null", int(after or 0) + 1, self.log_path
+            )
+        except NotImplementedError:
+            return super().follow(after)
+        return StreamFollower(stream, str(int(after or 0)), _log_entry)
 
     # -- state / stop -----------------------------------------------------------------------
     def state(self) -> ServiceState:
@@ -336,6 +356,9 @@ class ProcessDeployer(Deployer):
                 _killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
         _killpg(proc.pid, signal.SIGKILL)  # leftovers of the group (KillMode=mixed)
+        if self._exit_watch is not None:
+            self._exit_watch.join(timeout=5)  # its record lands before the next cursor
+            self._exit_watch = None
 
     def _remote_pgid(self) -> int:
         out = self.transport.run("cat %s 2>/dev/null", f"{self.state_dir}/pgid").stdout.strip()
@@ -406,6 +429,24 @@ class ProcessDeployer(Deployer):
             self._log.close()
             self._log = None
         super().close()
+
+
+def _log_entry(line: bytes, cursor: str) -> JournalEntry:
+    """One log line; its cursor is the byte offset after it."""
+    return JournalEntry(
+        cursor=str(int(cursor) + len(line) + 1),
+        message=line.rstrip(b"\r").decode("utf-8", "replace"),
+        realtime_us=time.time_ns() // 1000,
+    )
+
+
+def _log_exit(proc: subprocess.Popen[bytes], log_path: str) -> None:
+    """Wait for the local server to end, then append the exit record systemd's ExecStopPost
+    would log, so that a follower of the log learns of the death at once."""
+    rc = proc.wait()
+    code, status = ("killed", -rc) if rc < 0 else ("exited", rc)
+    with contextlib.suppress(OSError), open(log_path, "ab") as log:
+        log.write(f"{EXIT_MARKER} code={code} status={status}\n".encode())
 
 
 def _dead_session(pid: str) -> bool:

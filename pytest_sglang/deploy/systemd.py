@@ -26,6 +26,7 @@ from ..launch_plan import LOCAL_ADDRESSES
 from .backup import HostBackup
 from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
 from .drain import drain, in_flight, serving_port
+from .follow import JournalFollower, StreamFollower
 from .plan import render_diff, render_flag_diff
 from .unit import EXIT_MARKER, render_dropin, render_env_file, render_unit
 
@@ -326,18 +327,27 @@ class SystemdDeployer(Deployer):
                 f"host {self.spec.name!r}: journalctl -u {self.service} failed (rc={result.rc})"
             )
         entries: list[JournalEntry] = []
-        for line in result.stdout.splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            entries.append(
-                JournalEntry(
-                    cursor=record["__CURSOR"],
-                    message=_message(record.get("MESSAGE")),
-                    realtime_us=int(record.get("__REALTIME_TIMESTAMP", 0)),
-                )
-            )
+        for line in result.stdout.encode().splitlines():
+            entry = _json_entry(line, after)
+            if entry is not None:
+                entries.append(entry)
         return entries, (entries[-1].cursor if entries else after)
+
+    def follow(self, after: str) -> JournalFollower:
+        """``journalctl -f`` of the unit on its own channel: each entry arrives as journald
+        has it. Without a cursor (an empty journal) it starts at the journal's beginning."""
+        command = "journalctl -u %s -f -o json --all --no-pager"
+        args: list[object] = [self.service]
+        if after:
+            command += " --after-cursor=%s"
+            args.append(after)
+        else:
+            command += " --no-tail"
+        try:
+            stream = self.transport.stream(command, *args)
+        except NotImplementedError:
+            return super().follow(after)
+        return StreamFollower(stream, after, _json_entry)
 
     def state(self) -> ServiceState:
         values = self._show(_SHOW_PROPS)
@@ -440,6 +450,21 @@ def _without_our_dropin(cat_text: str) -> str:
         if not ours:
             kept.append(line)
     return "\n".join(kept)
+
+
+def _json_entry(line: bytes, _after: str) -> JournalEntry | None:
+    """One line of ``journalctl -o json``: an entry, or None for a blank or cut-off line."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None  # the stream was cut in the middle of a line; the cursor resumes before it
+    return JournalEntry(
+        cursor=record["__CURSOR"],
+        message=_message(record.get("MESSAGE")),
+        realtime_us=int(record.get("__REALTIME_TIMESTAMP", 0)),
+    )
 
 
 def _message(value: object) -> str:
