@@ -53,8 +53,10 @@ class HostLease:
         drain_timeout: float = 60.0,
         redactor: Redactor | None = None,
         holder: LockHolder | None = None,
+        refresh_probes: bool = False,
     ) -> None:
         self.spec = spec
+        self.refresh_probes = refresh_probes
         self.ready_timeout = ready_timeout
         self.progress = progress
         self.records = records if records is not None else []
@@ -82,6 +84,7 @@ class HostLease:
                 say=self._say,
                 drain_timeout=self.drain_timeout,
                 redactor=self.redactor,
+                refresh_probes=self.refresh_probes,
             )
             self._deployer = make_deployer(self.spec, transport_for(self.spec), settings)
         return self._deployer
@@ -273,6 +276,7 @@ class SglangSession:
         drain_timeout: float = 60.0,
         dry_run: bool = False,
         secret_patterns: list[str] | None = None,
+        refresh_probes: bool = False,
     ) -> None:
         self.host_names = host_names or ["local"]
         self.inventory = inventory
@@ -284,6 +288,8 @@ class SglangSession:
         self.lock_heartbeat = lock_heartbeat
         self.drain_timeout = drain_timeout
         self.dry_run = dry_run
+        #: ``--sglang-refresh``: every host runs its launcher's ``--help`` again.
+        self.refresh_probes = refresh_probes
         #: Knows every secret value the session deploys; applied to everything it outputs.
         self.redactor = Redactor(secret_patterns or [])
         self.holder = LockHolder.current()
@@ -310,6 +316,7 @@ class SglangSession:
                 drain_timeout=self.drain_timeout,
                 redactor=self.redactor,
                 holder=self.holder,
+                refresh_probes=self.refresh_probes,
             )
         return self._hosts[name]
 

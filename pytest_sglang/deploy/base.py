@@ -24,6 +24,7 @@ from ..errors import ConfigError, PreflightError, TransportError
 from ..launch_plan import LaunchPlan, make_launch_plan
 from ..secrets import Redactor
 from .follow import JournalFollower, PollingFollower
+from .probes import Identity, identity_code, load_flags, parse_identity, save_flags
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
@@ -42,9 +43,10 @@ __all__ = [
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 
 
-# One --help per (host, launcher, environment): real SGLang imports torch and takes seconds.
+# One probe per (host, launcher, environment) and session; --help across sessions (.probes).
 _HELP_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
 _VERSION_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
+_IDENTITY_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], Identity | None] = {}
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class DeployerSettings:
     drain_timeout: float = 0.0
     #: The session's redactor: artifacts, plans and errors never carry a secret value.
     redactor: Redactor = field(default_factory=Redactor)
+    #: ``--sglang-refresh``: run ``--help`` again instead of trusting an earlier session's.
+    refresh_probes: bool = False
 
 
 class Deployer(ABC):
@@ -241,36 +245,58 @@ class Deployer(ABC):
             ) from exc
         return result.rc, result.stdout, result.stderr
 
-    def sglang_version(self) -> str:
-        """The host's SGLang version: the inventory's value, else detected once and cached."""
-        if self._version:
-            return self._version
+    def _probe_identity(self) -> tuple[str, Identity | None]:
+        """(version, identity) of the launcher, read in one command and kept for the session;
+        PreflightError naming the interpreter when the version cannot be read."""
         key = self._cache_key()
         if key not in _VERSION_CACHE:
             argv = self.launcher()
             python = simulator_python(argv)
-            if python is not None:
-                code = "import pytest_sglang.sim as s; print(s.emulated_version())"
-            else:
-                python = argv[0]
-                code = "import importlib.metadata as m; print(m.version('sglang'))"
+            code = identity_code(simulator=python is not None)
+            python = python or argv[0]
             rc, out, err = self._run_launcher([python, "-c", code], timeout=120)
-            lines = out.strip().splitlines()
-            if rc != 0 or not lines:
+            version, identity = parse_identity(out)
+            if rc != 0 or not version:
                 tail = (err.strip().splitlines() or ["no output"])[-1]
                 raise PreflightError(
                     f"host {self.spec.name!r}: cannot detect the SGLang version with {python} "
                     f"(rc={rc}: {tail}); set sglang_version in the inventory"
                 )
-            _VERSION_CACHE[key] = lines[-1].strip()
-        self._version = _VERSION_CACHE[key]
+            _VERSION_CACHE[key] = version
+            _IDENTITY_CACHE[key] = identity
+        return _VERSION_CACHE[key], _IDENTITY_CACHE.get(key)
+
+    def sglang_version(self) -> str:
+        """The host's SGLang version: the inventory's value, else detected once and cached."""
+        if not self._version:
+            self._version = self._probe_identity()[0]
         return self._version
 
+    def _identity(self) -> Identity | None:
+        """The launcher's identity for the cross-session cache; None where it cannot be read
+        (a launcher that is no Python, a host whose version the inventory gives)."""
+        try:
+            return self._probe_identity()[1]
+        except PreflightError:
+            return None
+
     def help_flags(self) -> frozenset[str]:
-        """Every ``--flag`` the host's launcher lists in ``--help`` (run once per host)."""
+        """Every ``--flag`` the host's launcher lists in ``--help``: once per session, and
+        across sessions while the launcher's identity is unchanged (see :mod:`.probes`)."""
         key = self._cache_key()
         if key not in _HELP_CACHE:
+            identity = self._identity()
+            cached = None
+            if identity is not None and not self.settings.refresh_probes:
+                cached = load_flags(key, identity)
+            if cached is not None:
+                _HELP_CACHE[key] = cached
+                return cached
             launcher = self.launcher()
+            self.say(
+                f"[sglang] {self.spec.name}: reading the launcher's flags ({shlex.join(launcher)}"
+                " --help)"
+            )
             rc, out, err = self._run_launcher([*launcher, "--help"], timeout=300)
             flags = parse_help_flags(out)
             if rc != 0 or not flags:
@@ -280,6 +306,8 @@ class Deployer(ABC):
                     f"{tail}); check 'launch' in {self.spec.source}"
                 )
             _HELP_CACHE[key] = flags
+            if identity is not None:
+                save_flags(key, identity, self.spec.name, flags)
         return _HELP_CACHE[key]
 
     def preflight(self, plan: LaunchPlan) -> None:
