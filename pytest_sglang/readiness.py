@@ -148,6 +148,19 @@ def wait_until_ready(
             excerpt=journal.excerpt(),
         )
 
+    def settle_fatal(now: float, exited: bool) -> None:
+        """A fatal line is followed by its traceback and the process's death: collect those
+        briefly (bounded) so the error names the most specific cause, then raise it."""
+        fatal = find_fatal(journal.lines) if fatal_at is not None else None
+        if fatal is None or fatal_at is None:
+            return
+        if exited or _cause_complete(journal.lines, fatal) or now - fatal_at >= FATAL_SETTLE_S:
+            raise ServerStartError(
+                f"{where}: {fatal.reason} after {now - start:.1f}s: {fatal.line.strip()[:300]}",
+                reason=fatal.reason,
+                excerpt=journal.excerpt(fatal.index),
+            )
+
     try:
         follower: JournalFollower = deployer.follow(cursor)
     except TransportError as exc:
@@ -190,6 +203,7 @@ def wait_until_ready(
                 fatal_at = now
             scanned = len(journal.lines)
 
+            settle_fatal(now, exited is not None)
             # The state is asked for on the unit's exit record, when the stream ended (the
             # connection, or the command), and as the safety net; never per line.
             if any(e.message.startswith(EXIT_MARKER) for e in entries):
@@ -232,23 +246,7 @@ def wait_until_ready(
                     except TransportError as exc:
                         raise lost(exc) from exc
 
-            # A fatal line is followed by its traceback and the process's death: collect
-            # those briefly (bounded) so the error names the most specific cause.
-            fatal = find_fatal(journal.lines) if fatal_at is not None else None
-            if (
-                fatal is not None
-                and fatal_at is not None
-                and (
-                    exited is not None
-                    or _cause_complete(journal.lines, fatal)
-                    or now - fatal_at >= FATAL_SETTLE_S
-                )
-            ):
-                raise ServerStartError(
-                    f"{where}: {fatal.reason} after {elapsed:.1f}s: {fatal.line.strip()[:300]}",
-                    reason=fatal.reason,
-                    excerpt=journal.excerpt(fatal.index),
-                )
+            settle_fatal(now, exited is not None)
             if exited is not None and exited_at is not None and now - exited_at >= EXIT_GRACE_S:
                 reason = _exit_reason(exited, journal)
                 raise ServerStartError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shlex
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DeployError, JournalError, RestoreError, TransportError
@@ -45,6 +46,22 @@ _SHOW_PROPS = "ActiveState,SubState,MainPID,ExecMainCode,ExecMainStatus,NRestart
 _RUNNING = ("active", "activating", "reloading")
 #: The session's drop-in: "zz" sorts it after production's own drop-ins, so it has the last word.
 DROPIN_NAME = "zz-pytest-sglang.conf"
+# $1 the service. Exit status names the step that failed (see SystemdDeployer._restart).
+_RESTART = """systemctl daemon-reload || exit 11
+systemctl reset-failed -- "$1" 2>/dev/null
+systemctl stop -- "$1" || exit 12
+systemctl reset-failed -- "$1" 2>/dev/null
+journalctl -n 0 --show-cursor --no-pager || exit 13
+systemctl start -- "$1" || exit 14
+"""
+_JOURNAL_TAIL = (Path(__file__).parent / "journal_tail.py").read_text()
+# $1 the reader's code, $2 the unit, $3 the cursor: the reader, or journalctl -f where the host
+# has no python3 (127) or no usable libsystemd (97); either prints `journalctl -o json` lines.
+_FOLLOW = """python3 -c "$1" "$2" "$3"; rc=$?
+[ "$rc" -eq 97 ] || [ "$rc" -eq 127 ] || exit "$rc"
+[ -n "$3" ] && exec journalctl -u "$2" -f -o json --all --no-pager --after-cursor="$3"
+exec journalctl -u "$2" -f -o json --all --no-pager --no-tail
+"""
 
 
 class SystemdDeployer(Deployer):
@@ -303,17 +320,31 @@ class SystemdDeployer(Deployer):
         for dest, (data, mode) in payloads.items():
             self.backup.write(dest, data, mode)
         self.backup.write(self.written_path, unit.encode(), 0o644)
-        self._check("daemon-reload", "systemctl daemon-reload", timeout=90)
-        self._sh("systemctl reset-failed -- %s", self.service)
-        # Stop first, so the old process's last words fall before the cursor.
-        self._check(f"stopping {self.service}", "systemctl stop -- %s", self.service, timeout=90)
-        self._sh("systemctl reset-failed -- %s", self.service)
-        cursor = self.journal_tail_cursor()
-        self._check(f"starting {self.service}", "systemctl start -- %s", self.service, timeout=120)
+        cursor = self._restart()
         self._last_unit = unit
         self._deployed(plan)
         self._deploy_cursor = cursor
         return cursor
+
+    def _restart(self) -> str:
+        """Reload systemd, stop the service (so the old process's last words fall before the
+        cursor), take the journal's cursor and start it: one command, one round trip. Returns
+        the cursor; a failed step is one DeployError line naming it."""
+        result = self._sh("sh -c %s sh %s", _RESTART, self.service, timeout=300)
+        lines = result.stdout.splitlines()
+        if not result.ok:
+            step = {11: "daemon-reload", 12: f"stopping {self.service}"}.get(result.rc)
+            step = step or {13: "reading the journal cursor"}.get(result.rc)
+            step = step or f"starting {self.service}"
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            raise DeployError(
+                f"host {self.spec.name!r}: {step} failed (rc={result.rc}): "
+                f"{detail[-1] if detail else 'no output'}"
+            )
+        for line in lines:
+            if line.startswith("-- cursor: "):
+                return line[len("-- cursor: ") :].strip()
+        return ""
 
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
         command = "journalctl -u %s -o json --all --no-pager"
@@ -334,17 +365,14 @@ class SystemdDeployer(Deployer):
         return entries, (entries[-1].cursor if entries else after)
 
     def follow(self, after: str) -> JournalFollower:
-        """``journalctl -f`` of the unit on its own channel: each entry arrives as journald
-        has it. Without a cursor (an empty journal) it starts at the journal's beginning."""
-        command = "journalctl -u %s -f -o json --all --no-pager"
-        args: list[object] = [self.service]
-        if after:
-            command += " --after-cursor=%s"
-            args.append(after)
-        else:
-            command += " --no-tail"
+        """The unit's journal on its own channel, each entry within ~20 ms of journald having
+        it (:mod:`.journal_tail` in the host's python3; ``journalctl -f``, which learns of new
+        entries up to 250 ms late, where that cannot run). Without a cursor (an empty journal)
+        it starts at the journal's beginning."""
         try:
-            stream = self.transport.stream(command, *args)
+            stream = self.transport.stream(
+                "sh -c %s sh %s %s %s", _FOLLOW, _JOURNAL_TAIL, self.service, after
+            )
         except NotImplementedError:
             return super().follow(after)
         return StreamFollower(stream, after, _json_entry)
