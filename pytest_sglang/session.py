@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,11 +131,25 @@ class HostLease:
         return True
 
     def prepare(self) -> None:
-        """Before the first change: lock the host, then finish an earlier session's restore."""
+        """Before the first change: lock the host, then finish an earlier session's restore.
+
+        Meanwhile the launcher is probed (version, and ``--help`` unless cached): that reads
+        nothing the lock protects, and on a real host it is seconds of importing torch that
+        would otherwise follow the lock. Only where the inventory gives ``launch``: a launcher
+        read from the production unit must wait until a killed session's drop-in is gone."""
         if self._prepared:
             return
-        self.lock()
-        self.recover()
+        probe: threading.Thread | None = None
+        if self.spec.launch:
+            deployer = self.deployer
+            probe = threading.Thread(target=_probe_launcher, args=(deployer,), daemon=True)
+            probe.start()
+        try:
+            self.lock()
+            self.recover()
+        finally:
+            if probe is not None:
+                probe.join()
         self._prepared = True
 
     @property
@@ -257,6 +272,14 @@ class HostLease:
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
+
+
+def _probe_launcher(deployer: Deployer) -> None:
+    """Fill the deployer's probe caches; a failure is left for the deployment to report (it
+    probes again, in order, and raises the error there)."""
+    with contextlib.suppress(Exception):
+        deployer.sglang_version()
+        deployer.help_flags()
 
 
 class SglangSession:

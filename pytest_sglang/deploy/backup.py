@@ -60,6 +60,9 @@ class HostBackup:
         self.manifest: dict[str, Any] | None = None
         #: Directories this session made (or found) for the files it writes: made once.
         self._made: set[str] = set()
+        #: This session read no record and wrote none since: none is there (the host lock keeps
+        #: every other session from writing one), so it is not read again.
+        self._absent = False
 
     @property
     def manifest_path(self) -> str:
@@ -94,8 +97,11 @@ class HostBackup:
     # -- the record -------------------------------------------------------------------------
     def read(self) -> dict[str, Any] | None:
         """The intent record on the host, or None when there is none."""
+        if self._absent:
+            return None
         existing = self._sh("cat -- %s", self.manifest_path)
         if not existing.ok or not existing.stdout.strip():
+            self._absent = True
             return None
         try:
             data = json.loads(existing.stdout)
@@ -138,6 +144,7 @@ class HostBackup:
         """Write the record (its directory exists since ``begin``)."""
         assert self.manifest is not None
         data = json.dumps(self.manifest, indent=1, sort_keys=True).encode()
+        self._absent = False
         self.transport.put(data, self.manifest_path, mode=0o600)
 
     def back_up(self, paths: list[str], *, move_aside: tuple[str, ...] = ()) -> None:
@@ -161,6 +168,8 @@ class HostBackup:
             changed = True
             copy = f"{self.directory}/files/{len(files)}"
             existed, missing = survey[path]
+            if not missing:  # its directory is there: writing it needs no mkdir
+                self._made.add(posixpath.dirname(path))
             files[path] = {"existed": existed, "copy": copy if existed else None}
             if existed:
                 new.append(path)

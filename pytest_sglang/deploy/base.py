@@ -24,7 +24,7 @@ from ..errors import ConfigError, PreflightError, TransportError
 from ..launch_plan import LaunchPlan, make_launch_plan
 from ..secrets import Redactor
 from .follow import JournalFollower, PollingFollower
-from .probes import Identity, identity_code, load_flags, parse_identity, save_flags
+from .probes import Identity, Probed, identity_code, load, parse_identity, save, version_code
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
@@ -245,53 +245,72 @@ class Deployer(ABC):
             ) from exc
         return result.rc, result.stdout, result.stderr
 
-    def _probe_identity(self) -> tuple[str, Identity | None]:
-        """(version, identity) of the launcher, read in one command and kept for the session;
-        PreflightError naming the interpreter when the version cannot be read."""
+    def _identity(self) -> Identity | None:
+        """The launcher's identity (one cheap command, once per session); None where it cannot
+        be read (a launcher that is no Python): then nothing is cached across sessions."""
         key = self._cache_key()
-        if key not in _VERSION_CACHE:
+        if key not in _IDENTITY_CACHE:
             argv = self.launcher()
             python = simulator_python(argv)
             code = identity_code(simulator=python is not None)
-            python = python or argv[0]
-            rc, out, err = self._run_launcher([python, "-c", code], timeout=120)
-            version, identity = parse_identity(out)
-            if rc != 0 or not version:
-                tail = (err.strip().splitlines() or ["no output"])[-1]
-                raise PreflightError(
-                    f"host {self.spec.name!r}: cannot detect the SGLang version with {python} "
-                    f"(rc={rc}: {tail}); set sglang_version in the inventory"
-                )
-            _VERSION_CACHE[key] = version
-            _IDENTITY_CACHE[key] = identity
-        return _VERSION_CACHE[key], _IDENTITY_CACHE.get(key)
+            try:
+                _rc, out, _err = self._run_launcher([python or argv[0], "-c", code], timeout=60)
+            except PreflightError:
+                out = ""
+            _IDENTITY_CACHE[key] = parse_identity(out)
+        return _IDENTITY_CACHE[key]
+
+    def _stored(self) -> tuple[Identity | None, Probed]:
+        """The identity, and what an earlier session stored for it (nothing on refresh)."""
+        identity = self._identity()
+        if identity is None or self.settings.refresh_probes:
+            return identity, Probed()
+        return identity, load(self._cache_key(), identity)
+
+    def _store(self) -> None:
+        key = self._cache_key()
+        identity = _IDENTITY_CACHE.get(key)
+        if identity is not None:
+            probed = Probed(version=_VERSION_CACHE.get(key), flags=_HELP_CACHE.get(key))
+            save(key, identity, self.spec.name, probed)
 
     def sglang_version(self) -> str:
-        """The host's SGLang version: the inventory's value, else detected once and cached."""
-        if not self._version:
-            self._version = self._probe_identity()[0]
+        """The host's SGLang version: the inventory's value, else detected (once per session,
+        and across sessions while the launcher's identity is unchanged)."""
+        if self._version:
+            return self._version
+        key = self._cache_key()
+        if key not in _VERSION_CACHE:
+            _identity, stored = self._stored()
+            if stored.version is not None:
+                _VERSION_CACHE[key] = stored.version
+            else:
+                argv = self.launcher()
+                python = simulator_python(argv)
+                code = version_code(simulator=python is not None)
+                python = python or argv[0]
+                rc, out, err = self._run_launcher([python, "-c", code], timeout=120)
+                lines = out.strip().splitlines()
+                if rc != 0 or not lines:
+                    tail = (err.strip().splitlines() or ["no output"])[-1]
+                    raise PreflightError(
+                        f"host {self.spec.name!r}: cannot detect the SGLang version with "
+                        f"{python} (rc={rc}: {tail}); set sglang_version in the inventory"
+                    )
+                _VERSION_CACHE[key] = lines[-1].strip()
+                self._store()
+        self._version = _VERSION_CACHE[key]
         return self._version
-
-    def _identity(self) -> Identity | None:
-        """The launcher's identity for the cross-session cache; None where it cannot be read
-        (a launcher that is no Python, a host whose version the inventory gives)."""
-        try:
-            return self._probe_identity()[1]
-        except PreflightError:
-            return None
 
     def help_flags(self) -> frozenset[str]:
         """Every ``--flag`` the host's launcher lists in ``--help``: once per session, and
         across sessions while the launcher's identity is unchanged (see :mod:`.probes`)."""
         key = self._cache_key()
         if key not in _HELP_CACHE:
-            identity = self._identity()
-            cached = None
-            if identity is not None and not self.settings.refresh_probes:
-                cached = load_flags(key, identity)
-            if cached is not None:
-                _HELP_CACHE[key] = cached
-                return cached
+            _identity, stored = self._stored()
+            if stored.flags is not None:
+                _HELP_CACHE[key] = stored.flags
+                return stored.flags
             launcher = self.launcher()
             self.say(
                 f"[sglang] {self.spec.name}: reading the launcher's flags ({shlex.join(launcher)}"
@@ -306,8 +325,7 @@ class Deployer(ABC):
                     f"{tail}); check 'launch' in {self.spec.source}"
                 )
             _HELP_CACHE[key] = flags
-            if identity is not None:
-                save_flags(key, identity, self.spec.name, flags)
+            self._store()
         return _HELP_CACHE[key]
 
     def preflight(self, plan: LaunchPlan) -> None:

@@ -27,21 +27,21 @@ from typing import Any
 __all__ = [
     "CACHE_ENV",
     "Identity",
+    "Probed",
     "cache_dir",
     "identity_code",
-    "load_flags",
+    "load",
     "parse_identity",
-    "save_flags",
+    "save",
+    "version_code",
 ]
 
 #: Overrides where the cache lives (tests point it at a temporary directory).
 CACHE_ENV = "PYTEST_SGLANG_CACHE_DIR"
-_FORMAT = 1
+_FORMAT = 2
 
-# Runs in the launcher's interpreter: prints the version line, then one JSON line with the
-# identity. The version part fails exactly as before (a missing sglang names itself), and
-# nothing here imports torch: the package is found, never imported (the simulator excepted,
-# whose emulated version is code).
+# Runs in the launcher's interpreter and prints the identity as one JSON line. It imports
+# nothing of SGLang (nor torch, nor the simulator): the package is found, never imported.
 _STAMP = """
 import hashlib, importlib.util, json, os, sys
 spec = importlib.util.find_spec({package!r})
@@ -54,41 +54,50 @@ for top, dirs, files in os.walk(root):
             st = os.stat(os.path.join(top, name))
             h.update(f"{{top}}/{{name}} {{st.st_size}} {{st.st_mtime_ns}}\\n".encode())
 print(json.dumps({{"python": os.path.realpath(sys.executable) + " " + sys.prefix,
-                  "root": root, "stamp": h.hexdigest(), "version": version}}))
+                  "stamp": h.hexdigest()}}))
 """
-_SGLANG_VERSION = "import importlib.metadata as m; version = m.version('sglang'); print(version)"
-_SIM_VERSION = "import pytest_sglang.sim as s; version = s.emulated_version(); print(version)"
+_SGLANG_VERSION = "import importlib.metadata as m; print(m.version('sglang'))"
+_SIM_VERSION = "import pytest_sglang.sim as s; print(s.emulated_version())"
 
 
 def identity_code(simulator: bool) -> str:
-    """The ``python -c`` program that prints the version, then the identity as JSON."""
-    if simulator:
-        return _SIM_VERSION + "\n" + _STAMP.format(package="pytest_sglang")
-    return _SGLANG_VERSION + "\n" + _STAMP.format(package="sglang")
+    """The ``python -c`` program that prints the launcher's identity (cheap: no import)."""
+    return _STAMP.format(package="pytest_sglang" if simulator else "sglang")
+
+
+def version_code(simulator: bool) -> str:
+    """The ``python -c`` program that prints the SGLang version (the simulator's is code)."""
+    return _SIM_VERSION if simulator else _SGLANG_VERSION
 
 
 @dataclass(frozen=True)
 class Identity:
-    """What the launcher runs: its interpreter, SGLang version and package stamp."""
+    """What the launcher runs: its interpreter (and environment) and its package's stamp."""
 
     python: str
-    version: str
     stamp: str
 
     def as_json(self) -> dict[str, str]:
-        return {"python": self.python, "version": self.version, "stamp": self.stamp}
+        return {"python": self.python, "stamp": self.stamp}
 
 
-def parse_identity(stdout: str) -> tuple[str, Identity | None]:
-    """(version, identity) from the program's output; the identity is None when its line is
-    missing or unreadable (an odd interpreter): the version alone still counts."""
+def parse_identity(stdout: str) -> Identity | None:
+    """The identity from the program's output; None when it is missing or unreadable (an odd
+    interpreter: then nothing is cached across sessions)."""
     lines = [line.strip() for line in stdout.strip().splitlines() if line.strip()]
-    identity: Identity | None = None
     if lines and lines[-1].startswith("{"):
         with contextlib.suppress(ValueError, KeyError, TypeError):
-            data = json.loads(lines.pop())
-            identity = Identity(str(data["python"]), str(data["version"]), str(data["stamp"]))
-    return (lines[-1] if lines else ""), identity
+            data = json.loads(lines[-1])
+            return Identity(str(data["python"]), str(data["stamp"]))
+    return None
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What an earlier session learned about a launcher: its version, its ``--help`` flags."""
+
+    version: str | None = None
+    flags: frozenset[str] | None = None
 
 
 def cache_dir() -> Path:
@@ -109,31 +118,38 @@ def _path(key: tuple[Any, ...], identity: Identity) -> Path:
     return cache_dir() / "probes" / f"{_digest(key, identity)}.json"
 
 
-def load_flags(key: tuple[Any, ...], identity: Identity) -> frozenset[str] | None:
-    """The flags a previous session's ``--help`` listed for this launcher, if any; an
-    unreadable entry is a miss (it is rewritten)."""
+def load(key: tuple[Any, ...], identity: Identity) -> Probed:
+    """What a previous session stored for this launcher; an unreadable entry is empty (it is
+    rewritten)."""
     try:
         data = json.loads(_path(key, identity).read_text())
     except (OSError, ValueError):
-        return None
+        return Probed()
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        return None
+        return Probed()
+    version = data.get("version")
     flags = data.get("flags")
-    if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags):
-        return None
-    return frozenset(flags)
+    return Probed(
+        version=version if isinstance(version, str) and version else None,
+        flags=(
+            frozenset(flags)
+            if isinstance(flags, list) and flags and all(isinstance(f, str) for f in flags)
+            else None
+        ),
+    )
 
 
-def save_flags(key: tuple[Any, ...], identity: Identity, host: str, flags: frozenset[str]) -> None:
-    """Keep ``flags`` for later sessions (atomically; a cache that cannot be written is only
-    slower, never an error)."""
+def save(key: tuple[Any, ...], identity: Identity, host: str, probed: Probed) -> None:
+    """Keep what was learned for later sessions (atomically; a cache that cannot be written is
+    only slower, never an error)."""
     path = _path(key, identity)
     record = {
         "format": _FORMAT,
         "host": host,
         "identity": identity.as_json(),
         "saved": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "flags": sorted(flags),
+        "version": probed.version,
+        "flags": sorted(probed.flags) if probed.flags is not None else None,
     }
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shlex
 import signal
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,9 @@ class SystemdDeployer(Deployer):
         self.dropin_dir = f"{UNIT_DIR}/{self.service}.d"
         self.dropin_path = f"{self.dropin_dir}/{DROPIN_NAME}"
         self._production: bool | None = None
+        #: (when, the service's state) as ``has_production`` read it: the intent record's prior
+        #: state when the first change follows within seconds (else read again).
+        self._prior: tuple[float, dict[str, str]] | None = None
         self._production_words: list[str] | None = None
         self.env_path = f"{ENV_DIR}/{stem}.env"
         self.backup = HostBackup(transport, f"{BACKUP_ROOT}/{self.service}", host=spec.name)
@@ -115,7 +119,9 @@ class SystemdDeployer(Deployer):
             if isinstance(recorded, bool):
                 self._production = recorded
             else:
-                shown = self._show("LoadState,FragmentPath")
+                # the prior state too, read before any change (the intent record keeps it)
+                shown = self._show("LoadState,FragmentPath,ActiveState,UnitFileState")
+                self._prior = (time.monotonic(), shown)
                 self._production = bool(
                     shown.get("FragmentPath") and shown.get("LoadState") == "loaded"
                 )
@@ -134,13 +140,19 @@ class SystemdDeployer(Deployer):
             if existing is not None:
                 self.backup.begin(self.settings.owner, changes={}, service={})
             else:
-                prior = self._show("ActiveState,UnitFileState,LoadState")
+                production = self.has_production()
+                fresh = self._prior is not None and time.monotonic() - self._prior[0] < 10.0
+                prior = (
+                    self._prior[1]
+                    if fresh and self._prior is not None
+                    else self._show("ActiveState,UnitFileState,LoadState")
+                )
                 self.backup.begin(
                     self.settings.owner,
                     changes={"files": list(paths), "restarts": [self.service]},
                     service={
                         "unit": self.service,
-                        "production": self.has_production(),
+                        "production": production,
                         "active_state": prior.get("ActiveState", ""),
                         "unit_file_state": prior.get("UnitFileState", ""),
                         "load_state": prior.get("LoadState", ""),
