@@ -144,11 +144,17 @@ class Journal:
         return out.strip().rsplit("-- cursor: ", 1)[-1].strip()
 
     def entries(self, after: str) -> list[dict[str, Any]]:
+        """The unit's entries after ``after`` (filtered here: with ``-u``, systemd 252's
+        journalctl skips the unit's first entry when the cursor's entry is not the unit's)."""
         time.sleep(0.3)  # let journald write what came last
-        out = self.t.check_output(
-            "journalctl -u %s -o json --all --no-pager --after-cursor=%s", SERVICE, after
-        )
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
+        out = self.t.check_output("journalctl -o json --all --no-pager --after-cursor=%s", after)
+        records = [json.loads(line) for line in out.splitlines() if line.strip()]
+        return [
+            r
+            for r in records
+            if r.get("_SYSTEMD_UNIT") == SERVICE
+            or (r.get("_PID") == "1" and r.get("UNIT") == SERVICE)
+        ]
 
 
 def _when(entries: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool]) -> float | None:

@@ -60,7 +60,7 @@ _JOURNAL_TAIL = (Path(__file__).parent / "journal_tail.py").read_text()
 # has no python3 (127) or no usable libsystemd (97); either prints `journalctl -o json` lines.
 _FOLLOW = """python3 -c "$1" "$2" "$3"; rc=$?
 [ "$rc" -eq 97 ] || [ "$rc" -eq 127 ] || exit "$rc"
-[ -n "$3" ] && exec journalctl -u "$2" -f -o json --all --no-pager --after-cursor="$3"
+[ -n "$3" ] && exec journalctl -u "$2" -f -o json --all --no-pager --cursor="$3"
 exec journalctl -u "$2" -f -o json --all --no-pager --no-tail
 """
 
@@ -359,10 +359,12 @@ class SystemdDeployer(Deployer):
         return ""
 
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
+        # --cursor, not --after-cursor: systemd 252's journalctl skips the unit's first entry
+        # after a cursor whose own entry is not the unit's; the cursor's entry is dropped here
         command = "journalctl -u %s -o json --all --no-pager"
         args: list[object] = [self.service]
         if after:
-            command += " --after-cursor=%s"
+            command += " --cursor=%s"
             args.append(after)
         result = self._sh(command, *args, timeout=60)
         if not result.ok:
@@ -492,14 +494,17 @@ def _without_our_dropin(cat_text: str) -> str:
     return "\n".join(kept)
 
 
-def _json_entry(line: bytes, _after: str) -> JournalEntry | None:
-    """One line of ``journalctl -o json``: an entry, or None for a blank or cut-off line."""
+def _json_entry(line: bytes, after: str) -> JournalEntry | None:
+    """One line of ``journalctl -o json``: an entry, or None for a blank or cut-off line and
+    for the entry at the cursor ``after`` itself (``--cursor`` starts there)."""
     if not line.strip():
         return None
     try:
         record = json.loads(line)
     except ValueError:
         return None  # the stream was cut in the middle of a line; the cursor resumes before it
+    if after and record.get("__CURSOR") == after:
+        return None
     return JournalEntry(
         cursor=record["__CURSOR"],
         message=_message(record.get("MESSAGE")),
