@@ -81,6 +81,24 @@ echo "$rc" > status.tmp && mv status.tmp status
 echo "{EXIT_MARKER} status=$rc" >>server.log
 """
 
+# $1 the state dir, then the argv: start the wrapper in its own session and wait (on the host:
+# one round trip) until it has written its pid file, which takes milliseconds; 3: it never did.
+_START = """d=$1; shift
+rm -f -- "$d/pid" "$d/status"
+setsid sh "$d/run.sh" "$@" </dev/null >/dev/null 2>&1 &
+i=0
+while [ ! -s "$d/pid" ]; do
+  [ "$i" -ge 100 ] && exit 3
+  sleep 0.05; i=$((i + 1))
+done
+"""
+
+# $1 the state dir: the server's pid, its exit status (none while it runs) and 1 if the pid runs.
+_STATE = """p=$(cat "$1/pid" 2>/dev/null); s=$(cat "$1/status" 2>/dev/null); a=0
+[ -n "$p" ] && kill -0 "$p" 2>/dev/null && a=1
+printf '%s\\n%s\\n%s\\n' "$p" "$s" "$a"
+"""
+
 
 def _state_from_exit(code: str, status: int) -> ServiceState:
     clean = (code == "exited" and status == 0) or (code == "killed" and status in _CLEAN_SIGNALS)
@@ -253,16 +271,12 @@ class ProcessDeployer(Deployer):
         env_sh = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
         self.transport.put(env_sh.encode(), f"{self.state_dir}/env.sh", mode=0o600)
         self.transport.put(_WRAPPER.encode(), f"{self.state_dir}/run.sh", mode=0o700)
-        self.transport.run("rm -f -- %s %s", f"{self.state_dir}/pid", f"{self.state_dir}/status")
-        command = "setsid sh %s" + " %s" * len(argv) + " </dev/null >/dev/null 2>&1 &"
-        result = self.transport.run(command, f"{self.state_dir}/run.sh", *argv)
+        command = "sh -c %s sh %s" + " %s" * len(argv)
+        result = self.transport.run(command, _START, self.state_dir, *argv)
+        if result.rc == 3:
+            raise DeployError(f"host {self.spec.name!r}: the server wrapper did not start in 5 s")
         if not result.ok:
             raise DeployError(f"host {self.spec.name!r}: cannot start the server (rc={result.rc})")
-        for _ in range(100):  # the wrapper writes the pid file within milliseconds
-            if self.transport.run("test -s %s", f"{self.state_dir}/pid").ok:
-                return
-            time.sleep(0.05)
-        raise DeployError(f"host {self.spec.name!r}: the server wrapper did not start in 5 s")
 
     # -- journal ----------------------------------------------------------------------------
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
@@ -321,9 +335,7 @@ class ProcessDeployer(Deployer):
         if not self._started:
             return _NEVER_RAN
         d = self.state_dir
-        out = self.transport.run(
-            "cat %s 2>/dev/null; echo; cat %s 2>/dev/null; echo", f"{d}/pid", f"{d}/status"
-        ).stdout.split("\n")
+        out = self.transport.run("sh -c %s sh %s", _STATE, d).stdout.split("\n")
         pid = int(out[0].strip() or 0) if out else 0
         status = out[1].strip() if len(out) > 1 else ""
         if status:
@@ -331,7 +343,7 @@ class ProcessDeployer(Deployer):
             return (
                 _state_from_exit("killed", rc - 128) if rc > 128 else _state_from_exit("exited", rc)
             )
-        if pid and self.transport.run("kill -0 %s", pid).ok:
+        if pid and len(out) > 2 and out[2].strip() == "1":
             return ServiceState("active", "running", pid, "", 0, 0, "success")
         # Gone without a status: the wrapper itself was killed (our SIGKILL, or from outside).
         return _state_from_exit("killed", int(signal.SIGKILL))
