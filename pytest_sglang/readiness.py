@@ -169,7 +169,9 @@ def wait_until_ready(
         while True:
             now = time.monotonic()
             # Block until the next line arrives, or until something is due.
-            due = [next_state, start + timeout]
+            due = [start + timeout]
+            if exited is None:  # once it ended, the state is known
+                due.append(next_state)
             if ready_line_at is not None:
                 due.append(next_health)
             if fatal_at is not None:
