@@ -21,9 +21,9 @@ from .conftest import Launcher, systemd_host_spec, wait_for
 
 SERVICE = "sglang-follow.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
-# 40 lines, a line that is not UTF-8, then silence (the unit keeps running)
+# 40 lines over 2 s, a line that is not UTF-8, then silence (the unit keeps running)
 CHATTY = r"""[Service]
-ExecStart=/bin/sh -c 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); done; printf "\377 not utf-8\n"; exec sleep 600'
+ExecStart=/bin/sh -c 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.05; done; printf "\377 not utf-8\n"; exec sleep 600'
 """
 READERS = "pgrep -f 'sd_journal_[w]ait|journalctl -u sglang-[f]ollow'"
 
@@ -97,6 +97,7 @@ def test_a_dropped_stream_ends_and_a_new_one_resumes(
     while not follower.ended:
         assert time.monotonic() < deadline, "a dead stream never said it ended"
         first += follower.wait(0.2)
+    assert not any("not utf-8" in e.message for e in first), "the unit ended before the drop"
     again = deployer.follow(follower.cursor)
     try:
         rest = _collect(again, "not utf-8")
