@@ -379,7 +379,7 @@ class SystemdDeployer(Deployer):
         return entries, (entries[-1].cursor if entries else after)
 
     def follow(self, after: str) -> JournalFollower:
-        """The unit's journal on its own channel, each entry within ~20 ms of journald having
+        """The unit's journal on its own channel, each entry within ~10 ms of journald having
         it (:mod:`.journal_tail` in the host's python3; ``journalctl -f``, which learns of new
         entries up to 250 ms late, where that cannot run). Without a cursor (an empty journal)
         it starts at the journal's beginning."""
