@@ -1,160 +1,292 @@
-"""Readiness and crash detection latency, and deployments per suite, vs the seeds' manual loop.
+"""Readiness, crash and deploy latency on the local simulator and on a real systemd + sshd host.
 
-Prints, side by side with the seeds' fixed ``sleep 100``:
-- readiness detection latency: the moment /health first answers 200 (watched by an independent
-  10 ms poller) -> the moment the fixture's wait returns (target: median <= 0.5 s);
-- crash detection latency: the fatal line reaching the server's log -> the classified error
-  (target: <= 2 s);
-- deployments for an interleaved suite of 3 configs x 4 tests (target: 3).
+Every latency is read from the host's own clock, never from the plugin's logs: on the systemd
+test host (booted with systemd-nspawn, tests/testhost.py) from journald's timestamps
+(``__REALTIME_TIMESTAMP``) of the ready line, the fatal line and systemd's "unit started" record;
+on the local host from the server log's own millisecond timestamps (``SGLANG_LOG_MS=1``). The
+other end is this machine's clock (the same kernel clock) when the fixture's call returned.
 
-Runs on the built-in simulator; startup is scaled so that each deployment takes a few seconds.
-Usage: .venv/bin/python benchmarks/lifecycle_latency.py [--rounds N]
+Prints, per host:
+- ready line -> fixture yields (target median <= 0.05 s, max <= 0.1 s);
+- fatal line -> classified error (target <= 0.2 s);
+- fixture start -> systemd starts the unit, for the first deployment of a session whose
+  ``--help`` is cached from an earlier session, while the launcher's ``--help`` takes
+  ``--help-delay`` seconds (target <= 1.0 s), and for later deployments (target <= 0.4 s);
+- SSH commands per deployment (commands, streams and file transfers, counted in the transport);
+and, side by side with the seeds' fixed ``sleep 100``, deployments for an interleaved suite of
+3 configs x 4 tests (target: 3).
+
+Each session is a new HostLease with the in-process probe memo cleared (what a new pytest
+process starts with); the probe cache lives in a temporary directory, warmed by one session
+first. To compare with an earlier commit, run this script with that commit's package first on
+PYTHONPATH (``git archive <commit> pytest_sglang | tar -x -C /tmp/before``).
+
+Usage: .venv/bin/python benchmarks/lifecycle_latency.py [--rounds N] [--no-systemd]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-
-import requests
-
-from pytest_sglang import ServerConfig
-from pytest_sglang.errors import ServerStartError
-from pytest_sglang.hosts import resolve_host
-from pytest_sglang.session import HostLease
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from helpers import SEED_FIELDS, child_env, child_pytest_argv
+from helpers import (
+    SEED_FIELDS,
+    child_env,
+    child_pytest_argv,
+    host_entry,
+    save_inventory,
+    ssh_transport,
+)
+
+from pytest_sglang import ServerConfig, session
+from pytest_sglang.deploy import base
+from pytest_sglang.errors import ServerStartError
+from pytest_sglang.hosts import resolve_host
+from pytest_sglang.journal import READY_LINE
+from pytest_sglang.session import HostLease
 
 CONFIG = ServerConfig(**SEED_FIELDS)
+CONFIGS = [CONFIG.replace(speculative_num_steps=n) for n in (2, 3, 4)]
+OOM = CONFIG.replace(env={"SGLANG_SIM_FAULT": "oom"})
+FATAL_TEXT = "Not enough memory"
+SERVICE = "sglang-bench.service"
+#: systemd's catalog id of "a unit started" (``journalctl --catalog``).
+UNIT_STARTED = "39f53479d3a045ac8e11786248231fbf"
 SEED_SLEEP_S = 100.0
-
-
-class HealthWatcher(threading.Thread):
-    """Polls /health every 10 ms from outside the plugin; records the first 200."""
-
-    def __init__(self, url_getter: object) -> None:
-        super().__init__(daemon=True)
-        self.url_getter = url_getter
-        self.first_ok: float | None = None
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        http = requests.Session()
-        while not self.stop.is_set() and self.first_ok is None:
-            url = self.url_getter()  # type: ignore[operator]
-            if url:
-                try:
-                    if http.get(url + "/health", timeout=0.5).status_code == 200:
-                        self.first_ok = time.monotonic()
-                        return
-                except requests.RequestException:
-                    pass
-            time.sleep(0.01)
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})")
 
 
 @dataclass
-class Round:
-    """One measured round: its latency (signed: never clipped), or why it was dropped."""
+class Figures:
+    """What one host measured, in seconds (and commands)."""
 
-    latency: float | None = None
-    startup: float | None = None
-    dropped: str = ""
-
-
-def _ready_round() -> Round:
-    host = HostLease(resolve_host("local"), ready_timeout=300)
-    url: dict[str, str] = {}
-    original = host.deployer.base_url
-
-    def capture(config: ServerConfig) -> str:
-        url["v"] = original(config)
-        return url["v"]
-
-    host.deployer.base_url = capture  # type: ignore[method-assign]
-    watcher = HealthWatcher(lambda: url.get("v"))
-    watcher.start()
-    t0 = time.monotonic()
-    host.deployment(CONFIG)
-    yielded = time.monotonic()
-    watcher.stop.set()
-    watcher.join(2)
-    host.restore()
-    if watcher.first_ok is None:
-        return Round(dropped="the 10 ms poller never saw /health answer 200")
-    # negative: the fixture returned before the independent poller's next look
-    return Round(latency=yielded - watcher.first_ok, startup=watcher.first_ok - t0)
+    ready: list[float] = field(default_factory=list)
+    fatal: list[float] = field(default_factory=list)
+    start_cold: list[float] = field(default_factory=list)
+    start_first: list[float] = field(default_factory=list)
+    start_later: list[float] = field(default_factory=list)
+    ssh_first: list[int] = field(default_factory=list)
+    ssh_later: list[int] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
 
 
-def readiness_latency(rounds: int) -> list[Round]:
-    return [_ready_round() for _ in range(rounds)]
+# -- counting the transport's round trips --------------------------------------------------------
 
 
-def _crash_round() -> Round:
-    host = HostLease(resolve_host("local"), ready_timeout=300)
-    log_seen: dict[str, float] = {}
-    stop = threading.Event()
+class Counter:
+    """Every transport the sessions make (deployer and lock), and their round trips so far."""
 
-    def watch_log() -> None:
-        while not stop.is_set():
-            path = getattr(host.deployer, "log_path", None)
-            try:
-                if path and "Not enough memory" in Path(str(path)).read_text():
-                    log_seen["t"] = time.monotonic()
-                    return
-            except OSError:
-                pass
-            time.sleep(0.005)
+    def __init__(self) -> None:
+        self.transports: list[Any] = []
+        self._wrapped = 0
 
-    watcher = threading.Thread(target=watch_log, daemon=True)
-    watcher.start()
-    failed = None
-    try:
-        host.deployment(CONFIG)
-    except ServerStartError:
-        failed = time.monotonic()
-    stop.set()
-    watcher.join(2)
-    host.restore()
-    if failed is None:
-        return Round(dropped="the deployment did not fail with ServerStartError")
-    if "t" not in log_seen:
-        return Round(dropped="the 5 ms log watcher never saw the fatal line")
-    return Round(latency=failed - log_seen["t"])
+    def _count(self, transport: Any) -> Any:
+        if not hasattr(type(transport), "round_trips"):  # an older tree: count from outside
+            for name in ("_run", "put", "get"):
+                inner = getattr(transport, name)
 
+                def counted(*a: Any, _inner: Any = inner, **k: Any) -> Any:
+                    self._wrapped += 1
+                    return _inner(*a, **k)
 
-def crash_latency(rounds: int) -> list[Round]:
-    os.environ["SGLANG_SIM_FAULT"] = "oom"
-    try:
-        return [_crash_round() for _ in range(rounds)]
-    finally:
-        del os.environ["SGLANG_SIM_FAULT"]
+                setattr(transport, name, counted)
+        self.transports.append(transport)
+        return transport
+
+    def total(self) -> int:
+        return self._wrapped + sum(getattr(t, "round_trips", 0) for t in self.transports)
+
+    @contextmanager
+    def installed(self) -> Iterator[Counter]:
+        original = getattr(session, "transport_for")  # noqa: B009 - what HostLease calls
+        setattr(session, "transport_for", lambda spec: self._count(original(spec)))  # noqa: B010
+        try:
+            yield self
+        finally:
+            setattr(session, "transport_for", original)  # noqa: B010
 
 
-def print_rounds(title: str, rounds: list[Round]) -> list[float]:
-    """Every round, used or dropped, and the count of each; returns the used latencies."""
-    print(f"{title}:")
-    for i, r in enumerate(rounds, 1):
-        if r.latency is None:
-            print(f"  round {i}: dropped ({r.dropped})")
-        else:
-            startup = f"  (server ready after {r.startup:.2f}s)" if r.startup is not None else ""
-            print(f"  round {i}: {r.latency:+.3f}s{startup}")
-    used = [r.latency for r in rounds if r.latency is not None]
-    print(f"  used {len(used)} of {len(rounds)} rounds, dropped {len(rounds) - len(used)}")
-    return used
+def new_process() -> None:
+    """Forget what this process learned about launchers, as a new pytest process would."""
+    for name in ("_HELP_CACHE", "_VERSION_CACHE", "_IDENTITY_CACHE"):
+        memo = getattr(base, name, None)
+        if memo is not None:
+            memo.clear()
 
+
+# -- the systemd test host -----------------------------------------------------------------------
+
+
+class Journal:
+    """The test host's journal, read on a connection of its own (never counted)."""
+
+    def __init__(self, transport: Any) -> None:
+        self.t = transport
+
+    def cursor(self) -> str:
+        out: str = self.t.check_output("journalctl -n 0 --show-cursor --no-pager")
+        return out.strip().rsplit("-- cursor: ", 1)[-1].strip()
+
+    def entries(self, after: str) -> list[dict[str, Any]]:
+        """The unit's entries after ``after`` (filtered here: with ``-u``, systemd 252's
+        journalctl skips the unit's first entry when the cursor's entry is not the unit's)."""
+        time.sleep(0.3)  # let journald write what came last
+        out = self.t.check_output("journalctl -o json --all --no-pager --after-cursor=%s", after)
+        records = [json.loads(line) for line in out.splitlines() if line.strip()]
+        return [
+            r
+            for r in records
+            if r.get("_SYSTEMD_UNIT") == SERVICE
+            or (r.get("_PID") == "1" and r.get("UNIT") == SERVICE)
+        ]
+
+
+def _when(entries: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool]) -> float | None:
+    for e in entries:
+        if test(e):
+            return int(e["__REALTIME_TIMESTAMP"]) / 1e6
+    return None
+
+
+def _message(e: dict[str, Any]) -> str:
+    m = e.get("MESSAGE")
+    return m if isinstance(m, str) else ""
+
+
+def systemd_figures(host: Any, rounds: int, help_delay: float, tmp: Path) -> Figures:
+    env = {
+        "SGLANG_SIM_STARTUP_SCALE": "0.03",
+        "SGLANG_SIM_TIME_SCALE": "0",
+        "SGLANG_SIM_HELP_DELAY_S": f"{help_delay:g}",
+    }
+    inventory = save_inventory(tmp / "hosts.toml", host_entry("testhost", host, SERVICE, env))
+    spec = resolve_host("testhost", inventory_path=inventory)
+    observer = ssh_transport(host)
+    journal = Journal(observer)
+    figures = Figures()
+    counter = Counter()
+
+    def lease() -> HostLease:
+        new_process()
+        return HostLease(spec, ready_timeout=120, lock_timeout=30, drain_timeout=0)
+
+    def deploy(lease_: HostLease, config: ServerConfig) -> tuple[float, float | None, int]:
+        """(fixture start, when it returned or failed, SSH round trips); None: it failed."""
+        before = counter.total()
+        t0 = time.time()
+        try:
+            lease_.deployment(config)
+            done: float | None = time.time()
+        except ServerStartError:
+            done = None
+            figures_fail.append(time.time())
+        return t0, done, counter.total() - before
+
+    figures_fail: list[float] = []
+    with counter.installed():
+        # session 0: nothing cached yet (its --help runs, help_delay s)
+        cursor = journal.cursor()
+        warm = lease()
+        t0, done, _n = deploy(warm, CONFIGS[0])
+        warm.restore()
+        started = _when(journal.entries(cursor), lambda e: e.get("MESSAGE_ID") == UNIT_STARTED)
+        if started is not None:
+            figures.start_cold.append(started - t0)
+        for _ in range(rounds):
+            lease_ = lease()
+            for i, config in enumerate(CONFIGS):
+                cursor = journal.cursor()
+                t0, done, n = deploy(lease_, config)
+                entries = journal.entries(cursor)
+                started = _when(entries, lambda e: e.get("MESSAGE_ID") == UNIT_STARTED)
+                ready = _when(entries, lambda e: READY_LINE in _message(e))
+                if done is None or started is None or ready is None:
+                    figures.dropped.append(f"deployment {i + 1}: no ready line or no start")
+                    continue
+                figures.ready.append(done - ready)
+                (figures.start_first if i == 0 else figures.start_later).append(started - t0)
+                (figures.ssh_first if i == 0 else figures.ssh_later).append(n)
+            lease_.restore()
+        for _ in range(rounds):
+            lease_ = lease()
+            cursor = journal.cursor()
+            figures_fail.clear()
+            deploy(lease_, OOM)
+            fatal = _when(journal.entries(cursor), lambda e: FATAL_TEXT in _message(e))
+            lease_.restore()
+            if not figures_fail or fatal is None:
+                figures.dropped.append("crash round: no error or no fatal line")
+                continue
+            figures.fatal.append(figures_fail[0] - fatal)
+    observer.close()
+    return figures
+
+
+# -- the local host ------------------------------------------------------------------------------
+
+
+def _log_time(path: str, text: str) -> float | None:
+    """The server log's own timestamp of the last line containing ``text`` (the log of a
+    session's deployments is one file)."""
+    found = stamp = None
+    for line in Path(path).read_text(errors="replace").splitlines():
+        m = _STAMP.match(line)
+        if m:  # a multi-line message (a traceback) carries its stamp on its first line
+            stamp = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        if text in line:
+            found = stamp
+    return found
+
+
+def local_figures(rounds: int) -> Figures:
+    os.environ["SGLANG_LOG_MS"] = "1"
+    os.environ["SGLANG_SIM_STARTUP_SCALE"] = "0.03"
+    figures = Figures()
+    for _ in range(rounds):
+        new_process()
+        lease_ = HostLease(resolve_host("local"), ready_timeout=120)
+        for config in CONFIGS:
+            lease_.deployment(config)
+            done = time.time()
+            ready = _log_time(str(getattr(lease_.deployer, "log_path", "")), READY_LINE)
+            if ready is None:
+                figures.dropped.append("no timestamped ready line in the server log")
+            else:
+                figures.ready.append(done - ready)
+        lease_.restore()
+    for _ in range(rounds):
+        lease_ = HostLease(resolve_host("local"), ready_timeout=120)
+        try:
+            lease_.deployment(OOM)
+            figures.dropped.append("the deployment did not fail")
+        except ServerStartError:
+            failed = time.time()
+            fatal = _log_time(str(getattr(lease_.deployer, "log_path", "")), FATAL_TEXT)
+            if fatal is None:
+                figures.dropped.append("no timestamped fatal line in the server log")
+            else:
+                figures.fatal.append(failed - fatal)
+        lease_.restore()
+    return figures
+
+
+# -- deployments of an interleaved suite ---------------------------------------------------------
 
 SUITE = """
 import pytest
@@ -186,52 +318,87 @@ def interleaved_deployments() -> int:
         return len(json.loads(out.read_text())["deployments"])
 
 
-def main() -> None:
+# -- printing ------------------------------------------------------------------------------------
+
+
+def _cell(values: list[float] | list[int], how: str) -> str:
+    if not values:
+        return "n/a"
+    if how == "int":
+        return f"{statistics.median(values):.0f} ({min(values)}-{max(values)})"
+    med, top = statistics.median(values), max(values)
+    return f"{med:.3f} / {top:.3f}"
+
+
+def print_table(hosts: dict[str, Figures], help_delay: float) -> None:
+    rows = [
+        ("ready line -> fixture yields, median / max (s)", "ready", "<= 0.05 / 0.1"),
+        ("fatal line -> error, median / max (s)", "fatal", "<= 0.2"),
+        (
+            f"fixture start -> unit started, 1st of a session, --help {help_delay:g}s uncached",
+            "start_cold",
+            "",
+        ),
+        ("fixture start -> unit started, 1st of a session, cached (s)", "start_first", "<= 1.0"),
+        ("fixture start -> unit started, later deployments (s)", "start_later", "<= 0.4"),
+        ("SSH commands per deployment, 1st of a session: median (range)", "ssh_first", ""),
+        ("SSH commands per deployment, later: median (range)", "ssh_later", ""),
+    ]
+    names = list(hosts)
+    print(f"\n{'measure':<66}" + "".join(f"{n:>18}" for n in names) + "  target")
+    for title, key, target in rows:
+        how = "int" if key.startswith("ssh") else "s"
+        cells = "".join(f"{_cell(getattr(hosts[n], key), how):>18}" for n in names)
+        print(f"{title:<66}{cells}  {target}")
+    for name, figures in hosts.items():
+        used = len(figures.ready) + len(figures.fatal)
+        print(f"{name}: {used} rounds used, {len(figures.dropped)} dropped {figures.dropped or ''}")
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--startup-scale", default="0.03")
+    parser.add_argument("--rounds", type=int, default=3, help="sessions per measure and host")
+    parser.add_argument("--help-delay", type=float, default=8.0, help="the launcher's --help (s)")
+    parser.add_argument("--no-systemd", action="store_true", help="the local host only")
     args = parser.parse_args()
-    os.environ["SGLANG_SIM_STARTUP_SCALE"] = args.startup_scale
     os.environ.setdefault("SGLANG_SIM_TIME_SCALE", "0")
+    cache = tempfile.mkdtemp(prefix="lifecycle-latency-cache-")
+    os.environ["PYTEST_SGLANG_CACHE_DIR"] = cache  # cold, warmed by the first session
 
-    ready_rounds = readiness_latency(args.rounds)
-    crash_rounds = crash_latency(args.rounds)
+    hosts = {"local": local_figures(args.rounds)}
+    if not args.no_systemd:
+        from testhost import (  # type: ignore[import-not-found]
+            STATE_ROOT,
+            TestHostFactory,
+            missing_prerequisites,
+        )
+
+        missing = missing_prerequisites()
+        if missing:
+            print("lifecycle_latency: no systemd test host: needs " + ", ".join(missing))
+        else:
+            factory = TestHostFactory(STATE_ROOT)
+            try:
+                with tempfile.TemporaryDirectory() as tmp:
+                    hosts["systemd+ssh"] = systemd_figures(
+                        factory("lat"), args.rounds, args.help_delay, Path(tmp)
+                    )
+            finally:
+                factory.close()
     deployments = interleaved_deployments()
-    ready = print_rounds("readiness detection latency per round", ready_rounds)
-    crash = print_rounds("crash detection latency per round", crash_rounds)
-    startups = [r.startup for r in ready_rounds if r.startup is not None]
-    if not ready or not crash or not startups:
-        print("lifecycle_latency: no usable rounds for a measure; nothing to compare")
-        raise SystemExit(1)
-    startup = statistics.median(startups)
-    real_startup = startup / float(args.startup_scale)
-
-    # The seeds' column is not measured: a fixed `sleep 100` waits that long whatever happens,
-    # so its readiness "latency" is 100 s minus the startup and its crash latency is 100 s.
-    print(f"\n{'measure':<44} {'pytest-sglang':>16} {'seeds: sleep 100':>18}  target")
-    gap = SEED_SLEEP_S - real_startup
-    seeds = f"{gap:.1f} (fixed)" if gap >= 0 else f"too early by {-gap:.0f}s"
+    print_table(hosts, args.help_delay)
     print(
-        f"{'readiness detection latency, median (s)':<44} {statistics.median(ready):>16.3f} "
-        f"{seeds:>18}  <= 0.5"
-    )
-    print(f"{'readiness detection latency, max (s)':<44} {max(ready):>16.3f} {'':>18}")
-    fixed = f"{SEED_SLEEP_S:.1f} (fixed)"
-    print(
-        f"{'crash detection latency, median (s)':<44} {statistics.median(crash):>16.3f} "
-        f"{fixed:>18}  <= 2"
-    )
-    print(f"{'crash detection latency, max (s)':<44} {max(crash):>16.3f} {'':>18}")
-    print(
-        f"{'deployments, 3 configs x 4 interleaved tests':<44} {deployments:>16d} "
-        f"{'12 (one per test)':>18}  3"
+        f"\n{'deployments, 3 configs x 4 interleaved tests':<66}{deployments:>18d}"
+        f"{'12 (seeds)':>18}  3"
     )
     print(
-        f"\nsimulated startup {startup:.1f}s at scale {args.startup_scale} "
-        f"(~{real_startup:.0f}s on the seeds' host); the seeds' column is a constant, not a "
-        "measurement: a fixed sleep waits past readiness, and only notices a crash at its end."
+        f"(the seeds' loop waits a fixed sleep {SEED_SLEEP_S:.0f}: past readiness, and notices "
+        "a crash only at its end; load average "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        + ")"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

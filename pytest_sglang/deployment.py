@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -136,11 +137,18 @@ def bring_up(
         on_progress=on_progress,
         http=http,
     )
-    server_args = ready.journal.verify(plan.expected)
+    # /server_info is asked while the journal is verified: the fixture yields one request
+    # sooner after the ready line
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        info = pool.submit(_server_info, http, base_url)
+        try:
+            server_args = ready.journal.verify(plan.expected)
+        finally:
+            raw_info = info.result()
     # Verified against the real values; from here on tests and reports see no secret.
     ready.journal.lines[:] = [redactor.redact(line) for line in ready.journal.lines]
     server_args = redactor.redact_obj(server_args)
-    server_info = redactor.redact_obj(_server_info(http, base_url))
+    server_info = redactor.redact_obj(raw_info)
     total = time.monotonic() - started
     say(f"[sglang] {where}: ready and verified in {total:.1f}s")
     return Deployment(

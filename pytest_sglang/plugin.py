@@ -116,6 +116,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Stop serving services at once, without waiting for in-flight requests.",
     )
     group.addoption(
+        "--sglang-refresh",
+        action="store_true",
+        default=False,
+        help="Run each host's launcher --help again instead of using the flags an earlier "
+        "session cached for the same SGLang (~/.cache/pytest-sglang/probes).",
+    )
+    group.addoption(
         "--sglang-secret-env",
         action="append",
         default=[],
@@ -161,6 +168,7 @@ def _make_session(config: pytest.Config, progress: Any = None) -> SglangSession:
         if config.getoption("sglang_force")
         else config.getoption("sglang_drain_timeout"),
         dry_run=config.getoption("sglang_dry_run"),
+        refresh_probes=config.getoption("sglang_refresh"),
         secret_patterns=[
             *config.getini("sglang_secret_env"),
             *config.getoption("sglang_secret_env"),

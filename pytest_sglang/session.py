@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,10 @@ class HostLease:
         drain_timeout: float = 60.0,
         redactor: Redactor | None = None,
         holder: LockHolder | None = None,
+        refresh_probes: bool = False,
     ) -> None:
         self.spec = spec
+        self.refresh_probes = refresh_probes
         self.ready_timeout = ready_timeout
         self.progress = progress
         self.records = records if records is not None else []
@@ -82,6 +85,7 @@ class HostLease:
                 say=self._say,
                 drain_timeout=self.drain_timeout,
                 redactor=self.redactor,
+                refresh_probes=self.refresh_probes,
             )
             self._deployer = make_deployer(self.spec, transport_for(self.spec), settings)
         return self._deployer
@@ -127,11 +131,25 @@ class HostLease:
         return True
 
     def prepare(self) -> None:
-        """Before the first change: lock the host, then finish an earlier session's restore."""
+        """Before the first change: lock the host, then finish an earlier session's restore.
+
+        Meanwhile the launcher is probed (version, and ``--help`` unless cached): that reads
+        nothing the lock protects, and on a real host it is seconds of importing torch that
+        would otherwise follow the lock. Only where the inventory gives ``launch``: a launcher
+        read from the production unit must wait until a killed session's drop-in is gone."""
         if self._prepared:
             return
-        self.lock()
-        self.recover()
+        probe: threading.Thread | None = None
+        if self.spec.launch:
+            deployer = self.deployer
+            probe = threading.Thread(target=_probe_launcher, args=(deployer,), daemon=True)
+            probe.start()
+        try:
+            self.lock()
+            self.recover()
+        finally:
+            if probe is not None:
+                probe.join()
         self._prepared = True
 
     @property
@@ -256,6 +274,14 @@ class HostLease:
                 self._lock = None
 
 
+def _probe_launcher(deployer: Deployer) -> None:
+    """Fill the deployer's probe caches; a failure is left for the deployment to report (it
+    probes again, in order, and raises the error there)."""
+    with contextlib.suppress(Exception):
+        deployer.sglang_version()
+        deployer.help_flags()
+
+
 class SglangSession:
     """Everything one pytest session deploys, across its hosts."""
 
@@ -273,6 +299,7 @@ class SglangSession:
         drain_timeout: float = 60.0,
         dry_run: bool = False,
         secret_patterns: list[str] | None = None,
+        refresh_probes: bool = False,
     ) -> None:
         self.host_names = host_names or ["local"]
         self.inventory = inventory
@@ -284,6 +311,8 @@ class SglangSession:
         self.lock_heartbeat = lock_heartbeat
         self.drain_timeout = drain_timeout
         self.dry_run = dry_run
+        #: ``--sglang-refresh``: every host runs its launcher's ``--help`` again.
+        self.refresh_probes = refresh_probes
         #: Knows every secret value the session deploys; applied to everything it outputs.
         self.redactor = Redactor(secret_patterns or [])
         self.holder = LockHolder.current()
@@ -310,6 +339,7 @@ class SglangSession:
                 drain_timeout=self.drain_timeout,
                 redactor=self.redactor,
                 holder=self.holder,
+                refresh_probes=self.refresh_probes,
             )
         return self._hosts[name]
 

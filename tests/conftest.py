@@ -10,8 +10,11 @@ fail: CI must run them. Tests that use these fixtures get the ``systemd`` marker
 from __future__ import annotations
 
 import atexit
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # `testhost` under any
 
 from helpers import child_pytest_argv, ssh_transport
 from testhost import STATE_ROOT, SystemdTestHost, TestHostFactory
+
+from pytest_sglang.deploy.probes import CACHE_ENV
+
+# The suite's probe cache (--help flags kept across sessions) is its own, shared with the child
+# sessions it starts and gone at its end: tests never read or write the user's ~/.cache.
+if CACHE_ENV not in os.environ:
+    os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="pytest-sglang-cache-")
+    atexit.register(shutil.rmtree, os.environ[CACHE_ENV], True)
 
 if TYPE_CHECKING:
     from pytest_sglang.transport.ssh import SshTransport

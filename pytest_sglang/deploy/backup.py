@@ -27,6 +27,26 @@ if TYPE_CHECKING:
 
 __all__ = ["HostBackup"]
 
+# For each path ($@): NUL-separated "E" (it exists) or "M" and its missing ancestors, then "/".
+_SURVEY = r"""for p in "$@"; do
+  if [ -e "$p" ] || [ -L "$p" ]; then printf 'E\0'; else
+    printf 'M\0'; d=$(dirname -- "$p")
+    while [ "$d" != / ] && [ "$d" != . ] && [ ! -d "$d" ]; do
+      printf '%s\0' "$d"; d=$(dirname -- "$d")
+    done
+  fi
+  printf '/\0'
+done
+"""
+# Pairs ($1 original, $2 copy): each copied beside its copy's name, then renamed over it; the
+# path being copied is printed first, so a failure names it.
+_COPY = r"""while [ "$#" -ge 2 ]; do
+  echo "$1"
+  mkdir -p -- "$(dirname -- "$2")" && cp -a -- "$1" "$2.tmp" && mv -f -- "$2.tmp" "$2" || exit
+  shift 2
+done
+"""
+
 
 class HostBackup:
     """The backup directory ``directory`` on a host reached by ``transport``."""
@@ -38,6 +58,11 @@ class HostBackup:
         #: The record this session wrote (or adopted from a dead one); None before the first
         #: change and after a restore.
         self.manifest: dict[str, Any] | None = None
+        #: Directories this session made (or found) for the files it writes: made once.
+        self._made: set[str] = set()
+        #: This session read no record and wrote none since: none is there (the host lock keeps
+        #: every other session from writing one), so it is not read again.
+        self._absent = False
 
     @property
     def manifest_path(self) -> str:
@@ -64,14 +89,19 @@ class HostBackup:
     def write(self, path: str, data: bytes, mode: int) -> None:
         """Write ``path`` (its directory made first); the transport refuses a short write."""
         directory = posixpath.dirname(path)
-        self.check(f"creating {directory}", "mkdir -p -- %s", directory)
+        if directory not in self._made:
+            self.check(f"creating {directory}", "mkdir -p -- %s", directory)
+            self._made.add(directory)
         self.transport.put(data, path, mode=mode)
 
     # -- the record -------------------------------------------------------------------------
     def read(self) -> dict[str, Any] | None:
         """The intent record on the host, or None when there is none."""
+        if self._absent:
+            return None
         existing = self._sh("cat -- %s", self.manifest_path)
         if not existing.ok or not existing.stdout.strip():
+            self._absent = True
             return None
         try:
             data = json.loads(existing.stdout)
@@ -114,6 +144,7 @@ class HostBackup:
         """Write the record (its directory exists since ``begin``)."""
         assert self.manifest is not None
         data = json.dumps(self.manifest, indent=1, sort_keys=True).encode()
+        self._absent = False
         self.transport.put(data, self.manifest_path, mode=0o600)
 
     def back_up(self, paths: list[str], *, move_aside: tuple[str, ...] = ()) -> None:
@@ -130,17 +161,20 @@ class HostBackup:
         moved: dict[str, Any] = manifest.setdefault("moved", {})
         changed = False
         new: list[str] = []
+        survey = self._survey([path for path in paths if path not in files])
         for path in paths:
             if path in files:
                 continue
             changed = True
             copy = f"{self.directory}/files/{len(files)}"
-            existed = self.exists(path)
+            existed, missing = survey[path]
+            if not missing:  # its directory is there: writing it needs no mkdir
+                self._made.add(posixpath.dirname(path))
             files[path] = {"existed": existed, "copy": copy if existed else None}
             if existed:
                 new.append(path)
             else:
-                manifest.setdefault("created_dirs", []).extend(self._missing_dirs(path))
+                manifest.setdefault("created_dirs", []).extend(missing)
         to_move: list[str] = []
         for i, directory in enumerate(move_aside):
             if directory in moved:
@@ -152,17 +186,16 @@ class HostBackup:
                 to_move.append(directory)
         if changed:  # every redeploy of the same paths would rewrite an identical record
             self.save()
-        for path in new:
-            copy = files[path]["copy"]
-            self.check(
-                f"backing up {path}",
-                "mkdir -p -- %s && cp -a -- %s %s.tmp && mv -f -- %s.tmp %s",
-                posixpath.dirname(copy),
-                path,
-                copy,
-                copy,
-                copy,
-            )
+        if new:  # one command for all the copies; a failure names its file
+            pairs = [word for path in new for word in (path, files[path]["copy"])]
+            result = self._sh("sh -c %s sh" + " %s" * len(pairs), _COPY, *pairs)
+            if not result.ok:
+                failed = (result.stdout.strip().splitlines() or [new[0]])[-1]
+                detail = result.stderr.strip().splitlines()
+                raise DeployError(
+                    f"host {self.host!r}: backing up {failed} failed (rc={result.rc}): "
+                    f"{detail[-1] if detail else 'no output'}"
+                )
         for directory in to_move:
             target = moved[directory]
             self.check(
@@ -173,14 +206,25 @@ class HostBackup:
                 target,
             )
 
-    def _missing_dirs(self, path: str) -> list[str]:
-        """Ancestors of ``path`` that do not exist yet (deepest first), to remove on restore."""
-        missing: list[str] = []
-        parent = posixpath.dirname(path)
-        while parent not in ("/", "") and not self._sh("test -d %s", parent).ok:
-            missing.append(parent)
-            parent = posixpath.dirname(parent)
-        return missing
+    def _survey(self, paths: list[str]) -> dict[str, tuple[bool, list[str]]]:
+        """For each path, in one command: whether it exists, and else its ancestors that do
+        not exist yet (deepest first), to remove on restore."""
+        if not paths:
+            return {}
+        out = self.check(
+            "looking at the files to change", "sh -c %s sh" + " %s" * len(paths), _SURVEY, *paths
+        )
+        words = out.split("\0")
+        found: dict[str, tuple[bool, list[str]]] = {}
+        for path in paths:
+            existed = words.pop(0) == "E"
+            missing: list[str] = []
+            while words and words[0] != "/":
+                missing.append(words.pop(0))
+            if words:
+                words.pop(0)
+            found[path] = (existed, missing)
+        return found
 
     # -- restore ----------------------------------------------------------------------------
     def restore_files(self, manifest: dict[str, Any]) -> None:
@@ -216,6 +260,7 @@ class HostBackup:
         self.check("removing the backup", "rm -rf -- %s", self.directory)
         self._sh("rmdir -- %s", posixpath.dirname(self.directory))
         self.manifest = None
+        self._made.clear()  # a restore removed the directories it made
 
 
 def _moved(manifest: dict[str, Any]) -> dict[str, str | None]:

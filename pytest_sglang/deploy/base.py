@@ -23,6 +23,8 @@ from ..config import ServerConfig
 from ..errors import ConfigError, PreflightError, TransportError
 from ..launch_plan import LaunchPlan, make_launch_plan
 from ..secrets import Redactor
+from .follow import JournalFollower, PollingFollower
+from .probes import Identity, Probed, identity_code, load, parse_identity, save, version_code
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
@@ -41,9 +43,10 @@ __all__ = [
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 
 
-# One --help per (host, launcher, environment): real SGLang imports torch and takes seconds.
+# One probe per (host, launcher, environment) and session; --help across sessions (.probes).
 _HELP_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
 _VERSION_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
+_IDENTITY_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], Identity | None] = {}
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,8 @@ class DeployerSettings:
     drain_timeout: float = 0.0
     #: The session's redactor: artifacts, plans and errors never carry a secret value.
     redactor: Redactor = field(default_factory=Redactor)
+    #: ``--sglang-refresh``: run ``--help`` again instead of trusting an earlier session's.
+    refresh_probes: bool = False
 
 
 class Deployer(ABC):
@@ -240,36 +245,77 @@ class Deployer(ABC):
             ) from exc
         return result.rc, result.stdout, result.stderr
 
+    def _identity(self) -> Identity | None:
+        """The launcher's identity (one cheap command, once per session); None where it cannot
+        be read (a launcher that is no Python): then nothing is cached across sessions."""
+        key = self._cache_key()
+        if key not in _IDENTITY_CACHE:
+            argv = self.launcher()
+            python = simulator_python(argv)
+            code = identity_code(simulator=python is not None)
+            try:
+                _rc, out, _err = self._run_launcher([python or argv[0], "-c", code], timeout=60)
+            except PreflightError:
+                out = ""
+            _IDENTITY_CACHE[key] = parse_identity(out)
+        return _IDENTITY_CACHE[key]
+
+    def _stored(self) -> tuple[Identity | None, Probed]:
+        """The identity, and what an earlier session stored for it (nothing on refresh)."""
+        identity = self._identity()
+        if identity is None or self.settings.refresh_probes:
+            return identity, Probed()
+        return identity, load(self._cache_key(), identity)
+
+    def _store(self) -> None:
+        key = self._cache_key()
+        identity = _IDENTITY_CACHE.get(key)
+        if identity is not None:
+            probed = Probed(version=_VERSION_CACHE.get(key), flags=_HELP_CACHE.get(key))
+            save(key, identity, self.spec.name, probed)
+
     def sglang_version(self) -> str:
-        """The host's SGLang version: the inventory's value, else detected once and cached."""
+        """The host's SGLang version: the inventory's value, else detected (once per session,
+        and across sessions while the launcher's identity is unchanged)."""
         if self._version:
             return self._version
         key = self._cache_key()
         if key not in _VERSION_CACHE:
-            argv = self.launcher()
-            python = simulator_python(argv)
-            if python is not None:
-                code = "import pytest_sglang.sim as s; print(s.emulated_version())"
+            _identity, stored = self._stored()
+            if stored.version is not None:
+                _VERSION_CACHE[key] = stored.version
             else:
-                python = argv[0]
-                code = "import importlib.metadata as m; print(m.version('sglang'))"
-            rc, out, err = self._run_launcher([python, "-c", code], timeout=120)
-            lines = out.strip().splitlines()
-            if rc != 0 or not lines:
-                tail = (err.strip().splitlines() or ["no output"])[-1]
-                raise PreflightError(
-                    f"host {self.spec.name!r}: cannot detect the SGLang version with {python} "
-                    f"(rc={rc}: {tail}); set sglang_version in the inventory"
-                )
-            _VERSION_CACHE[key] = lines[-1].strip()
+                argv = self.launcher()
+                python = simulator_python(argv)
+                code = version_code(simulator=python is not None)
+                python = python or argv[0]
+                rc, out, err = self._run_launcher([python, "-c", code], timeout=120)
+                lines = out.strip().splitlines()
+                if rc != 0 or not lines:
+                    tail = (err.strip().splitlines() or ["no output"])[-1]
+                    raise PreflightError(
+                        f"host {self.spec.name!r}: cannot detect the SGLang version with "
+                        f"{python} (rc={rc}: {tail}); set sglang_version in the inventory"
+                    )
+                _VERSION_CACHE[key] = lines[-1].strip()
+                self._store()
         self._version = _VERSION_CACHE[key]
         return self._version
 
     def help_flags(self) -> frozenset[str]:
-        """Every ``--flag`` the host's launcher lists in ``--help`` (run once per host)."""
+        """Every ``--flag`` the host's launcher lists in ``--help``: once per session, and
+        across sessions while the launcher's identity is unchanged (see :mod:`.probes`)."""
         key = self._cache_key()
         if key not in _HELP_CACHE:
+            _identity, stored = self._stored()
+            if stored.flags is not None:
+                _HELP_CACHE[key] = stored.flags
+                return stored.flags
             launcher = self.launcher()
+            self.say(
+                f"[sglang] {self.spec.name}: reading the launcher's flags ({shlex.join(launcher)}"
+                " --help)"
+            )
             rc, out, err = self._run_launcher([*launcher, "--help"], timeout=300)
             flags = parse_help_flags(out)
             if rc != 0 or not flags:
@@ -279,6 +325,7 @@ class Deployer(ABC):
                     f"{tail}); check 'launch' in {self.spec.source}"
                 )
             _HELP_CACHE[key] = flags
+            self._store()
         return _HELP_CACHE[key]
 
     def preflight(self, plan: LaunchPlan) -> None:
@@ -354,6 +401,12 @@ class Deployer(ABC):
     @abstractmethod
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
         """Entries strictly after the cursor ``after``, and the cursor to continue from."""
+
+    def follow(self, after: str) -> JournalFollower:
+        """The entries after ``after`` as they arrive. Backends whose transport can stream a
+        command override it (one long-running reader instead of a command per look); this
+        fallback polls ``read_journal``."""
+        return PollingFollower(self.read_journal, after)
 
     @abstractmethod
     def state(self) -> ServiceState: ...

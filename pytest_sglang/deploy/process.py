@@ -29,6 +29,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ from typing import IO, TYPE_CHECKING, Any
 from ..errors import DeployError, RestoreError, TransportError
 from .backup import HostBackup
 from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
+from .follow import JournalFollower, StreamFollower
+from .unit import EXIT_MARKER
 
 if TYPE_CHECKING:
     from ..hosts import HostSpec
@@ -61,7 +64,7 @@ exit 0
 """
 
 # Remote wrapper: runs the server, records its pid and its exit status (128+N for signal N).
-_WRAPPER = """#!/bin/sh
+_WRAPPER = f"""#!/bin/sh
 cd "$(dirname "$0")" || exit 1
 set -a; . ./env.sh; set +a
 rm -f status
@@ -75,6 +78,25 @@ while :; do
   kill -0 "$child" 2>/dev/null || break
 done
 echo "$rc" > status.tmp && mv status.tmp status
+echo "{EXIT_MARKER} status=$rc" >>server.log
+"""
+
+# $1 the state dir, then the argv: start the wrapper in its own session and wait (on the host:
+# one round trip) until it has written its pid file, which takes milliseconds; 3: it never did.
+_START = """d=$1; shift
+rm -f -- "$d/pid" "$d/status"
+setsid sh "$d/run.sh" "$@" </dev/null >/dev/null 2>&1 &
+i=0
+while [ ! -s "$d/pid" ]; do
+  [ "$i" -ge 100 ] && exit 3
+  sleep 0.05; i=$((i + 1))
+done
+"""
+
+# $1 the state dir: the server's pid, its exit status (none while it runs) and 1 if the pid runs.
+_STATE = """p=$(cat "$1/pid" 2>/dev/null); s=$(cat "$1/status" 2>/dev/null); a=0
+[ -n "$p" ] && kill -0 "$p" 2>/dev/null && a=1
+printf '%s\\n%s\\n%s\\n' "$p" "$s" "$a"
 """
 
 
@@ -118,6 +140,7 @@ class ProcessDeployer(Deployer):
         self._started = False
         self._backup: HostBackup | None = None
         self._leftovers: list[HostBackup] = []
+        self._exit_watch: threading.Thread | None = None
 
     def launcher_env(self) -> dict[str, str]:
         env = dict(self.spec.env)
@@ -239,21 +262,21 @@ class ProcessDeployer(Deployer):
             ) from None
         with open(f"{self.state_dir}/pid", "w") as fh:
             fh.write(f"{self._proc.pid}\n")
+        self._exit_watch = threading.Thread(
+            target=_log_exit, args=(self._proc, self.log_path), daemon=True
+        )
+        self._exit_watch.start()
 
     def _start_remote(self, argv: list[str], env: dict[str, str]) -> None:
         env_sh = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
         self.transport.put(env_sh.encode(), f"{self.state_dir}/env.sh", mode=0o600)
         self.transport.put(_WRAPPER.encode(), f"{self.state_dir}/run.sh", mode=0o700)
-        self.transport.run("rm -f -- %s %s", f"{self.state_dir}/pid", f"{self.state_dir}/status")
-        command = "setsid sh %s" + " %s" * len(argv) + " </dev/null >/dev/null 2>&1 &"
-        result = self.transport.run(command, f"{self.state_dir}/run.sh", *argv)
+        command = "sh -c %s sh %s" + " %s" * len(argv)
+        result = self.transport.run(command, _START, self.state_dir, *argv)
+        if result.rc == 3:
+            raise DeployError(f"host {self.spec.name!r}: the server wrapper did not start in 5 s")
         if not result.ok:
             raise DeployError(f"host {self.spec.name!r}: cannot start the server (rc={result.rc})")
-        for _ in range(100):  # the wrapper writes the pid file within milliseconds
-            if self.transport.run("test -s %s", f"{self.state_dir}/pid").ok:
-                return
-            time.sleep(0.05)
-        raise DeployError(f"host {self.spec.name!r}: the server wrapper did not start in 5 s")
 
     # -- journal ----------------------------------------------------------------------------
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
@@ -281,6 +304,17 @@ class ProcessDeployer(Deployer):
             entries.append(JournalEntry(cursor=str(position), message=text, realtime_us=now_us))
         return entries, str(position)
 
+    def follow(self, after: str) -> JournalFollower:
+        """``tail -F`` of the log from byte ``after`` (inotify: each line as it is written);
+        the exit record (written when the server ends) wakes the reader like systemd's."""
+        try:
+            stream = self.transport.stream(
+                "exec tail -c +%s -F -- %s 2>/dev/null", int(after or 0) + 1, self.log_path
+            )
+        except NotImplementedError:
+            return super().follow(after)
+        return StreamFollower(stream, str(int(after or 0)), _log_entry)
+
     # -- state / stop -----------------------------------------------------------------------
     def state(self) -> ServiceState:
         if self.local:
@@ -301,9 +335,7 @@ class ProcessDeployer(Deployer):
         if not self._started:
             return _NEVER_RAN
         d = self.state_dir
-        out = self.transport.run(
-            "cat %s 2>/dev/null; echo; cat %s 2>/dev/null; echo", f"{d}/pid", f"{d}/status"
-        ).stdout.split("\n")
+        out = self.transport.run("sh -c %s sh %s", _STATE, d).stdout.split("\n")
         pid = int(out[0].strip() or 0) if out else 0
         status = out[1].strip() if len(out) > 1 else ""
         if status:
@@ -311,7 +343,7 @@ class ProcessDeployer(Deployer):
             return (
                 _state_from_exit("killed", rc - 128) if rc > 128 else _state_from_exit("exited", rc)
             )
-        if pid and self.transport.run("kill -0 %s", pid).ok:
+        if pid and len(out) > 2 and out[2].strip() == "1":
             return ServiceState("active", "running", pid, "", 0, 0, "success")
         # Gone without a status: the wrapper itself was killed (our SIGKILL, or from outside).
         return _state_from_exit("killed", int(signal.SIGKILL))
@@ -336,6 +368,9 @@ class ProcessDeployer(Deployer):
                 _killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
         _killpg(proc.pid, signal.SIGKILL)  # leftovers of the group (KillMode=mixed)
+        if self._exit_watch is not None:
+            self._exit_watch.join(timeout=5)  # its record lands before the next cursor
+            self._exit_watch = None
 
     def _remote_pgid(self) -> int:
         out = self.transport.run("cat %s 2>/dev/null", f"{self.state_dir}/pgid").stdout.strip()
@@ -406,6 +441,24 @@ class ProcessDeployer(Deployer):
             self._log.close()
             self._log = None
         super().close()
+
+
+def _log_entry(line: bytes, cursor: str) -> JournalEntry:
+    """One log line; its cursor is the byte offset after it."""
+    return JournalEntry(
+        cursor=str(int(cursor) + len(line) + 1),
+        message=line.rstrip(b"\r").decode("utf-8", "replace"),
+        realtime_us=time.time_ns() // 1000,
+    )
+
+
+def _log_exit(proc: subprocess.Popen[bytes], log_path: str) -> None:
+    """Wait for the local server to end, then append the exit record systemd's ExecStopPost
+    would log, so that a follower of the log learns of the death at once."""
+    rc = proc.wait()
+    code, status = ("killed", -rc) if rc < 0 else ("exited", rc)
+    with contextlib.suppress(OSError), open(log_path, "ab") as log:
+        log.write(f"{EXIT_MARKER} code={code} status={status}\n".encode())
 
 
 def _dead_session(pid: str) -> bool:

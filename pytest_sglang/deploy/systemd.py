@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import shlex
 import signal
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DeployError, JournalError, RestoreError, TransportError
@@ -26,6 +28,7 @@ from ..launch_plan import LOCAL_ADDRESSES
 from .backup import HostBackup
 from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
 from .drain import drain, in_flight, serving_port
+from .follow import JournalFollower, StreamFollower
 from .plan import render_diff, render_flag_diff
 from .unit import EXIT_MARKER, render_dropin, render_env_file, render_unit
 
@@ -44,6 +47,22 @@ _SHOW_PROPS = "ActiveState,SubState,MainPID,ExecMainCode,ExecMainStatus,NRestart
 _RUNNING = ("active", "activating", "reloading")
 #: The session's drop-in: "zz" sorts it after production's own drop-ins, so it has the last word.
 DROPIN_NAME = "zz-pytest-sglang.conf"
+# $1 the service. Exit status names the step that failed (see SystemdDeployer._restart).
+_RESTART = """systemctl daemon-reload || exit 11
+systemctl reset-failed -- "$1" 2>/dev/null
+systemctl stop -- "$1" || exit 12
+systemctl reset-failed -- "$1" 2>/dev/null
+journalctl -n 0 --show-cursor --no-pager || exit 13
+systemctl start -- "$1" || exit 14
+"""
+_JOURNAL_TAIL = (Path(__file__).parent / "journal_tail.py").read_text()
+# $1 the reader's code, $2 the unit, $3 the cursor: the reader, or journalctl -f where the host
+# has no python3 (127) or no usable libsystemd (97); either prints `journalctl -o json` lines.
+_FOLLOW = """python3 -c "$1" "$2" "$3"; rc=$?
+[ "$rc" -eq 97 ] || [ "$rc" -eq 127 ] || exit "$rc"
+[ -n "$3" ] && exec journalctl -u "$2" -f -o json --all --no-pager --cursor="$3"
+exec journalctl -u "$2" -f -o json --all --no-pager --no-tail
+"""
 
 
 class SystemdDeployer(Deployer):
@@ -61,6 +80,9 @@ class SystemdDeployer(Deployer):
         self.dropin_dir = f"{UNIT_DIR}/{self.service}.d"
         self.dropin_path = f"{self.dropin_dir}/{DROPIN_NAME}"
         self._production: bool | None = None
+        #: (when, the service's state) as ``has_production`` read it: the intent record's prior
+        #: state when the first change follows within seconds (else read again).
+        self._prior: tuple[float, dict[str, str]] | None = None
         self._production_words: list[str] | None = None
         self.env_path = f"{ENV_DIR}/{stem}.env"
         self.backup = HostBackup(transport, f"{BACKUP_ROOT}/{self.service}", host=spec.name)
@@ -97,7 +119,9 @@ class SystemdDeployer(Deployer):
             if isinstance(recorded, bool):
                 self._production = recorded
             else:
-                shown = self._show("LoadState,FragmentPath")
+                # the prior state too, read before any change (the intent record keeps it)
+                shown = self._show("LoadState,FragmentPath,ActiveState,UnitFileState")
+                self._prior = (time.monotonic(), shown)
                 self._production = bool(
                     shown.get("FragmentPath") and shown.get("LoadState") == "loaded"
                 )
@@ -116,13 +140,19 @@ class SystemdDeployer(Deployer):
             if existing is not None:
                 self.backup.begin(self.settings.owner, changes={}, service={})
             else:
-                prior = self._show("ActiveState,UnitFileState,LoadState")
+                production = self.has_production()
+                fresh = self._prior is not None and time.monotonic() - self._prior[0] < 10.0
+                prior = (
+                    self._prior[1]
+                    if fresh and self._prior is not None
+                    else self._show("ActiveState,UnitFileState,LoadState")
+                )
                 self.backup.begin(
                     self.settings.owner,
                     changes={"files": list(paths), "restarts": [self.service]},
                     service={
                         "unit": self.service,
-                        "production": self.has_production(),
+                        "production": production,
                         "active_state": prior.get("ActiveState", ""),
                         "unit_file_state": prior.get("UnitFileState", ""),
                         "load_state": prior.get("LoadState", ""),
@@ -302,23 +332,39 @@ class SystemdDeployer(Deployer):
         for dest, (data, mode) in payloads.items():
             self.backup.write(dest, data, mode)
         self.backup.write(self.written_path, unit.encode(), 0o644)
-        self._check("daemon-reload", "systemctl daemon-reload", timeout=90)
-        self._sh("systemctl reset-failed -- %s", self.service)
-        # Stop first, so the old process's last words fall before the cursor.
-        self._check(f"stopping {self.service}", "systemctl stop -- %s", self.service, timeout=90)
-        self._sh("systemctl reset-failed -- %s", self.service)
-        cursor = self.journal_tail_cursor()
-        self._check(f"starting {self.service}", "systemctl start -- %s", self.service, timeout=120)
+        cursor = self._restart()
         self._last_unit = unit
         self._deployed(plan)
         self._deploy_cursor = cursor
         return cursor
 
+    def _restart(self) -> str:
+        """Reload systemd, stop the service (so the old process's last words fall before the
+        cursor), take the journal's cursor and start it: one command, one round trip. Returns
+        the cursor; a failed step is one DeployError line naming it."""
+        result = self._sh("sh -c %s sh %s", _RESTART, self.service, timeout=300)
+        lines = result.stdout.splitlines()
+        if not result.ok:
+            step = {11: "daemon-reload", 12: f"stopping {self.service}"}.get(result.rc)
+            step = step or {13: "reading the journal cursor"}.get(result.rc)
+            step = step or f"starting {self.service}"
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            raise DeployError(
+                f"host {self.spec.name!r}: {step} failed (rc={result.rc}): "
+                f"{detail[-1] if detail else 'no output'}"
+            )
+        for line in lines:
+            if line.startswith("-- cursor: "):
+                return line[len("-- cursor: ") :].strip()
+        return ""
+
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
+        # --cursor, not --after-cursor: systemd 252's journalctl skips the unit's first entry
+        # after a cursor whose own entry is not the unit's; the cursor's entry is dropped here
         command = "journalctl -u %s -o json --all --no-pager"
         args: list[object] = [self.service]
         if after:
-            command += " --after-cursor=%s"
+            command += " --cursor=%s"
             args.append(after)
         result = self._sh(command, *args, timeout=60)
         if not result.ok:
@@ -326,18 +372,24 @@ class SystemdDeployer(Deployer):
                 f"host {self.spec.name!r}: journalctl -u {self.service} failed (rc={result.rc})"
             )
         entries: list[JournalEntry] = []
-        for line in result.stdout.splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            entries.append(
-                JournalEntry(
-                    cursor=record["__CURSOR"],
-                    message=_message(record.get("MESSAGE")),
-                    realtime_us=int(record.get("__REALTIME_TIMESTAMP", 0)),
-                )
-            )
+        for line in result.stdout.encode().splitlines():
+            entry = _json_entry(line, after)
+            if entry is not None:
+                entries.append(entry)
         return entries, (entries[-1].cursor if entries else after)
+
+    def follow(self, after: str) -> JournalFollower:
+        """The unit's journal on its own channel, each entry within ~10 ms of journald having
+        it (:mod:`.journal_tail` in the host's python3; ``journalctl -f``, which learns of new
+        entries up to 250 ms late, where that cannot run). Without a cursor (an empty journal)
+        it starts at the journal's beginning."""
+        try:
+            stream = self.transport.stream(
+                "sh -c %s sh %s %s %s", _FOLLOW, _JOURNAL_TAIL, self.service, after
+            )
+        except NotImplementedError:
+            return super().follow(after)
+        return StreamFollower(stream, after, _json_entry)
 
     def state(self) -> ServiceState:
         values = self._show(_SHOW_PROPS)
@@ -440,6 +492,24 @@ def _without_our_dropin(cat_text: str) -> str:
         if not ours:
             kept.append(line)
     return "\n".join(kept)
+
+
+def _json_entry(line: bytes, after: str) -> JournalEntry | None:
+    """One line of ``journalctl -o json``: an entry, or None for a blank or cut-off line and
+    for the entry at the cursor ``after`` itself (``--cursor`` starts there)."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None  # the stream was cut in the middle of a line; the cursor resumes before it
+    if after and record.get("__CURSOR") == after:
+        return None
+    return JournalEntry(
+        cursor=record["__CURSOR"],
+        message=_message(record.get("MESSAGE")),
+        realtime_us=int(record.get("__REALTIME_TIMESTAMP", 0)),
+    )
 
 
 def _message(value: object) -> str:

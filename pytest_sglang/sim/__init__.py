@@ -31,6 +31,8 @@ the executable:
   ITL, independent of load), for checking a load generator's measurements.
 - ``SGLANG_SIM_GPU_NAME``, ``SGLANG_SIM_GPU_MEMORY_GB``, ``SGLANG_SIM_GPU_BANDWIDTH_TBPS``,
   ``SGLANG_SIM_GPU_TFLOPS``: the simulated GPU (default RTX PRO 6000 Blackwell, 96 GB).
+- ``SGLANG_SIM_HELP_DELAY_S``: seconds ``--help`` takes before it answers (real SGLang imports
+  torch first: 5-15 s on a GPU host). Default 0.
 - ``SGLANG_SIM_SEED``: reserved for sampling randomness (default 0).
 
 Modules: :mod:`.cli` (flags), :mod:`.resolve` (ServerArgs post-init), :mod:`.perf` (performance

@@ -187,6 +187,9 @@ def _scheduler_died(exc: BaseException | None, tp: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the simulator with ``argv`` (default: ``sys.argv[1:]``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--help" in args or "-h" in args:
+        # real SGLang imports torch before argparse can answer: 5-15 s on a GPU host
+        time.sleep(float(os.environ.get("SGLANG_SIM_HELP_DELAY_S") or 0))
     settings = SimSettings.from_env()
     setup_logging()
     if settings.fault.kind == "replay":

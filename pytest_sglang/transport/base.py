@@ -1,9 +1,11 @@
-"""The transport contract: run a command, move a file, forward a port.
+"""The transport contract: run a command, follow a command's output, move a file, forward a port.
 
 Quoting happens here and nowhere else: callers write ``t.run("cat -- %s", path)`` and every
 argument is ``shlex.quote``-d before it reaches a shell. ``run`` never raises on a non-zero exit
 status (that is a result, not an error); it raises :class:`~pytest_sglang.errors.TransportError`
-subclasses only when the command could not be run at all, or ran past its timeout.
+subclasses only when the command could not be run at all, or ran past its timeout. ``stream``
+starts a long-running command (``journalctl -f``, ``tail -F``) whose stdout is read as it
+arrives, so a caller waits on events instead of polling with a command per look.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from types import TracebackType
 
 from ..errors import TransportError
 
-__all__ = ["CommandResult", "PortForward", "Transport"]
+__all__ = ["CommandResult", "CommandStream", "PortForward", "Transport"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,34 @@ class CommandResult:
         return self.rc == 0
 
 
+class CommandStream(ABC):
+    """The stdout of a command that keeps running, read as it arrives.
+
+    ``read`` never raises on the command's or the connection's end: it returns None from then
+    on, and ``end`` says which it was, so a follower can decide to reopen from where it was.
+    """
+
+    #: The command as given (for messages).
+    command: str = ""
+    #: Why the stream ended ("" while it runs): the command exited, or the connection dropped.
+    end: str = ""
+
+    @abstractmethod
+    def read(self, timeout: float) -> bytes | None:
+        """What arrived, waiting up to ``timeout`` s for something: ``b""`` when nothing came
+        in time, None once the stream has ended."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop reading and end the command (idempotent)."""
+
+    def __enter__(self) -> CommandStream:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 class PortForward(ABC):
     """A local TCP port that reaches ``remote_host:remote_port`` as seen from the host."""
 
@@ -46,12 +76,28 @@ class Transport(ABC):
 
     #: Human-readable name of the host for error messages (``ssh://root@llm-two:22``).
     name: str = "?"
+    #: Commands run or streamed and files moved so far: each is one round trip to the host
+    #: (what ``benchmarks/lifecycle_latency.py`` prints per deployment).
+    round_trips: int = 0
 
     def run(self, command: str, *args: object, timeout: float = 60.0) -> CommandResult:
         """Run ``command % quoted(args)`` through ``sh -c`` on the host."""
         if args:
             command = command % tuple(shlex.quote(str(a)) for a in args)
+        self.round_trips += 1
         return self._run(command, timeout=timeout)
+
+    def stream(self, command: str, *args: object) -> CommandStream:
+        """Start ``command % quoted(args)`` through ``sh -c`` and follow its stdout (stderr is
+        discarded); TransportError when it cannot be started."""
+        if args:
+            command = command % tuple(shlex.quote(str(a)) for a in args)
+        self.round_trips += 1
+        return self._stream(command)
+
+    def _stream(self, command: str) -> CommandStream:
+        """Transports that cannot follow a command say so; callers fall back to polling."""
+        raise NotImplementedError(f"{type(self).__name__} cannot stream a command")
 
     def check_output(self, command: str, *args: object, timeout: float = 60.0) -> str:
         """Run a command and return its stdout; a non-zero status raises TransportError."""

@@ -10,14 +10,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import signal
 import subprocess
 import tempfile
 
 from ..errors import CommandTimeout, TransportError
-from .base import CommandResult, PortForward, Transport
+from .base import CommandResult, CommandStream, PortForward, Transport
 
-__all__ = ["LocalPortForward", "LocalTransport"]
+__all__ = ["LocalCommandStream", "LocalPortForward", "LocalTransport"]
 
 #: How long to wait for the pipes to drain after the process group was killed.
 _DRAIN_SECONDS = 5.0
@@ -69,6 +70,19 @@ class LocalTransport(Transport):
             stderr=err.decode("utf-8", "replace"),
         )
 
+    def _stream(self, command: str) -> CommandStream:
+        try:
+            proc = subprocess.Popen(
+                ["sh", "-c", command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise TransportError(f"{self.name}: cannot start sh: {exc}", host=self.name) from exc
+        return LocalCommandStream(proc, command)
+
     @staticmethod
     def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -118,6 +132,41 @@ class LocalTransport(Transport):
 
     def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> PortForward:
         return LocalPortForward(remote_port)
+
+
+class LocalCommandStream(CommandStream):
+    """A local command's stdout, read as it arrives (``select`` on the pipe: no polling)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], command: str) -> None:
+        self.proc = proc
+        self.command = command
+        self.end = ""
+
+    def read(self, timeout: float) -> bytes | None:
+        if self.end:
+            return None
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], max(0.0, timeout))
+        if not ready:
+            return b""
+        data = os.read(fd, 65536)
+        if not data:
+            self.end = "the command exited"
+            self.proc.wait()
+            return None
+        return data
+
+    def close(self) -> None:
+        if not self.end:
+            self.end = "closed"
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=_DRAIN_SECONDS)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def _short(command: str, limit: int = 200) -> str:

@@ -36,11 +36,11 @@ from typing import Any
 import paramiko
 
 from ..errors import CommandTimeout, ConnectError, HostKeyError, TransportError
-from .base import CommandResult, PortForward, Transport
+from .base import CommandResult, CommandStream, PortForward, Transport
 from .local import _short
 from .ssh_forward import SshPortForward
 
-__all__ = ["SshPortForward", "SshTransport", "fingerprint"]
+__all__ = ["SshCommandStream", "SshPortForward", "SshTransport", "fingerprint"]
 
 _CHUNK = 65536
 _POLL = 0.2  # the longest a wait goes without re-checking deadline and connection
@@ -407,6 +407,18 @@ class SshTransport(Transport):
         finally:
             chan.close()
 
+    def _stream(self, command: str) -> CommandStream:
+        """The command on its own channel of the shared connection, read as it arrives."""
+        chan = self._session()
+        try:
+            chan.settimeout(self.connect_timeout)
+            chan.exec_command(self._wrap(command))
+            chan.shutdown_write()
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            chan.close()
+            raise self._lost(command, "while starting") from exc
+        return SshCommandStream(self, chan, command)
+
     def _lost(self, shown: str, when: str) -> TransportError:
         self._reset()
         return TransportError(
@@ -475,6 +487,7 @@ class SshTransport(Transport):
             raise
 
     def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+        self.round_trips += 1
         if self.sudo:
             self._sudo_put(data, path, mode)
             return
@@ -486,6 +499,7 @@ class SshTransport(Transport):
             raise self._file_error("write", path, exc) from exc
 
     def get(self, path: str) -> bytes:
+        self.round_trips += 1
         if self.sudo:
             return self._sudo_get(path)
         try:
@@ -553,6 +567,48 @@ class SshTransport(Transport):
                 f"{self.name}: cannot open a tunnel to {remote_host}:{remote_port} ({exc})",
                 host=self.name,
             ) from exc
+
+
+class SshCommandStream(CommandStream):
+    """A remote command's stdout on one SSH channel. Its stderr is read and dropped (an unread
+    stderr would hold the channel's window shut); closing the channel hangs up on the command,
+    which ends at its next write."""
+
+    def __init__(self, owner: SshTransport, chan: paramiko.Channel, command: str) -> None:
+        self.owner = owner
+        self.chan = chan
+        self.command = command
+        self.end = ""
+
+    def read(self, timeout: float) -> bytes | None:
+        if self.end:
+            return None
+        chan = self.chan
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            while chan.recv_stderr_ready():
+                chan.recv_stderr(_CHUNK)
+            if chan.recv_ready():
+                return bytes(chan.recv(_CHUNK))
+            live = chan.get_transport()
+            if live is None or not live.is_active():
+                self.owner._reset()
+                self.end = "the SSH connection dropped"
+                return None
+            if chan.closed or chan.eof_received:
+                self.end = "the command exited"
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return b""
+            # wakes on data, EOF or close; bounded so that a dead connection is noticed
+            select.select([chan], [], [], min(remaining, _POLL * 5))
+
+    def close(self) -> None:
+        if not self.end:
+            self.end = "closed"
+        with contextlib.suppress(Exception):
+            self.chan.close()
 
 
 def _open_private(sftp: paramiko.SFTPClient, path: str) -> paramiko.SFTPFile:

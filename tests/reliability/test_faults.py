@@ -9,6 +9,7 @@ real SSH to the nspawn host; faults are injected from a second connection.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +22,8 @@ from testhost import SystemdTestHost
 from pytest_sglang.bench import Workload
 from pytest_sglang.bench.loadgen import run_workload
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.errors import SglangError
+from pytest_sglang.errors import ServerStartError, SglangError
+from pytest_sglang.journal import READY_LINE
 from pytest_sglang.lock import LOCK_FILE, HostLockError, LockHolder
 from pytest_sglang.session import SglangSession
 
@@ -149,6 +151,82 @@ def test_ssh_drop_mid_deploy(
     cutter.landed()
     message = _one_line(err.value)
     assert "SSH" in message or "connection" in message, message
+    _finish(session, systemd_transport, production)
+
+
+# The journal reader (deploy/journal_tail.py) runs on the host while readiness waits; the
+# bracket keeps pgrep from matching the shell that runs it.
+STREAMING = "pgrep -f 'sd_journal_[w]ait'"
+
+
+def _unit_messages(transport: Any, after: str) -> list[str]:
+    """The service's journal messages after ``after``, read by this test (filtered here:
+    systemd 252's ``journalctl -u --after-cursor`` skips the unit's first entry when the
+    cursor's own entry is not the unit's)."""
+    out = transport.check_output("journalctl -o json --all --no-pager --after-cursor=%s", after)
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return [
+        r.get("MESSAGE", "")
+        for r in records
+        if r.get("_SYSTEMD_UNIT") == SERVICE or (r.get("_PID") == "1" and r.get("UNIT") == SERVICE)
+    ]
+
+
+def test_ssh_drop_mid_stream_resumes_after_the_last_line(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    """The connection drops while the journal stream waits for the server (still loading):
+    the stream is reopened after the last entry it delivered, the deployment becomes ready, and
+    its journal holds every line of the start, in order, exactly once."""
+    session = _session(systemd_host, tmp_path, SGLANG_SIM_STARTUP_SCALE="0.3")
+    host = session.host("testhost")
+    streaming = lambda: systemd_transport.run(STREAMING).ok  # noqa: E731
+    with Cutter(systemd_transport, ready=streaming) as cutter:
+        deployment = host.deployment(CONFIG)
+    cutter.landed()
+    deployer = deployment.deployer
+    assert deployer is not None
+    lines = deployment.journal.lines
+    assert any(READY_LINE in line for line in lines)
+    host_lines = _unit_messages(systemd_transport, deployer._deploy_cursor)  # type: ignore[attr-defined]
+    assert lines == host_lines[: len(lines)], "a line was lost or read twice across the drop"
+    _finish(session, systemd_transport, production)
+
+
+def test_host_lost_mid_stream_is_a_transport_failure(
+    tmp_path: Path,
+    systemd_host: SystemdTestHost,
+    systemd_transport: Any,
+    production: dict[str, str],
+) -> None:
+    """sshd goes away and every connection is cut while the stream waits: the deployment fails
+    at once as a lost host (SSH/infrastructure), never as "not ready in time"."""
+    session = _session(systemd_host, tmp_path, SGLANG_SIM_STARTUP_SCALE="0.3")
+    host = session.host("testhost")
+
+    def host_goes_away() -> None:
+        _when(lambda: systemd_transport.run(STREAMING).ok)
+        systemd_transport.run(
+            "systemctl stop ssh.socket ssh.service 2>/dev/null; sh -c %s", CUT_SESSIONS
+        )
+
+    away = threading.Thread(target=host_goes_away)
+    away.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ServerStartError) as err:
+            host.deployment(CONFIG)
+        away.join()
+        assert time.monotonic() - started < 30, "the loss was not noticed at once"
+        assert err.value.reason == "SSH/infrastructure", err.value.reason
+        assert "lost the host while waiting for readiness" in _one_line(err.value)
+    finally:
+        away.join()
+        systemd_transport.run("systemctl start ssh.service")
+    _when(lambda: systemd_transport.run("systemctl is-active --quiet ssh.service").ok)
     _finish(session, systemd_transport, production)
 
 

@@ -1,0 +1,109 @@
+"""Readiness driven by the server's output, on the local process deployer with the real
+simulator: the log is followed (``tail -F``), the state is asked for only as a slow safety net
+or when the exit record arrives, the phases are reported as they are logged, and a fatal line
+or a silent death ends the wait with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from helpers import use_simulator_env
+
+from pytest_sglang import readiness
+from pytest_sglang.config import ServerConfig
+from pytest_sglang.deploy.process import ProcessDeployer
+from pytest_sglang.errors import ServerStartError
+from pytest_sglang.hosts import resolve_host, transport_for
+from pytest_sglang.journal import READY_LINE
+from pytest_sglang.readiness import wait_until_ready
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+
+
+@pytest.fixture
+def deployer(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcessDeployer]:
+    use_simulator_env(monkeypatch, {"SGLANG_SIM_STARTUP_SCALE": "0.1"})
+    # no safety net: whatever ends the wait here came from the server's output
+    monkeypatch.setattr(readiness, "SAFETY_POLL_S", 3600.0)
+    spec = resolve_host("local")
+    dep = ProcessDeployer(spec, transport_for(spec))
+    yield dep
+    dep.restore()
+    dep.close()
+
+
+class Counted:
+    """Counts ``state()`` calls of a deployer (what polling would multiply)."""
+
+    def __init__(self, deployer: ProcessDeployer) -> None:
+        self.calls = 0
+        inner = deployer.state
+
+        def state() -> Any:
+            self.calls += 1
+            return inner()
+
+        deployer.state = state  # type: ignore[method-assign]
+
+
+def _wait(deployer: ProcessDeployer, config: ServerConfig, **kwargs: Any) -> Any:
+    plan = deployer.launch_plan(config)
+    cursor = deployer.deploy(plan)
+    return wait_until_ready(
+        deployer, deployer.base_url(plan), cursor, where="local test", timeout=60, **kwargs
+    )
+
+
+def test_ready_is_read_from_the_log_not_polled(deployer: ProcessDeployer) -> None:
+    counted = Counted(deployer)
+    seen: list[tuple[str, float]] = []
+    ready = _wait(deployer, CONFIG, on_progress=lambda phase, s: seen.append((phase, s)))
+    assert any(READY_LINE in line for line in ready.journal.lines)
+    assert counted.calls == 0, "readiness asked for the state: it polled"
+    phases = [phase for phase, _ in seen]
+    assert "initialising" in phases and phases[-1] == "ready", phases
+    assert [s for _, s in seen] == sorted(s for _, s in seen)
+    assert len(set(phases)) == len(phases) >= 4, phases
+
+
+def test_a_fatal_line_ends_the_wait_with_its_cause(
+    deployer: ProcessDeployer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SGLANG_SIM_FAULT", "oom")
+    with pytest.raises(ServerStartError) as err:
+        _wait(deployer, CONFIG)
+    assert err.value.reason == "out of memory"
+    assert "Not enough memory" in str(err.value).splitlines()[0]
+
+
+def test_a_silent_death_is_noticed_by_its_exit_record(deployer: ProcessDeployer) -> None:
+    """The server is killed from outside while it loads (no fatal line): the exit record the
+    deployer appends to the log ends the wait (without it, nothing would: no safety net)."""
+    counted = Counted(deployer)
+    plan = deployer.launch_plan(CONFIG)
+    cursor = deployer.deploy(plan)
+    proc = deployer._proc
+    assert proc is not None
+    seen: list[str] = []
+
+    def on_progress(phase: str, _elapsed: float) -> None:
+        seen.append(phase)
+        if phase == "loading weights":
+            proc.kill()
+
+    with pytest.raises(ServerStartError) as err:
+        wait_until_ready(
+            deployer,
+            deployer.base_url(plan),
+            cursor,
+            where="local test",
+            timeout=30,
+            on_progress=on_progress,
+        )
+    assert err.value.reason == "crashed", str(err.value)
+    assert "killed by signal 9" in str(err.value)
+    assert "last line: " in str(err.value) and "main process ended" not in str(err.value)
+    assert 1 <= counted.calls <= 3, counted.calls
