@@ -16,8 +16,10 @@ rules:
   power 0.8: 5.6 points.
 
 The items of both runs are the same questions, so the two samples are positively correlated;
-a test that treats them as independent over-states the noise: false alarms stay at or below
-``alpha`` and the real power is at least the stated one (``benchmarks/quality_gate_noise.py``).
+a test that treats them as independent over-states the noise of the difference: false alarms
+stay about ``alpha`` and the real power is at least the stated one
+(``benchmarks/quality_gate_noise.py``: 4.8 % and 79.8 % for a 6-point drop at 500 independent
+items; 98.5 % on the simulator's same items).
 """
 
 from __future__ import annotations
