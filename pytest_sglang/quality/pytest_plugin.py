@@ -381,8 +381,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         speed = speeds.get(r["config_id"])
         ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
         mark = f" ({marks[r['config_id']]})" if r["config_id"] in marks else ""
+        verdict = "holds, no baseline" if r["verdict"] == "missing" else r["verdict"]
         tr.write_line(
             f"{r['config_id'][:28]:<28} {r['metric']:<17} {r['value']:>7.1%} {ci:>13} "
-            f"{r['n']:>5} {'-' if speed is None else f'{speed:.1f}':>10}  {r['verdict']}{mark}",
+            f"{r['n']:>5} {'-' if speed is None else f'{speed:.1f}':>10}  {verdict}{mark}",
             **({"red": True} if not r["holds"] else {}),
         )

@@ -141,3 +141,36 @@ def test_fp8_kv_cache_fails_against_its_reference(pytester: pytest.Pytester) -> 
     assert line.startswith("quality regression vs reference base: accuracy 8"), line
     data = json.loads(summary.read_text())
     assert data["quality_holds"] == {"base": True, "kv-fp8_e4m3": False}
+
+
+MARKED = """
+import pytest
+from pytest_sglang import ServerConfig
+from pytest_sglang.bench import Workload
+
+BASE = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+SPEC = BASE.model_copy(update=dict(speculative_algorithm="EAGLE", speculative_num_steps=3,
+                                   speculative_eagle_topk=1))
+
+@pytest.mark.parametrize("sglang_server", [BASE, SPEC], indirect=True)
+def test_speed_and_outputs(sglang_bench, sglang_quality):
+    sglang_bench(Workload.single_stream(64), rounds=1)
+    sglang_quality.equivalence(BASE, output_tokens=16, min_rate=0.9)
+"""
+
+
+def test_a_faster_config_that_fails_quality_is_marked(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SGLANG_SIM_TIME_SCALE", "0.2")  # EAGLE-3 steps: about 2x the speed
+    monkeypatch.setenv("SGLANG_SIM_FAULT", "diverge-after=4")
+    pytester.makepyfile(MARKED)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*sglang quality*",
+            "base*exact_match_rate*100.0%*holds, no baseline",
+            "eagle-s3-k1*exact_match_rate*0.0%*fails (faster but fails quality)",
+        ]
+    )
