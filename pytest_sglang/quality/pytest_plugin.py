@@ -40,7 +40,7 @@ from .evals import (
 )
 from .gate import DEFAULT_QUALITY_GATES, decide_rate, regression_line
 from .tasks import Task
-from .verdict import quality_marks
+from .verdict import display_verdict, quality_marks
 
 __all__ = ["SglangQuality", "quality_results"]
 
@@ -380,10 +380,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for r in rows:
         speed = speeds.get(r["config_id"])
         ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
-        mark = f" ({marks[r['config_id']]})" if r["config_id"] in marks else ""
-        verdict = "holds, no baseline" if r["verdict"] == "missing" else r["verdict"]
+        verdict = display_verdict(r, marks)
         tr.write_line(
             f"{r['config_id'][:28]:<28} {r['metric']:<17} {r['value']:>7.1%} {ci:>13} "
-            f"{r['n']:>5} {'-' if speed is None else f'{speed:.1f}':>10}  {verdict}{mark}",
+            f"{r['n']:>5} {'-' if speed is None else f'{speed:.1f}':>10}  {verdict}",
             **({"red": True} if not r["holds"] else {}),
         )

@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["FASTER_BUT_FAILS", "fastest_holding", "quality_holds", "quality_marks"]
+__all__ = [
+    "FASTER_BUT_FAILS",
+    "display_verdict",
+    "fastest_holding",
+    "quality_holds",
+    "quality_marks",
+]
 
 FASTER_BUT_FAILS = "faster but fails quality"
 
@@ -61,3 +67,13 @@ def quality_marks(
         for c, ok in holds.items()
         if not ok and c in speeds and (best is None or speeds[c] > best)
     }
+
+
+def display_verdict(row: Mapping[str, Any], marks: Mapping[str, str]) -> str:
+    """A row's verdict for tables: "holds, no baseline" for a missing one, and the config's
+    mark on the rows that failed."""
+    verdict = str(row.get("verdict"))
+    if verdict == "missing":
+        verdict = "holds, no baseline"
+    mark = marks.get(str(row.get("config_id")))
+    return f"{verdict} ({mark})" if mark and not row.get("holds") else verdict

@@ -165,8 +165,15 @@ def test_a_faster_config_that_fails_quality_is_marked(
     monkeypatch.setenv("SGLANG_SIM_TIME_SCALE", "0.2")  # EAGLE-3 steps: about 2x the speed
     monkeypatch.setenv("SGLANG_SIM_FAULT", "diverge-after=4")
     pytester.makepyfile(MARKED)
-    result = pytester.runpytest()
+    html_path, allure = pytester.path / "summary.html", pytester.path / "allure"
+    # in a subprocess: the HTML summary's sweep plot imports matplotlib, which cannot be
+    # imported again in this process once pytester's in-process run has unloaded it
+    result = pytester.runpytest_subprocess(f"--sglang-html={html_path}", f"--alluredir={allure}")
     result.assert_outcomes(passed=1, failed=1)
+    page = html_path.read_text()
+    assert '<table class="sglang-quality">' in page
+    assert page.count("fails (faster but fails quality)") == 1
+    assert any("quality next to speed" in p.read_text() for p in allure.glob("*-result.json"))
     result.stdout.fnmatch_lines(
         [
             "*sglang quality*",
