@@ -362,7 +362,9 @@ def sglang_quality(request: pytest.FixtureRequest, sglang_server: Deployment) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    rows = quality_results(config)
+    sglang = config.stash.get(SESSION_KEY, None)
+    merged = sglang.merged.get("quality", []) if sglang is not None else []  # xdist workers'
+    rows = [*quality_results(config), *merged]
     if not rows:
         return
     bench = bench_results(config)
