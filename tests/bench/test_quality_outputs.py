@@ -70,3 +70,12 @@ def test_accuracy_over_http_matches_the_model(simulator: Callable[..., str]) -> 
     assert result.correct == expected and result.failed == 0
     low, high = result.ci
     assert low < result.accuracy < high
+
+
+def test_chat_outputs_carry_their_text_in_order(fast_sim: str) -> None:
+    outputs = collect_outputs(fast_sim, PROMPTS, model="qwen3-8b", output_tokens=12, api="chat")
+    assert all(len(o.text.split()) == 12 and not o.ids and not o.error for o in outputs)
+    again = collect_outputs(fast_sim, PROMPTS, model="qwen3-8b", output_tokens=12, api="chat")
+    assert [o.text for o in again] == [o.text for o in outputs]
+    result = run_accuracy(fast_sim, Task.arithmetic(200), model="qwen3-8b", api="chat")
+    assert result.failed == 0 and 0.75 <= result.accuracy <= 0.93
