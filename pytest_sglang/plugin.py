@@ -16,7 +16,7 @@ from . import distributed, hookspec
 from .bench.workload import Workload
 from .config import ServerConfig
 from .deployment import Deployment
-from .errors import SglangError
+from .errors import ConfigError, SglangError
 from .options import number
 from .session import HostLease, SglangSession
 from .stash import SESSION_KEY, bench_results, comparison_results, merge_summary, summary_of
@@ -234,7 +234,59 @@ def pytest_configure(config: pytest.Config) -> None:
         with uncaptured:
             reporter.write_line(message)
 
-    config.stash[SESSION_KEY] = _make_session(config, progress)
+    session = config.stash[SESSION_KEY] = _make_session(config, progress)
+    if not config.option.help:  # --help must work with a broken inventory, to fix it
+        try:
+            session.check_hosts()
+        except SglangError as exc:
+            # Once, before collection, as pytest's own usage errors: not one ERROR per test.
+            raise pytest.UsageError(session.redactor.redact(str(exc))) from None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``parametrize("sglang_server", configs)`` without ``indirect=True`` would hand the bare
+    ServerConfig to the test instead of deploying it: refused at collection, once."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        argnames = marker.args[0] if marker.args else marker.kwargs.get("argnames", ())
+        if isinstance(argnames, str):
+            argnames = [name.strip() for name in argnames.split(",")]
+        if "sglang_server" not in argnames:
+            continue
+        indirect = marker.kwargs.get("indirect", False)
+        if indirect is True or (
+            isinstance(indirect, (list, tuple)) and "sglang_server" in indirect
+        ):
+            continue
+        raise ConfigError(
+            "parametrize('sglang_server', ...) needs indirect=True: "
+            f"{metafunc.definition.name} would get the ServerConfig undeployed"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A bad config in a test module (``ServerConfig(tp_sise=4)``, a sweep or config file, a
+    missing ``indirect=True``) is one line naming the mistake and where it is written, instead
+    of a traceback through this package whose last line pytest's short summary cuts."""
+    report = yield
+    call = getattr(report, "call", None)
+    excinfo = getattr(call, "excinfo", None)
+    if report.failed and excinfo is not None and isinstance(excinfo.value, SglangError):
+        report.longrepr = _collect_error_line(collector, excinfo)
+    return report
+
+
+def _collect_error_line(collector: pytest.Collector, excinfo: pytest.ExceptionInfo[Any]) -> str:
+    """The error's one line, then the line of the test module that raised it (when known)."""
+    message = str(excinfo.value).splitlines()[0]
+    path = getattr(collector, "path", None)
+    lines = [entry.lineno + 1 for entry in excinfo.traceback if entry.path == path]
+    if path is not None and lines:
+        message += f" ({path.name}:{lines[-1]})"
+    sglang = collector.config.stash.get(SESSION_KEY, None)
+    return sglang.redactor.redact(message) if sglang is not None else message
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
