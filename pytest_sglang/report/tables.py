@@ -93,15 +93,22 @@ def _head(labels: Iterable[tuple[str, bool]]) -> str:
 
 
 def comparison_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The baseline comparisons, one row per (test, metric); the verdict colours the row."""
-    head = _head((label, key in _TEXT_COLUMNS) for key, label in _COMPARISON_COLUMNS)
+    """The baseline comparisons, one row per (test, metric); the verdict colours the row.
+
+    A column no row has a value in is left out: without a baseline (a first run) the figures
+    and p-values would be columns of dashes hiding the reason, the one cell that says something.
+    """
+    columns = [
+        (key, label)
+        for key, label in _COMPARISON_COLUMNS
+        if key in _TEXT_COLUMNS or any(row.get(key) is not None for row in rows)
+    ]
+    head = _head((label, key in _TEXT_COLUMNS) for key, label in columns)
     body = []
     for row in rows:
         verdict = str(row.get("verdict", "")).lower().replace(" ", "-")
         cls = html.escape(verdict, quote=True)
-        cells = "".join(
-            _cell(row.get(key), text=key in _TEXT_COLUMNS) for key, _ in _COMPARISON_COLUMNS
-        )
+        cells = "".join(_cell(row.get(key), text=key in _TEXT_COLUMNS) for key, _ in columns)
         body.append(f'<tr class="{cls}">{cells}</tr>')
     return f'<table class="sglang-comparisons">{head}<tbody>{"".join(body)}</tbody></table>'
 
