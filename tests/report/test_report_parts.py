@@ -209,3 +209,17 @@ def test_a_sweep_over_a_wide_range_is_plotted_on_a_log_axis() -> None:
     assert _log_axis([1.0, 4.0, 16.0, 64.0])
     assert not _log_axis([1.0, 2.0, 3.0, 4.0])  # speculative_num_steps: linear
     assert not _log_axis([0.0, 8.0])
+
+
+def test_html_tables_show_test_names_with_the_node_id_on_hover() -> None:
+    from pytest_sglang.report.tables import deployments_table
+
+    nodeid = "scenarios/test_seed_bench.py::test_concurrency_sweep[eagle-s2-k1-tp4-16]"
+    page = comparison_table([{"nodeid": nodeid, "metric": "output_throughput", "verdict": "ok"}])
+    assert (
+        f'<td class="text" title="{nodeid}">test_concurrency_sweep[eagle-s2-k1-tp4-16]</td>' in page
+    )
+    ready = {"host": "local", "config_id": "c", "outcome": "ready", "ready_s": 1.0}
+    assert "reason" not in deployments_table([ready])  # no failure: no empty why-columns
+    failed = {**ready, "outcome": "failed", "reason": "oom", "message": "CUDA out of memory"}
+    assert '<th class="text">reason</th>' in deployments_table([ready, failed])
