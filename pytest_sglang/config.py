@@ -8,6 +8,7 @@ a host.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -371,9 +372,18 @@ def _flag_value(value: object) -> str:
 
 
 def describe_validation_error(exc: ValidationError, data: Mapping[str, Any] | None = None) -> str:
-    """One line naming each bad field and why: ``speculative_num_steps: must be >= 1 (got 0)``."""
+    """One line naming each bad field and why: ``speculative_num_steps: must be >= 1 (got 0)``.
+
+    A misspelt field leads the line, with the closest real one
+    (``ServerConfig: unknown field 'tp_sise' (did you mean 'tp_size'?)``): pytest's short
+    summary cuts long lines, and the typo is what the reader has to see.
+    """
+    errors = exc.errors()
+    unknown = [e for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
+    if unknown:
+        return "ServerConfig: " + "; ".join(_unknown_field(str(e["loc"][0])) for e in unknown)
     problems: list[str] = []
-    for err in exc.errors():
+    for err in errors:
         loc = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"])
         if err["type"] == "value_error":
@@ -393,8 +403,20 @@ def describe_validation_error(exc: ValidationError, data: Mapping[str, Any] | No
         got = err.get("input")
         shown = "" if isinstance(got, dict) else f" (got {got!r})"
         if err["type"] == "extra_forbidden":
-            msg = "not a ServerConfig field"
+            msg = "not a field"
         problems.append(f"{loc or 'config'}: {msg}{shown}")
     name = (data or {}).get("name") or (data or {}).get("model_path") or ""
     where = f"ServerConfig {name!r}" if name else "ServerConfig"
     return f"invalid {where}: " + "; ".join(problems)
+
+
+def _unknown_field(name: str) -> str:
+    """``unknown field 'tp_sise' (did you mean 'tp_size'?)``."""
+    return f"unknown field {name!r}{did_you_mean(name)}"
+
+
+def did_you_mean(name: str) -> str:
+    """`` (did you mean 'tp_size'?)`` for a misspelt ServerConfig field; empty when no field
+    is close (a hint that guesses wildly misleads more than none)."""
+    close = difflib.get_close_matches(name, list(ServerConfig.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -9,6 +9,7 @@ session's redactor before anything is printed, so tests, reports and errors neve
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -107,6 +108,11 @@ class DeploymentRecord:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: The progress line of a startup phase (``[sglang] local eagle-s3-k1: KV cache (3.9s)``): the
+#: terminal shows these on one line that updates itself, where the other lines stay.
+PHASE_LINE = re.compile(r"^\[sglang\] .+: [^()]+ \(\d+\.\ds\)$")
 
 
 def bring_up(

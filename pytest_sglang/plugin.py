@@ -15,11 +15,12 @@ import pytest
 from . import distributed, hookspec
 from .bench.workload import Workload
 from .config import ServerConfig
-from .deployment import Deployment
-from .errors import SglangError
+from .deployment import PHASE_LINE, Deployment
+from .errors import ConfigError, SglangError
 from .options import number
 from .session import HostLease, SglangSession
 from .stash import SESSION_KEY, bench_results, comparison_results, merge_summary, summary_of
+from .terminal import Column, LiveLine, TextTable, write_table
 
 __all__ = ["Deployment"]
 
@@ -224,18 +225,69 @@ def pytest_configure(config: pytest.Config) -> None:
         "startup journal of the deployment the test uses.",
     )
 
-    def progress(message: str) -> None:
-        # Looked up each time: the terminal reporter registers after this hook may run. Output
-        # capture is lifted for the line (as live logging does), or a test would swallow it.
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        capman = config.pluginmanager.get_plugin("capturemanager")
-        uncaptured = capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()
-        with uncaptured:
-            reporter.write_line(message)
+    live = LiveLine(config)
 
-    config.stash[SESSION_KEY] = _make_session(config, progress)
+    def progress(message: str) -> None:
+        # A startup's phases update one line on a terminal (each is a plain line in a log);
+        # its last line ("ready and verified") and every other message stay.
+        if PHASE_LINE.match(message):
+            live.update(message, force=True)
+        else:
+            live.done(message)
+
+    session = config.stash[SESSION_KEY] = _make_session(config, progress)
+    if not config.option.help:  # --help must work with a broken inventory, to fix it
+        try:
+            session.check_hosts()
+        except SglangError as exc:
+            # Once, before collection, as pytest's own usage errors: not one ERROR per test.
+            raise pytest.UsageError(session.redactor.redact(str(exc))) from None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``parametrize("sglang_server", configs)`` without ``indirect=True`` would hand the bare
+    ServerConfig to the test instead of deploying it: refused at collection, once."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        argnames = marker.args[0] if marker.args else marker.kwargs.get("argnames", ())
+        if isinstance(argnames, str):
+            argnames = [name.strip() for name in argnames.split(",")]
+        if "sglang_server" not in argnames:
+            continue
+        indirect = marker.kwargs.get("indirect", False)
+        if indirect is True or (
+            isinstance(indirect, (list, tuple)) and "sglang_server" in indirect
+        ):
+            continue
+        raise ConfigError(
+            "parametrize('sglang_server', ...) needs indirect=True: "
+            f"{metafunc.definition.name} would get the ServerConfig undeployed"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A bad config in a test module (``ServerConfig(tp_sise=4)``, a sweep or config file, a
+    missing ``indirect=True``) is one line naming the mistake and where it is written, instead
+    of a traceback through this package whose last line pytest's short summary cuts."""
+    report = yield
+    call = getattr(report, "call", None)
+    excinfo = getattr(call, "excinfo", None)
+    if report.failed and excinfo is not None and isinstance(excinfo.value, SglangError):
+        report.longrepr = _collect_error_line(collector, excinfo)
+    return report
+
+
+def _collect_error_line(collector: pytest.Collector, excinfo: pytest.ExceptionInfo[Any]) -> str:
+    """The error's one line, then the line of the test module that raised it (when known)."""
+    message = str(excinfo.value).splitlines()[0]
+    path = getattr(collector, "path", None)
+    lines = [entry.lineno + 1 for entry in excinfo.traceback if entry.path == path]
+    if path is not None and lines:
+        message += f" ({path.name}:{lines[-1]})"
+    sglang = collector.config.stash.get(SESSION_KEY, None)
+    return sglang.redactor.redact(message) if sglang is not None else message
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
@@ -325,6 +377,7 @@ def pytest_sglang_merge_worker_output(config: pytest.Config, output: dict[str, A
         merge_summary(config, output[SUMMARY_OUTPUT_KEY])
 
 
+@pytest.hookimpl(tryfirst=True)  # deployments, then benchmarks, then their comparisons
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     sglang = config.stash.get(SESSION_KEY, None)
     if sglang is None:
@@ -336,15 +389,26 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             for line in plan.splitlines():
                 terminalreporter.write_line(line)
     rows = sglang.summary()["deployments"]  # this process's and, on the controller, workers'
-    if not rows:
-        return
-    terminalreporter.section("sglang deployments")
+    write_table(terminalreporter, "sglang deployments", deployments_table(rows))
+
+
+def deployments_table(rows: list[dict[str, Any]]) -> TextTable:
+    """One row per deployment: where, what, how it went, how long until ready (and why not)."""
+    table = TextTable(
+        [
+            Column("host"),
+            Column("config"),
+            Column("outcome"),
+            Column("ready after", ">"),
+            Column("reason", optional=True),
+        ]
+    )
     for row in rows:
         ready = f"{row['ready_s']:.1f}s" if row.get("ready_s") is not None else "-"
-        detail = f"  {row['reason']}" if row.get("reason") else ""
-        terminalreporter.write_line(
-            f"{row['host']:<12} {row['config_id']:<28} {row['outcome']:<7} ready {ready}{detail}"
-        )
+        reason = ": ".join(str(row[k]) for k in ("reason", "message") if row.get(k))
+        failed = row["outcome"] != "ready"
+        table.add(row["host"], row["config_id"], row["outcome"], ready, reason, red=failed)
+    return table
 
 
 # -- fixtures ----------------------------------------------------------------------------------

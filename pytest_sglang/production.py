@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import PRODUCTION_MODEL, ServerConfig
+from .config import PRODUCTION_MODEL, ServerConfig, did_you_mean
 from .errors import ConfigError
 from .sweep import change_label
 
@@ -32,7 +32,9 @@ def production(**changes: Any) -> ServerConfig:
                 "come from the host); write a ServerConfig for another model"
             )
         if key not in ServerConfig.model_fields:
-            raise ConfigError(f"production(): {key!r} is not a ServerConfig field to change")
+            raise ConfigError(
+                f"production(): {key!r} is not a ServerConfig field to change{did_you_mean(key)}"
+            )
     label = change_label(changes)
     return ServerConfig(
         model_path=PRODUCTION_MODEL,

@@ -325,9 +325,20 @@ class SglangSession:
         #: The ``sglang_quality`` fixture's rows (pytest_sglang.quality.verdict reads them).
         self.quality: list[dict[str, Any]] = []
         self._hosts: dict[str, HostLease] = {}
+        self._specs: dict[str, HostSpec] = {}
 
     def host_spec(self, name: str) -> HostSpec:
-        return resolve_host(name, inventory_path=self.inventory, ssh_config_path=self.ssh_config)
+        if name not in self._specs:
+            self._specs[name] = resolve_host(
+                name, inventory_path=self.inventory, ssh_config_path=self.ssh_config
+            )
+        return self._specs[name]
+
+    def check_hosts(self) -> None:
+        """Resolve every host the session names (reading the inventory and ssh config, not
+        connecting): a wrong name or inventory is then one error before any test runs."""
+        for name in self.host_names:
+            self.host_spec(name)
 
     def host(self, name: str | None = None) -> HostLease:
         name = name or self.host_names[0]

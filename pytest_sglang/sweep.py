@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .config import ServerConfig
+from .config import ServerConfig, did_you_mean
 from .errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -32,7 +32,7 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
     values: list[list[Any]] = []
     for name in names:
         if name not in fields or name == "name":
-            raise ConfigError(f"sweep: {name!r} is not a ServerConfig field")
+            raise ConfigError(f"sweep: {name!r} is not a ServerConfig field{did_you_mean(name)}")
         axis = axes[name]
         if isinstance(axis, (str, bytes)) or not isinstance(axis, Iterable):
             raise ConfigError(f"sweep: {name} must be a list of values, got {axis!r}")

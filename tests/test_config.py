@@ -238,7 +238,7 @@ def test_digest_is_stable_and_content_sensitive() -> None:
         ({"files": {"relative/x.json": {"content": "{}"}}}, "files", "absolute"),
         ({"files": {"/a/../b": {"content": "{}"}}}, "files", ".."),
         ({"tp_size": 0}, "tp_size", ">= 1"),
-        ({"typo_field": 1}, "typo_field", "not a ServerConfig field"),
+        ({"typo_field": 1}, "typo_field", "ServerConfig: unknown field 'typo_field'"),
     ],
 )
 def test_bad_input_names_the_field(changes: dict[str, object], field: str, words: str) -> None:
@@ -248,6 +248,26 @@ def test_bad_input_names_the_field(changes: dict[str, object], field: str, words
     assert "\n" not in message
     assert field in message
     assert words in message
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"tp_sise": 4}, "ServerConfig: unknown field 'tp_sise' (did you mean 'tp_size'?)"),
+        (
+            {"speculative_num_step": 2, "zzz": 1},
+            "ServerConfig: unknown field 'speculative_num_step' (did you mean "
+            "'speculative_num_steps'?); unknown field 'zzz'",
+        ),
+    ],
+)
+def test_unknown_field_comes_first_with_the_closest_field(
+    changes: dict[str, object], message: str
+) -> None:
+    """pytest's short summary cuts long lines: the typo leads, before the model path."""
+    with pytest.raises(ConfigError) as info:
+        ServerConfig(**{**SEED, **changes})
+    assert str(info.value) == message
 
 
 def test_speculative_fields_without_algorithm_are_refused() -> None:

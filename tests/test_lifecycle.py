@@ -209,8 +209,8 @@ def test_a(sglang_server):
     result.stdout.fnmatch_lines(["*sglang_server needs a ServerConfig*indirect=True*"])
 
 
-def test_unknown_host_is_a_one_line_error(pytester: pytest.Pytester) -> None:
+def test_unknown_host_is_a_one_line_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(empty_tests("test_a"))
     result = pytester.runpytest("--sglang-host", "no-such-host", "--sglang-ssh-config", "/dev/null")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*host 'no-such-host' is not in*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # before any test (tests/test_usage_errors.py)
+    result.stderr.fnmatch_lines(["ERROR: host 'no-such-host' is not in*"])

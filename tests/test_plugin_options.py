@@ -31,6 +31,10 @@ def test_host_option_is_repeatable(pytester: pytest.Pytester) -> None:
             assert pytestconfig.getoption("sglang_host") == ["a", "b"]
         """
     )
+    # hosts are resolved at the start: these two are simulators on this machine
+    pytester.path.joinpath("sglang-hosts.toml").write_text(
+        '[hosts.a]\nssh = "local"\n[hosts.b]\nssh = "local"\n'
+    )
     result = pytester.runpytest("--sglang-host", "a", "--sglang-host", "b")
     result.assert_outcomes(passed=1)
 

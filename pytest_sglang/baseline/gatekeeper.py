@@ -130,6 +130,8 @@ class Gatekeeper:
         if self.save and not outcome.regressed:
             entry = self._entry(nodeid, name, extra_info, rounds, active)
             self.store.save(key, fp, entry, version=self.version)
+            for row in outcome.rows:
+                row["saved"] = True  # the terminal says how many were saved, and where
         elif self.save:
             for row in outcome.rows:
                 row["reason"] += "; not saved as a baseline (it regressed)"

@@ -9,13 +9,15 @@ run, with the test's marker gates that setup keeps in ``item.stash`` under
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..options import number
-from ..stash import GATEKEEPER_KEY, GATES_KEY, comparison_results, gatekeeper
+from ..stash import GATEKEEPER_KEY, GATES_KEY, SESSION_KEY, comparison_results, gatekeeper
+from ..terminal import Column, TextTable, display_test_ids, write_lines, write_table
 from . import hookspec
 from .fingerprint import collect_fingerprint
 from .gatekeeper import Gatekeeper, fmt
@@ -166,30 +168,99 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"@pytest.mark.{GATE_MARKER}: {exc}", pytrace=False)
 
 
+@pytest.hookimpl(trylast=True)  # after the deployments and benchmarks it judges
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     rows = comparison_results(config)
-    if not rows:
+    sglang = config.stash.get(SESSION_KEY, None)
+    if sglang is not None:  # on the xdist controller: what the workers compared
+        rows = [*rows, *sglang.merged.get("comparisons", [])]
+    keeper = gatekeeper(config)
+    if not rows or keeper is None:
         return
     tr = terminalreporter
-    tr.section("sglang baseline comparisons")
-    tr.write_line(
-        f"{'test':<36} {'metric':<20} {'baseline':>10} {'current':>10} {'delta':>8}  verdict"
+    names = display_test_ids(r["nodeid"] for r in rows)
+    compared = [r for r in rows if r["verdict"] != "missing"]
+    missing = list(dict.fromkeys(r["nodeid"] for r in rows if r["verdict"] == "missing"))
+    saved = list(dict.fromkeys(r["nodeid"] for r in rows if r.get("saved")))
+    where = _shown_path(keeper.store.root, config)
+    write_table(tr, "sglang baseline comparisons", comparisons_table(compared, names))
+    notes = verdict_notes(compared, names)
+    unsaved = [n for n in missing if n not in saved]
+    if unsaved:
+        if not compared:
+            tr.section("sglang baselines")
+        which = "the" if not compared else "these"
+        write_lines(
+            tr,
+            f"no baselines yet for {which} {_count(len(unsaved), 'benchmark')} in {where}"
+            + ("" if not compared else ": " + ", ".join(names[n] for n in unsaved))
+            + f"; record them with: {_save_command(config)}",
+        )
+    for note in notes:
+        write_lines(tr, note)
+    if saved:
+        if not compared and not unsaved:
+            tr.section("sglang baselines")
+        write_lines(tr, f"saved {_count(len(saved), 'baseline')} to {where}", green=True)
+
+
+def comparisons_table(rows: list[dict[str, Any]], names: dict[str, str]) -> TextTable:
+    """One row per (test, metric) compared; the test's full id on its first row only."""
+    table = TextTable(
+        [
+            Column("test"),
+            Column("metric"),
+            Column("baseline", ">"),
+            Column("current", ">"),
+            Column("change", ">"),
+            Column("verdict"),
+        ]
     )
+    previous = None
+    for r in rows:
+        test = names[r["nodeid"]] if r["nodeid"] != previous else ""
+        previous = r["nodeid"]
+        delta = "-" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}%"
+        colour = {"regression": {"red": True}, "improvement": {"green": True}}
+        table.add(
+            test,
+            r["metric"],
+            fmt(r["baseline"]),
+            fmt(r["current"]),
+            delta,
+            r["verdict"],
+            **colour.get(r["verdict"], {}),
+        )
+    return table
+
+
+def verdict_notes(rows: list[dict[str, Any]], names: dict[str, str]) -> list[str]:
+    """Why each comparison that is not plainly ok came out as it did, naming test and metric."""
     notes: list[str] = []
     for r in rows:
-        test = r["nodeid"].rsplit("::", 1)[-1]
-        delta = "-" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}%"
-        markup = {"red": True} if r["verdict"] == "regression" else {}
-        if r["verdict"] == "improvement":
-            markup = {"green": True}
-        tr.write_line(
-            f"{test[:36]:<36} {r['metric'][:20]:<20} {fmt(r['baseline']):>10} "
-            f"{fmt(r['current']):>10} {delta:>8}  {r['verdict']}",
-            **markup,
-        )
-        if r["verdict"] in ("skipped", "missing", "regression"):
-            note = f"{test}: {r['reason']}"
-            if note not in notes:
-                notes.append(note)
-    for note in notes:
-        tr.write_line(note)
+        if r["verdict"] not in ("skipped", "regression"):
+            continue
+        reason = str(r["reason"]).removeprefix(f"{r['metric']}: ")
+        note = f"{names[r['nodeid']]} {r['metric']}: {reason}"
+        if note not in notes:
+            notes.append(note)
+    return notes
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _shown_path(path: Path, config: pytest.Config) -> str:
+    """The path as the user would type it: relative to the invocation directory when inside."""
+    try:
+        shown = path.relative_to(config.invocation_params.dir)
+    except ValueError:
+        return f"{path}/"
+    return f"{shown}/"
+
+
+def _save_command(config: pytest.Config) -> str:
+    """This run's own command line with ``--sglang-baseline-save`` added."""
+    args = [a for a in config.invocation_params.args if a != "--sglang-baseline-save"]
+    return shlex.join(["pytest", *args, "--sglang-baseline-save"])

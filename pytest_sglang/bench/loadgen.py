@@ -24,7 +24,8 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -333,10 +334,53 @@ async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: s
     return None
 
 
+@dataclass(frozen=True)
+class RunProgress:
+    """Where a run stands: requests finished of all, output tokens of those completed."""
+
+    done: int
+    total: int
+    output_tokens: int
+    elapsed_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace so far; None before the first request finished."""
+        if not self.done:
+            return None
+        return self.elapsed_s * (self.total - self.done) / self.done
+
+
+ProgressSink = Callable[[RunProgress], None]
+#: How often a run reports its progress (seconds).
+PROGRESS_EVERY_S = 1.0
+
+
+async def _report_progress(
+    records: list[RequestRecord], total: int, began: float, progress: ProgressSink
+) -> None:
+    """Every :data:`PROGRESS_EVERY_S` until cancelled: what finished so far (the run itself is
+    untouched: this reads the records the requests append)."""
+    while True:
+        await asyncio.sleep(PROGRESS_EVERY_S)
+        tokens = sum(r.completion_tokens for r in records if r.ok)
+        progress(RunProgress(len(records), total, tokens, time.perf_counter() - began))
+
+
 async def run_workload_async(
-    base_url: str, workload: Workload, *, model: str = "default"
+    base_url: str,
+    workload: Workload,
+    *,
+    model: str = "default",
+    progress: ProgressSink | None = None,
 ) -> BenchResult:
-    """Run ``workload`` against ``base_url``; bounded by ``workload.total_timeout_s``."""
+    """Run ``workload`` against ``base_url``; bounded by ``workload.total_timeout_s``.
+
+    ``progress`` is called about once a second with a :class:`RunProgress` (for a live line)."""
     base_url = base_url.rstrip("/")
     requests = workload.requests()
     limit = workload.concurrency or workload.num_requests
@@ -390,6 +434,11 @@ async def run_workload_async(
                     task.cancel()
 
         began = time.perf_counter()
+        reporter = (
+            asyncio.ensure_future(_report_progress(records, len(requests), began, progress))
+            if progress is not None
+            else None
+        )
         try:
             await asyncio.wait_for(launch(), workload.total_timeout_s)
         except (asyncio.TimeoutError, TimeoutError):
@@ -401,6 +450,9 @@ async def run_workload_async(
                 )
                 for _ in range(missing)
             )
+        finally:
+            if reporter is not None:
+                reporter.cancel()
         duration = time.perf_counter() - began
         scrape_after = await fetch_prometheus(session, base_url) if scrape_before else None
         accept = None
@@ -412,9 +464,15 @@ async def run_workload_async(
     return result
 
 
-def run_workload(base_url: str, workload: Workload, *, model: str = "default") -> BenchResult:
+def run_workload(
+    base_url: str,
+    workload: Workload,
+    *,
+    model: str = "default",
+    progress: ProgressSink | None = None,
+) -> BenchResult:
     """Synchronous :func:`run_workload_async` on a fresh event loop (for pytest tests)."""
-    return asyncio.run(run_workload_async(base_url, workload, model=model))
+    return asyncio.run(run_workload_async(base_url, workload, model=model, progress=progress))
 
 
 async def complete_prompts_async(

@@ -23,11 +23,17 @@ from ..errors import SglangError
 from ..options import number
 from ..secrets import REDACTED
 from ..stash import GATES_KEY, RESULTS_KEY, bench_results, gatekeeper
-from .loadgen import run_workload
+from ..terminal import Column, LiveLine, TextTable, write_table
+from .loadgen import RunProgress, run_workload
 from .metrics import BenchResult
 from .workload import Workload
 
 __all__ = ["RESULTS_KEY", "SglangBench", "bench_results"]
+
+#: A run shows its live progress line once it has taken this long (seconds).
+LIVE_AFTER_S = 3.0
+#: The pytest-benchmark names (``fullname``) of the benchmarks that ``sglang_bench`` ran.
+_OURS_KEY = pytest.StashKey[set[str]]()
 
 #: Default rounds per run: the fewest at which the default gates keep false alarms <= 1% and
 #: catch >= 95% of 5% slowdowns under 2% noise.
@@ -73,11 +79,31 @@ class SglangBench:
         self.used = True
         runs: list[BenchResult] = []
 
+        live = LiveLine(self.config)
+        quiet = self.config.get_verbosity() < 0
+        where = f"[sglang] {self.deployment.config_id} {workload.name}"
+
+        def show(p: RunProgress) -> None:
+            # Only a run that takes a while gets a line; under -q none.
+            if quiet or p.elapsed_s < LIVE_AFTER_S:
+                return
+            eta = "-" if p.eta_s is None else f"{p.eta_s:.0f}s"
+            live.update(
+                f"{where} round {len(runs) + 1}/{rounds}: {p.done}/{p.total} requests, "
+                f"{p.tokens_per_s:.0f} tok/s, {p.elapsed_s:.0f}s elapsed, ETA {eta}"
+            )
+
         def one_round() -> BenchResult:
-            result = run_workload(self.deployment.base_url, workload, model=self.model)
+            try:
+                result = run_workload(
+                    self.deployment.base_url, workload, model=self.model, progress=show
+                )
+            finally:
+                live.clear()
             runs.append(result)
             return result
 
+        self.config.stash.setdefault(_OURS_KEY, set()).add(self.benchmark.fullname)
         self.benchmark.pedantic(one_round, rounds=rounds, iterations=1, warmup_rounds=0)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
@@ -169,6 +195,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "the regression gates need to tell a 5%% slowdown from 2%% noise (benchmarks/"
         "gate_noise.py). Default: %(default)r",
     )
+    group.addoption(
+        "--sglang-benchmark-table",
+        action="store_true",
+        default=False,
+        help="Also show pytest-benchmark's own table of each round's wall time (hidden when "
+        "every benchmark is an sglang_bench: it ranks workload sizes, not configs).",
+    )
 
 
 @pytest.fixture
@@ -187,19 +220,39 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    results = config.stash.get(RESULTS_KEY, [])
-    if not results:
-        return
-    terminalreporter.section("sglang benchmarks")
-    terminalreporter.write_line(
-        f"{'config':<28} {'workload':<16} {'out tok/s':>10} {'TTFT p50 ms':>12} "
-        f"{'ITL p50 ms':>11} {'accept':>7} {'failed':>7}"
-    )
+#: The benchmarks table: header, alignment and how each cell is read from a result.
+BENCH_COLUMNS: tuple[tuple[Column, Any], ...] = (
+    (Column("config"), lambda r: r["config_id"]),
+    (Column("workload"), lambda r: r["workload"]),
+    (Column("out tok/s", ">"), lambda r: _fmt(r["output_throughput"])),
+    (Column("TTFT p50 ms", ">"), lambda r: _fmt(r["median_ttft_ms"])),
+    (Column("ITL p50 ms", ">"), lambda r: _fmt(r["median_itl_ms"], 2)),
+    (Column("accept", ">"), lambda r: _fmt(r["accept_length"], 2)),
+    (Column("failed", ">"), lambda r: f"{r['failed']}/{r['completed'] + r['failed']}"),
+)
+
+
+def benchmarks_table(results: list[dict[str, Any]]) -> TextTable:
+    """One row per benchmark run, in run order; a run with failed requests in red."""
+    table = TextTable([column for column, _ in BENCH_COLUMNS])
     for r in results:
-        failed = f"{r['failed']}/{r['completed'] + r['failed']}"
-        terminalreporter.write_line(
-            f"{r['config_id']:<28} {r['workload']:<16} {_fmt(r['output_throughput']):>10} "
-            f"{_fmt(r['median_ttft_ms']):>12} {_fmt(r['median_itl_ms'], 2):>11} "
-            f"{_fmt(r['accept_length'], 2):>7} {failed:>7}"
-        )
+        table.add(*(cell(r) for _, cell in BENCH_COLUMNS), red=bool(r.get("failed")))
+    return table
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """pytest-benchmark's own table times each round of the whole workload (Min/Max/Mean,
+    "OPS"): for an sglang benchmark that ranks workload sizes, not configs, and contradicts the
+    table above at a glance. It is hidden when every benchmark is an ``sglang_bench`` (its
+    JSON, autosave and compare are untouched); ``--sglang-benchmark-table`` shows it."""
+    config = session.config
+    bs = getattr(config, "_benchmarksession", None)
+    if bs is None or config.getoption("sglang_benchmark_table"):
+        return
+    ours = config.stash.get(_OURS_KEY, set())
+    if ours and all(getattr(b, "fullname", None) in ours for b in bs.benchmarks):
+        bs.quiet = True
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    write_table(terminalreporter, "sglang benchmarks", benchmarks_table(bench_results(config)))

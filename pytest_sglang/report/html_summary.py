@@ -42,6 +42,29 @@ def _facts_list(facts: Sequence[HostFacts]) -> str:
     return f'<ul class="sglang-environment">{"".join(items)}</ul>'
 
 
+def _comparisons(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The compared rows as a table; the benchmarks without a baseline yet as one sentence
+    (a first run's table would be all dashes, a row per metric saying the same thing)."""
+    compared = [r for r in rows if r.get("verdict") != "missing"]
+    missing = [str(r.get("nodeid")) for r in rows if r.get("verdict") == "missing"]
+    missing = list(dict.fromkeys(missing))
+    parts = [comparison_table(compared)] if compared else []
+    if missing:
+        saved = {str(r.get("nodeid")) for r in rows if r.get("saved")}
+        tests = ", ".join(f"<code>{html.escape(n.rsplit('::', 1)[-1])}</code>" for n in missing)
+        if saved.issuperset(missing):
+            what = f"No baseline yet for {len(missing)} benchmark(s); this run saved them: "
+        else:
+            what = (
+                f"No baseline yet for {len(missing)} benchmark(s); record them with "
+                "<code>--sglang-baseline-save</code>: "
+            )
+        parts.append(f'<p class="sglang-missing-baselines">{what}{tests}.</p>')
+    if not parts:
+        parts.append('<p class="muted">No comparison: no baseline was given or found.</p>')
+    return parts
+
+
 def render_summary(
     *,
     facts: Sequence[HostFacts],
@@ -69,10 +92,7 @@ def render_summary(
             parts.append(f'<img class="plot" alt="{alt}" src="data:image/png;base64,{data}">')
         parts.append(sweep_table(sweep))
     parts.append("<h2>Baseline comparisons</h2>")
-    if comparisons:
-        parts.append(comparison_table(comparisons))
-    else:
-        parts.append('<p class="muted">No comparison: no baseline was given or found.</p>')
+    parts += _comparisons(comparisons)
     if quality:
         parts += ["<h2>Quality</h2>", quality_table(quality)]
     parts += ["<h2>Benchmarks</h2>", benchmarks_table(records)]

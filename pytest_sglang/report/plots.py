@@ -40,6 +40,12 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
+def _log_axis(xs: list[float]) -> bool:
+    """A log axis for values that span a factor of 8 or more (concurrency 1, 2, 4 ... 64): on a
+    linear one the small values, where most of the change is, crowd into the left edge."""
+    return min(xs) > 0 and max(xs) / min(xs) >= 8
+
+
 def plot_sweep(sweep: Sweep) -> bytes:
     """A two-panel PNG: output tok/s (left) and latencies in ms (right) per sweep point."""
     plt = _pyplot()
@@ -62,10 +68,15 @@ def plot_sweep(sweep: Sweep) -> bytes:
         right.set_ylabel("ms")
         if right.get_legend_handles_labels()[0]:
             right.legend(fontsize="small")
+        log = _log_axis(xs) if sweep.numeric else False
         for axis in (left, right):
-            axis.set_xlabel(sweep.parameter)
+            axis.set_xlabel(sweep.parameter + (" (log scale)" if log else ""))
             axis.grid(True, alpha=0.3)
-            if sweep.numeric:
+            if log:
+                axis.set_xscale("log", base=2)
+                axis.set_xticks(xs, [p.label for p in sweep.points])
+                axis.minorticks_off()
+            elif sweep.numeric:
                 axis.set_xticks(xs)
             else:
                 axis.set_xticks(xs, [p.label for p in sweep.points], rotation=30, ha="right")

@@ -166,7 +166,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report.finish(deployments)
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_terminal_summary(
+    terminalreporter: Any, config: pytest.Config
+) -> Generator[None, None, None]:
+    """Where the reports are, last: after the tables the other plugins print."""
+    yield
     report = config.stash.get(REPORT_KEY, None)
     if report is None:
         return

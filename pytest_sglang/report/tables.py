@@ -14,6 +14,7 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..terminal import display_test_ids
 from .records import LATENCY_METRICS, BenchRecord, scalar_metrics
 from .sweeps import Sweep
 
@@ -80,9 +81,17 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def _cell(value: Any, *, text: bool = False) -> str:
+def _cell(value: Any, *, text: bool = False, title: str | None = None) -> str:
     cls = ' class="text"' if text else ""
-    return f"<td{cls}>{html.escape(fmt(value))}</td>"
+    hover = f' title="{html.escape(title, quote=True)}"' if title else ""
+    return f"<td{cls}{hover}>{html.escape(fmt(value))}</td>"
+
+
+def _test_cells(nodeids: Sequence[str]) -> dict[str, str]:
+    """Node id -> its table cell: the test's name with parameters (the whole node id where two
+    files share a name, and on hover): a path-long first column pushes the verdict off-screen."""
+    shown = display_test_ids(nodeids)
+    return {n: _cell(shown[n], text=True, title=n if shown[n] != n else None) for n in shown}
 
 
 def _head(labels: Iterable[tuple[str, bool]]) -> str:
@@ -94,14 +103,27 @@ def _head(labels: Iterable[tuple[str, bool]]) -> str:
 
 
 def comparison_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The baseline comparisons, one row per (test, metric); the verdict colours the row."""
-    head = _head((label, key in _TEXT_COLUMNS) for key, label in _COMPARISON_COLUMNS)
+    """The baseline comparisons, one row per (test, metric); the verdict colours the row.
+
+    A column no row has a value in is left out: without a baseline (a first run) the figures
+    and p-values would be columns of dashes hiding the reason, the one cell that says something.
+    """
+    columns = [
+        (key, label)
+        for key, label in _COMPARISON_COLUMNS
+        if key in _TEXT_COLUMNS or any(row.get(key) is not None for row in rows)
+    ]
+    head = _head((label, key in _TEXT_COLUMNS) for key, label in columns)
+    tests = _test_cells([str(row.get("nodeid")) for row in rows])
     body = []
     for row in rows:
         verdict = str(row.get("verdict", "")).lower().replace(" ", "-")
         cls = html.escape(verdict, quote=True)
         cells = "".join(
-            _cell(row.get(key), text=key in _TEXT_COLUMNS) for key, _ in _COMPARISON_COLUMNS
+            tests[str(row.get("nodeid"))]
+            if key == "nodeid"
+            else _cell(row.get(key), text=key in _TEXT_COLUMNS)
+            for key, _ in columns
         )
         body.append(f'<tr class="{cls}">{cells}</tr>')
     return f'<table class="sglang-comparisons">{head}<tbody>{"".join(body)}</tbody></table>'
@@ -129,12 +151,12 @@ def benchmarks_table(records: Sequence[BenchRecord]) -> str:
     labels = [("test", True), ("host", True), ("config", True), ("workload", True)]
     labels += [(label, False) for _, label in _SWEEP_METRICS]
     labels += [("failed", False)]
+    tests = _test_cells([record.nodeid for record in records])
     body = []
     for record in records:
         info = record.info
-        cells = "".join(
-            _cell(v, text=True)
-            for v in (record.nodeid, record.host, record.config_id, record.workload)
+        cells = tests[record.nodeid] + "".join(
+            _cell(v, text=True) for v in (record.host, record.config_id, record.workload)
         )
         cells += "".join(_cell(info.get(metric)) for metric, _ in _SWEEP_METRICS)
         cells += _cell(info.get("failed"))
@@ -144,7 +166,12 @@ def benchmarks_table(records: Sequence[BenchRecord]) -> str:
 
 def deployments_table(deployments: Sequence[Mapping[str, Any]]) -> str:
     """The session's deployments (``SglangSession.summary()["deployments"]``)."""
-    columns = ("host", "config_id", "outcome", "ready_s", "reason", "message")
+    # why a deployment failed: columns only when one did
+    columns = [
+        c
+        for c in ("host", "config_id", "outcome", "ready_s", "reason", "message")
+        if c not in ("reason", "message") or any(r.get(c) for r in deployments)
+    ]
     text = {"host", "config_id", "outcome", "reason", "message"}
     head = _head((c.replace("_", " "), c in text) for c in columns)
     body = []

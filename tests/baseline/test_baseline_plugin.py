@@ -103,7 +103,7 @@ def test_save_then_compare_and_pass(pytester: pytest.Pytester, saved_baseline: P
     second.stdout.fnmatch_lines(
         [
             "*sglang baseline comparisons*",
-            "*test*metric*baseline*current*delta*verdict*",
+            "*test*metric*baseline*current*change*verdict*",
             "*test_decode*output_throughput*",
         ]
     )

@@ -221,7 +221,9 @@ def test_sweep_summary_result(session: dict[str, Any]) -> None:
 def test_html_summary_is_self_contained(session: dict[str, Any]) -> None:
     page = session["html"].read_text()
     assert 'class="sglang-sweep"' in page
-    assert 'class="sglang-comparisons"' in page
+    # a first run: no baselines yet, said in one sentence naming the tests (not a table of
+    # dashes); tests/report/test_report_parts.py renders the table of a compared run
+    assert 'class="sglang-missing-baselines"' in page and "--sglang-baseline-save" in page
     assert 'class="sglang-deployments"' in page
     assert not re.search(r"""(src|href)=["'](https?:|//)""", page)  # nothing from outside
     if plots_expected():

@@ -180,12 +180,13 @@ async def check_html(base: str) -> None:
                     15,
                     what="both sweep plots",
                 )
-                rows = await page.wait_for(
-                    "document.querySelectorAll('table.sglang-comparisons tbody tr').length",
+                # a first run (fresh baselines): one sentence names the tests without one
+                missing = await page.wait_for(
+                    "document.querySelector('p.sglang-missing-baselines')?.innerText",
                     10,
-                    what="the comparison table",
+                    what="the missing-baselines sentence",
                 )
-                assert rows >= 4
+                assert "--sglang-baseline-save" in missing and "test_" in missing
                 sweep_rows = await page.evaluate(
                     "document.querySelectorAll('table.sglang-sweep tbody tr').length"
                 )

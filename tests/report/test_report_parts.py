@@ -172,3 +172,54 @@ def test_categories_match_the_plugins_messages(message: str, category: str) -> N
     full = [c["name"] for c in CATEGORIES if re.fullmatch(c["messageRegex"], message + "\n...")]
     found = [c["name"] for c in CATEGORIES if re.search(c["messageRegex"], message)]
     assert full == found == [category]
+
+
+def test_a_first_runs_comparisons_are_one_sentence_not_a_table_of_dashes() -> None:
+    from pytest_sglang.report.html_summary import render_summary
+
+    missing = [
+        {"nodeid": f"t.py::test_decode[s{n}]", "metric": m, "verdict": "missing", "reason": "x"}
+        for n in (1, 2)
+        for m in ("output_throughput", "median_ttft_ms")
+    ]
+    table = comparison_table(missing)
+    # no figure column when no row has a figure: the reason stays in view
+    assert "baseline</th>" not in table and "p-value" not in table and "reason</th>" in table
+    page = render_summary(
+        facts=[], deployments=[], sweeps=[], plots={}, comparisons=missing, records=[]
+    )
+    (sentence,) = re.findall(r'<p class="sglang-missing-baselines">(.*?)</p>', page)
+    assert sentence == (
+        "No baseline yet for 2 benchmark(s); record them with <code>--sglang-baseline-save</code>: "
+        "<code>test_decode[s1]</code>, <code>test_decode[s2]</code>."
+    )
+    assert "sglang-comparisons" not in page
+    compared = {**missing[0], "verdict": "ok", "baseline": 1.0, "current": 1.0, "delta_pct": 0.0}
+    page = render_summary(
+        facts=[], deployments=[], sweeps=[], plots={}, comparisons=[compared, *missing[2:]],
+        records=[],
+    )  # fmt: skip
+    assert 'class="sglang-comparisons"' in page and "baseline</th>" in page
+    assert "No baseline yet for 1 benchmark(s)" in page
+
+
+def test_a_sweep_over_a_wide_range_is_plotted_on_a_log_axis() -> None:
+    from pytest_sglang.report.plots import _log_axis
+
+    assert _log_axis([1.0, 4.0, 16.0, 64.0])
+    assert not _log_axis([1.0, 2.0, 3.0, 4.0])  # speculative_num_steps: linear
+    assert not _log_axis([0.0, 8.0])
+
+
+def test_html_tables_show_test_names_with_the_node_id_on_hover() -> None:
+    from pytest_sglang.report.tables import deployments_table
+
+    nodeid = "scenarios/test_seed_bench.py::test_concurrency_sweep[eagle-s2-k1-tp4-16]"
+    page = comparison_table([{"nodeid": nodeid, "metric": "output_throughput", "verdict": "ok"}])
+    assert (
+        f'<td class="text" title="{nodeid}">test_concurrency_sweep[eagle-s2-k1-tp4-16]</td>' in page
+    )
+    ready = {"host": "local", "config_id": "c", "outcome": "ready", "ready_s": 1.0}
+    assert "reason" not in deployments_table([ready])  # no failure: no empty why-columns
+    failed = {**ready, "outcome": "failed", "reason": "oom", "message": "CUDA out of memory"}
+    assert '<th class="text">reason</th>' in deployments_table([ready, failed])

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import requests
-from conftest import SEED_ARGS, StartSim
 
+from conftest import SEED_ARGS, StartSim
 from pytest_sglang.server_args import parse_server_args
 
 SMALL = ["--model-path", "Qwen/Qwen2.5-0.5B-Instruct"]

@@ -8,8 +8,8 @@ from typing import Any
 
 import openai
 import requests
-from conftest import SEED_ARGS, Sim, StartSim
 
+from conftest import SEED_ARGS, Sim, StartSim
 from pytest_sglang.sim.tokenizer import (
     CHAT_TOKENS_GENERATION_PROMPT,
     CHAT_TOKENS_PER_MESSAGE,

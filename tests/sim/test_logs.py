@@ -6,9 +6,9 @@ import re
 from typing import Any
 
 import pytest
-from conftest import SEED_ARGS, StartSim
 from helpers import SEED_FIELDS
 
+from conftest import SEED_ARGS, StartSim
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.server_args import parse_server_args
 from pytest_sglang.sim.cli import parse_args

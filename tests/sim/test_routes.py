@@ -11,6 +11,7 @@ import re
 
 import pytest
 import requests
+
 from conftest import Sim
 
 #: (method, path, JSON body) for each route as 0.5.23 registers it
