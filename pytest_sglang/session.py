@@ -30,6 +30,7 @@ from .errors import ConfigError, SglangError
 from .hosts import HostSpec, resolve_host, transport_for
 from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
+from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
 
 __all__ = ["HostLease", "SglangSession"]
@@ -306,6 +307,8 @@ class SglangSession:
         self.ssh_config = ssh_config
         self.ready_timeout = ready_timeout
         self.summary_path = summary_path
+        #: what the tuning verdict in the summary ranks by (``--sglang-objective``)
+        self.objective = DEFAULT_OBJECTIVE
         self.progress = progress
         self.lock_timeout = lock_timeout
         self.lock_heartbeat = lock_heartbeat
@@ -394,6 +397,7 @@ class SglangSession:
             "benchmarks": list(benchmarks or []) + self.merged.get("benchmarks", []),
             "comparisons": list(comparisons or []) + self.merged.get("comparisons", []),
         }
+        data["tuning"] = [v.as_dict() for v in tuning_verdicts(data["benchmarks"], self.objective)]
         if self.dry_run:
             data["dry_run"] = [
                 {"host": host, "config_id": cid, "plan": plan}
