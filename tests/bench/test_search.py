@@ -8,7 +8,8 @@ room to spare is that figure, and the search must land within its stated precisi
 
 How close a probe can see: above saturation each arrival waits 1/SATURATION - 1/rate longer
 than the one before, so a probe of N requests exposes the overload once N times that exceeds
-the bound's slack over the injected TTFT: 40 requests and 30 ms of slack notice 20.3 req/s.
+the bound's slack over the injected TTFT: 64 requests and 60 ms of slack notice 20.4 req/s.
+The slack and the 95 % that must meet the bound absorb a busy machine's late wake-ups below it.
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ EXACT = {
 def test_search_finds_the_known_saturation_rate_within_its_precision(simulator) -> None:
     url = simulator(env=EXACT)
     search = Workload.max_rate(
-        "p99_ttft_ms<=80",
+        "p99_ttft_ms<=110",
         low=4,
         high=64,
         output_tokens=TOKENS,
         burstiness=math.inf,
         precision=0.1,
-        probe_time_s=2,
+        fraction=0.95,
+        probe_time_s=3.2,
         budget_s=60,
     )
     found = run_search(url, search, model="qwen3-8b")
@@ -50,10 +52,10 @@ def test_search_finds_the_known_saturation_rate_within_its_precision(simulator) 
     low, high = found.bracket
     assert low is not None and high is not None and high / low - 1 <= 0.1
     # the threshold lies in the bracket, allowing the client's few ms of timing jitter
-    assert low <= SATURATION * 1.03 and high >= SATURATION * 0.97, found.describe()
+    assert low <= SATURATION * 1.05 and high >= SATURATION * 0.95, found.describe()
     assert found.best == low
     levels = [p.level for p in found.probes]
-    assert levels[:4] == [4, 8, 16, 32]  # TTFT 50 ms of 80: not clearly under, so doubling
+    assert levels[:4] == [4, 8, 16, 32]  # TTFT 50 ms of 110: not clearly under, so doubling
     over = [p for p in found.probes if not p.passed]
     assert over and all(p.early_stop == "over" for p in over if p.level >= 32)
     assert all(p.completed < p.requests for p in over if p.level >= 32)
@@ -72,7 +74,7 @@ def test_a_config_that_misses_the_slo_at_the_lowest_rate_is_unmet_not_zero(simul
 def test_a_clearly_passing_probe_quadruples_the_next_level(simulator) -> None:
     url = simulator(env=EXACT)
     search = Workload.max_rate(
-        "p99_ttft_ms<=120",
+        "p99_ttft_ms<=200",
         low=4,
         high=16,
         output_tokens=TOKENS,
@@ -80,7 +82,7 @@ def test_a_clearly_passing_probe_quadruples_the_next_level(simulator) -> None:
         probe_time_s=1,
     )
     found = run_search(url, search, model="qwen3-8b")
-    assert [p.level for p in found.probes] == [4, 16]  # 50 ms is within half of 120
+    assert [p.level for p in found.probes] == [4, 16]  # 50 ms is within half of 200
     assert found.status == "above range" and found.best == 16
 
 

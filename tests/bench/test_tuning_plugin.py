@@ -55,7 +55,9 @@ def test_slo_figures_search_and_verdict_reach_every_output(pytester: pytest.Pyte
     bench = pytester.path / "bench.json"
     summary = pytester.path / "summary.json"
     html_page = pytester.path / "summary.html"
-    result = pytester.runpytest(
+    # in a child process: the HTML summary's plot imports numpy, which cannot be imported twice
+    # in one process (an in-process run would unload it at the end)
+    result = pytester.runpytest_subprocess(
         f"--benchmark-json={bench}",
         f"--sglang-summary={summary}",
         f"--sglang-html={html_page}",
