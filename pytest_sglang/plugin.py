@@ -32,6 +32,7 @@ pytest_plugins = [
     "pytest_sglang.baseline.pytest_plugin",
     "pytest_sglang.report.pytest_plugin",
     "pytest_sglang.quality.pytest_plugin",
+    "pytest_sglang.report.tuning_plugin",
 ]
 
 _SIGTERM_KEY = pytest.StashKey[Any]()

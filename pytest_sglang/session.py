@@ -31,6 +31,7 @@ from .hosts import HostSpec, resolve_host, transport_for
 from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
 from .quality.verdict import quality_holds
+from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
 
 __all__ = ["HostLease", "SglangSession"]
@@ -307,6 +308,8 @@ class SglangSession:
         self.ssh_config = ssh_config
         self.ready_timeout = ready_timeout
         self.summary_path = summary_path
+        #: what the tuning verdict in the summary ranks by (``--sglang-objective``)
+        self.objective = DEFAULT_OBJECTIVE
         self.progress = progress
         self.lock_timeout = lock_timeout
         self.lock_heartbeat = lock_heartbeat
@@ -412,6 +415,7 @@ class SglangSession:
         if quality:
             data["quality"] = quality
             data["quality_holds"] = quality_holds(quality)
+        data["tuning"] = [v.as_dict() for v in tuning_verdicts(data["benchmarks"], self.objective)]
         if self.dry_run:
             data["dry_run"] = [
                 {"host": host, "config_id": cid, "plan": plan}

@@ -56,6 +56,11 @@ _HIGHER = {
     "request_throughput",
     "input_throughput",
     "accept_length",
+    "goodput",
+    "output_goodput",
+    "slo_attainment",
+    "max_rate",
+    "max_concurrency",
 }
 
 

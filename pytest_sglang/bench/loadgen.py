@@ -377,10 +377,15 @@ async def run_workload_async(
     *,
     model: str = "default",
     progress: ProgressSink | None = None,
+    observe: Callable[[RequestRecord], bool] | None = None,
 ) -> BenchResult:
     """Run ``workload`` against ``base_url``; bounded by ``workload.total_timeout_s``.
 
-    ``progress`` is called about once a second with a :class:`RunProgress` (for a live line)."""
+    ``progress`` is called about once a second with a :class:`RunProgress` (for a live line).
+    ``observe`` sees each measured request as it finishes; when it returns True the run stops
+    there (the rest is cancelled and not counted): how a probe of the sustainable-rate search
+    ends as soon as its outcome is certain.
+    """
     base_url = base_url.rstrip("/")
     requests = workload.requests()
     limit = workload.concurrency or workload.num_requests
@@ -405,13 +410,16 @@ async def run_workload_async(
             )
         records: list[RequestRecord] = []
         gate = asyncio.Semaphore(limit)
+        stopped: list[asyncio.Task[None]] = []
 
         async def gated(prompt: str, output_tokens: int) -> None:
             async with gate:
                 # kept as each finishes: at the run's deadline, what finished still counts
-                records.append(
-                    await _one(session, base_url, workload, prompt, model, output_tokens)
-                )
+                record = await _one(session, base_url, workload, prompt, model, output_tokens)
+                records.append(record)
+                if observe is not None and observe(record) and not stopped:
+                    stopped.append(launcher)
+                    launcher.cancel()
 
         async def launch() -> None:
             tasks: list[asyncio.Task[None]] = []
@@ -439,8 +447,12 @@ async def run_workload_async(
             if progress is not None
             else None
         )
+        launcher = asyncio.ensure_future(launch())
         try:
-            await asyncio.wait_for(launch(), workload.total_timeout_s)
+            await asyncio.wait_for(launcher, workload.total_timeout_s)
+        except asyncio.CancelledError:
+            if not stopped:  # cancelled from outside, not by ``observe``
+                raise
         except (asyncio.TimeoutError, TimeoutError):
             missing = workload.num_requests - len(records)
             records.extend(
@@ -470,9 +482,12 @@ def run_workload(
     *,
     model: str = "default",
     progress: ProgressSink | None = None,
+    observe: Callable[[RequestRecord], bool] | None = None,
 ) -> BenchResult:
     """Synchronous :func:`run_workload_async` on a fresh event loop (for pytest tests)."""
-    return asyncio.run(run_workload_async(base_url, workload, model=model, progress=progress))
+    return asyncio.run(
+        run_workload_async(base_url, workload, model=model, progress=progress, observe=observe)
+    )
 
 
 async def complete_prompts_async(

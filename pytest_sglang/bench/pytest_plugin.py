@@ -14,7 +14,7 @@ test failing with one line when a regression stands.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import pytest
 
@@ -25,8 +25,10 @@ from ..secrets import REDACTED
 from ..stash import GATES_KEY, RESULTS_KEY, bench_results, gatekeeper
 from ..terminal import Column, LiveLine, TextTable, write_table
 from .loadgen import RunProgress, run_workload
-from .metrics import BenchResult
-from .workload import Workload
+from .metrics import BenchResult, RequestRecord
+from .search import SearchResult, run_search
+from .slo import Slo, slo_figures
+from .workload import SloSearch, Workload
 
 __all__ = ["RESULTS_KEY", "SglangBench", "bench_results"]
 
@@ -43,7 +45,11 @@ DEFAULT_ROUNDS = 3
 class SglangBench:
     """Callable returned by the fixture: ``sglang_bench(workload, rounds=None) -> BenchResult``.
 
-    ``rounds=None`` takes ``--sglang-rounds``.
+    ``rounds=None`` takes ``--sglang-rounds``. ``slo`` (an :class:`~.slo.Slo` or its text)
+    adds ``slo``, ``slo_attainment``, ``goodput`` and ``output_goodput`` to every round's
+    figures (so ``--sglang-gate goodput:-5%`` gates them). Given a :class:`~.workload.SloSearch`
+    (``Workload.max_rate(slo)``), it runs the search once instead and returns its
+    :class:`~.search.SearchResult`.
     """
 
     def __init__(
@@ -64,8 +70,30 @@ class SglangBench:
         cfg = self.deployment.config
         return str(getattr(cfg, "served_model_name", None) or cfg.model_path)
 
-    def __call__(self, workload: Workload, rounds: int | None = None) -> BenchResult:
+    @overload
+    def __call__(
+        self, workload: Workload, rounds: int | None = None, *, slo: Slo | str | None = None
+    ) -> BenchResult: ...
+
+    @overload
+    def __call__(
+        self, workload: SloSearch, rounds: int | None = None, *, slo: Slo | str | None = None
+    ) -> SearchResult: ...
+
+    def __call__(
+        self,
+        workload: Workload | SloSearch,
+        rounds: int | None = None,
+        *,
+        slo: Slo | str | None = None,
+    ) -> BenchResult | SearchResult:
         __tracebackhide__ = True
+        if isinstance(workload, SloSearch):
+            return self._search(workload)
+        try:
+            target = Slo.parse(slo) if isinstance(slo, str) else slo
+        except SglangError as exc:
+            pytest.fail(str(exc), pytrace=False)
         if rounds is None:
             rounds = int(self.config.getoption("sglang_rounds"))
         if self.used:
@@ -78,6 +106,7 @@ class SglangBench:
             pytest.fail(f"sglang_bench rounds={rounds}: needs rounds >= 1", pytrace=False)
         self.used = True
         runs: list[BenchResult] = []
+        slo_rounds: list[dict[str, Any]] = []
 
         live = LiveLine(self.config)
         quiet = self.config.get_verbosity() < 0
@@ -94,23 +123,72 @@ class SglangBench:
             )
 
         def one_round() -> BenchResult:
+            records: list[RequestRecord] = []
+
+            def keep(record: RequestRecord) -> bool:
+                records.append(record)
+                return False  # never stops the run
+
             try:
                 result = run_workload(
-                    self.deployment.base_url, workload, model=self.model, progress=show
+                    self.deployment.base_url,
+                    workload,
+                    model=self.model,
+                    progress=show,
+                    observe=None if target is None else keep,
                 )
             finally:
                 live.clear()
             runs.append(result)
+            if target is not None:
+                slo_rounds.append(slo_figures(target, records, result.duration))
             return result
 
         self.config.stash.setdefault(_OURS_KEY, set()).add(self.benchmark.fullname)
         self.benchmark.pedantic(one_round, rounds=rounds, iterations=1, warmup_rounds=0)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
+        if slo_rounds:
+            info.update(slo_rounds[-1])
+            info["goodput_rounds"] = [r["goodput"] for r in slo_rounds]
         self.benchmark.extra_info.update(info)
         bench_results(self.config).append(info)
-        self._gate(workload, runs, rounds, info, one_round)
+        self._gate(workload, runs, rounds, info, one_round, slo_rounds)
         return result
+
+    def _search(self, search: SloSearch) -> SearchResult:
+        """Run the sustainable-load search once; its probes and answer go to extra_info."""
+        __tracebackhide__ = True
+        if self.used:
+            pytest.fail(
+                "sglang_bench can run one workload per test; split the workloads into "
+                "separate (parametrized) tests",
+                pytrace=False,
+            )
+        self.used = True
+        found: list[SearchResult] = []
+
+        def one_search() -> SearchResult:
+            found.append(run_search(self.deployment.base_url, search, model=self.model))
+            return found[-1]
+
+        self.benchmark.pedantic(one_search, rounds=1, iterations=1, warmup_rounds=0)
+        outcome = found[-1]
+        best = outcome.best_probe
+        # the figures of the best probe; when none passed, of the probe that failed at ``low``
+        figures: dict[str, Any] = dict((best or outcome.probes[-1]).figures)
+        info = {**figures, **self._extra_info(search, None, [])}
+        info.update(
+            slo=outcome.slo,
+            search=outcome.as_dict(),
+            **{f"max_{search.kind}": outcome.best},
+            search_status=outcome.status,
+        )
+        if best is not None:
+            info.update(goodput=best.goodput, output_goodput=best.output_goodput)
+        self.benchmark.extra_info.update(info)
+        bench_results(self.config).append(info)
+        return outcome
 
     def _gate(
         self,
@@ -119,6 +197,7 @@ class SglangBench:
         rounds: int,
         info: dict[str, Any],
         one_round: Any,
+        slo_rounds: list[dict[str, Any]],
     ) -> None:
         """Compare with the baseline; fail the test (one line) when a regression stands."""
         __tracebackhide__ = True
@@ -129,11 +208,16 @@ class SglangBench:
         gates = self.node.stash.get(GATES_KEY, {})
         first = len(runs)
 
+        def figures(start: int, stop: int | None = None) -> list[dict[str, Any]]:
+            done = runs[start:stop]
+            extra = slo_rounds[start:stop] if slo_rounds else [{} for _ in done]
+            return [{**r.as_dict(), **s} for r, s in zip(done, extra)]
+
         def rerun() -> list[dict[str, Any]]:
             start = len(runs)
             for _ in range(rounds):
                 one_round()
-            return [r.as_dict() for r in runs[start:]]
+            return figures(start)
 
         try:
             outcome = keeper.check(
@@ -141,7 +225,7 @@ class SglangBench:
                 name=self.node.name,
                 deployment=self.deployment,
                 workload=workload.name,
-                rounds=[r.as_dict() for r in runs[:first]],
+                rounds=figures(0, first),
                 extra_info=info,
                 rerun=rerun,
                 gates={**keeper.gates, **gates},
@@ -161,7 +245,7 @@ class SglangBench:
             pytest.fail(outcome.failure, pytrace=False)
 
     def _extra_info(
-        self, workload: Workload, result: BenchResult, runs: list[BenchResult]
+        self, workload: Workload | SloSearch, result: BenchResult | None, runs: list[BenchResult]
     ) -> dict[str, Any]:
         d = self.deployment
         try:
@@ -170,7 +254,7 @@ class SglangBench:
             config = {}
         if config.get("env"):  # never an environment value in results (tokens live there)
             config["env"] = {name: REDACTED for name in config["env"]}
-        info: dict[str, Any] = result.as_dict()
+        info: dict[str, Any] = result.as_dict() if result is not None else {}
         info.update(
             workload=workload.name,
             workload_spec=workload.describe(),

@@ -22,6 +22,7 @@ from typing import Literal
 
 from ..errors import ConfigError
 from ..sim.tokenizer import VOCAB
+from .slo import Slo
 
 __all__ = [
     "API",
@@ -30,6 +31,7 @@ __all__ = [
     "PromptSource",
     "RandomPrompts",
     "ShareGPTPrompts",
+    "SloSearch",
     "Workload",
 ]
 
@@ -392,6 +394,39 @@ class Workload:
             cls.fixed_concurrency(c, rounds * c, output_tokens, **options) for c in sorted(levels)
         ]
 
+    @classmethod
+    def max_rate(
+        cls,
+        slo: Slo | str,
+        *,
+        low: float = 0.5,
+        high: float = 64.0,
+        output_tokens: int = 128,
+        **options: object,
+    ) -> SloSearch:
+        """The highest request rate (req/s) at which ``slo`` holds for ``fraction`` of requests.
+
+        Arrivals are Poisson (``burstiness=math.inf``: constant), seeded by ``seed``. Search
+        options: ``precision`` (0.1), ``fraction`` (0.99), ``probe_requests`` (64),
+        ``min_probe_requests`` (8), ``probe_time_s`` (10: a probe sends about rate x this many
+        requests, within those counts), ``budget_s`` (120); the rest shape each probe, as
+        :meth:`rate` takes them. Run it with ``sglang_bench(Workload.max_rate(...))``.
+        """
+        return _search("rate", slo, low, high, output_tokens, options)
+
+    @classmethod
+    def max_concurrency(
+        cls,
+        slo: Slo | str,
+        *,
+        low: int = 1,
+        high: int = 256,
+        output_tokens: int = 128,
+        **options: object,
+    ) -> SloSearch:
+        """The most requests in flight at which ``slo`` holds; options as :meth:`max_rate`."""
+        return _search("concurrency", slo, low, high, output_tokens, options)
+
     # -- derived ------------------------------------------------------------------------------
 
     def __str__(self) -> str:
@@ -453,3 +488,156 @@ class Workload:
             "warmup_requests": self.warmup_requests,
             "seed": self.seed,
         }
+
+
+SearchKind = Literal["rate", "concurrency"]
+_SEARCH_OPTIONS = (
+    "precision",
+    "fraction",
+    "probe_requests",
+    "min_probe_requests",
+    "probe_time_s",
+    "budget_s",
+)
+
+
+@dataclass(frozen=True)
+class SloSearch:
+    """The question "how much load does this config sustain within ``slo``?", as a value.
+
+    Made by :meth:`Workload.max_rate` / :meth:`Workload.max_concurrency`; run by
+    ``sglang_bench(search)`` (:mod:`.search` does the probing). Each probe is an ordinary
+    workload shaped like ``shape`` (prompts, output tokens, arrivals, seed) at one level; it
+    passes when at least ``fraction`` of its requests meet every bound. The search brackets the
+    threshold between ``low`` and ``high`` (doubling, or quadrupling after a probe that is
+    clearly under), then bisects until the bracket is within ``precision`` (relative: 0.1 means
+    the reported level is within 10 % below the true threshold; for concurrency at least 1).
+    Bounds: ``probe_requests`` and ``probe_time_s`` per probe, ``budget_s`` for the search.
+    """
+
+    kind: SearchKind
+    slo: Slo
+    shape: Workload
+    low: float
+    high: float
+    precision: float = 0.1
+    fraction: float = 0.99
+    probe_requests: int = 64
+    min_probe_requests: int = 8
+    probe_time_s: float = 10.0
+    budget_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not (0 < self.low < self.high and math.isfinite(self.high)):
+            problems.append(f"low={self.low:g}, high={self.high:g} (needs 0 < low < high)")
+        if self.kind == "concurrency" and not (
+            float(self.low).is_integer() and float(self.high).is_integer()
+        ):
+            problems.append("low and high must be whole numbers of requests in flight")
+        if not 0 < self.precision < 1:
+            problems.append(f"precision={self.precision:g} (a relative bracket in (0, 1))")
+        if not 0 < self.fraction <= 1:
+            problems.append(
+                f"fraction={self.fraction:g} (the share of requests that must meet the SLO, "
+                "in (0, 1])"
+            )
+        if not 1 <= self.min_probe_requests <= self.probe_requests:
+            problems.append(
+                f"probe_requests={self.probe_requests}, min_probe_requests="
+                f"{self.min_probe_requests} (needs 1 <= min <= probe_requests)"
+            )
+        if not (self.probe_time_s > 0 and self.budget_s >= self.probe_time_s):
+            problems.append(
+                f"probe_time_s={self.probe_time_s:g}, budget_s={self.budget_s:g} "
+                "(needs 0 < probe_time_s <= budget_s)"
+            )
+        if problems:
+            raise ConfigError(f"invalid SLO search ({self.slo}): " + "; ".join(problems))
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def name(self) -> str:
+        """``max-rate`` or ``max-concurrency``: the test-id and table name."""
+        return f"max-{self.kind}"
+
+    def probe(self, level: float) -> Workload:
+        """The workload of one probe at ``level`` (requests/s, or requests in flight)."""
+        shape = self.shape
+        if self.kind == "concurrency":
+            c = int(level)
+            count = max(self.min_probe_requests, min(self.probe_requests, 4 * c))
+            return Workload(
+                kind="concurrency",
+                num_requests=count,
+                output_tokens=shape.output_tokens,
+                prompts=shape.prompts,
+                concurrency=c,
+                api=shape.api,
+                temperature=shape.temperature,
+                ignore_eos=shape.ignore_eos,
+                warmup_requests=0,
+                seed=shape.seed,
+                request_timeout_s=shape.request_timeout_s,
+                total_timeout_s=2 * self.probe_time_s + shape.request_timeout_s,
+            )
+        count = max(
+            self.min_probe_requests, min(self.probe_requests, round(level * self.probe_time_s))
+        )
+        return Workload(
+            kind="rate",
+            num_requests=int(count),
+            output_tokens=shape.output_tokens,
+            prompts=shape.prompts,
+            request_rate=level,
+            concurrency=shape.concurrency,
+            burstiness=shape.burstiness,
+            api=shape.api,
+            temperature=shape.temperature,
+            ignore_eos=shape.ignore_eos,
+            warmup_requests=0,
+            seed=shape.seed,
+            request_timeout_s=shape.request_timeout_s,
+            total_timeout_s=2 * self.probe_time_s + shape.request_timeout_s,
+        )
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "slo": str(self.slo),
+            "low": self.low,
+            "high": self.high,
+            "precision": self.precision,
+            "fraction": self.fraction,
+            "probe_requests": self.probe_requests,
+            "probe_time_s": self.probe_time_s,
+            "budget_s": self.budget_s,
+            "shape": self.shape.describe(),
+        }
+
+
+def _search(
+    kind: SearchKind,
+    slo: Slo | str,
+    low: float,
+    high: float,
+    output_tokens: int,
+    options: dict[str, object],
+) -> SloSearch:
+    """Split the search's own options from the probes' shape and build the value."""
+    tuning = {k: options.pop(k) for k in _SEARCH_OPTIONS if k in options}
+    if kind == "rate":
+        shape = Workload.rate(1.0, 1, output_tokens, **options)  # type: ignore[arg-type]
+    else:
+        shape = Workload.fixed_concurrency(1, 1, output_tokens, **options)
+    return SloSearch(
+        kind,
+        slo if isinstance(slo, Slo) else Slo.parse(slo),
+        shape,
+        low,
+        high,
+        **tuning,  # type: ignore[arg-type]
+    )

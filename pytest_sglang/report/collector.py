@@ -25,6 +25,8 @@ from .plots import PlotsUnavailable, plot_sweep
 from .records import BenchRecord
 from .sweeps import Sweep, find_sweeps
 from .tables import comparison_table, html_document, quality_table, sweep_table
+from .tuning import DEFAULT_OBJECTIVE, Verdict, tuning_html, tuning_verdicts
+from .tuning_plot import plot_tuning
 
 if TYPE_CHECKING:
     from ..deployment import Deployment
@@ -75,6 +77,8 @@ class ReportSession:
         quality: Comparisons = list,
     ) -> None:
         self.results_dir = results_dir
+        #: what the tuning verdict ranks by (``--sglang-objective``)
+        self.objective = DEFAULT_OBJECTIVE
         self.html_path = html_path
         self.host = host
         self.comparisons = comparisons
@@ -205,14 +209,15 @@ class ReportSession:
         quality = self._quality_rows()
         sweeps = find_sweeps(self.records)
         plots = self._plots(sweeps) if sweeps else {}
+        tuning = self._tuning()
         facts = list(self.facts.values())
         if self.results_dir is not None:
             environment = environment_properties(facts, self.models)
             allure_output.write_session_files(
                 self.results_dir, environment=environment, records=self.records
             )
-            if sweeps or comparisons or quality:
-                self._write_summary_result(sweeps, plots, comparisons, quality)
+            if sweeps or comparisons or quality or tuning:
+                self._write_summary_result(sweeps, plots, comparisons, tuning, quality)
         if self.html_path is not None:
             page = render_summary(
                 facts=facts,
@@ -223,6 +228,7 @@ class ReportSession:
                 records=self.records,
                 notes=self.notes,
                 quality=quality,
+                tuning=tuning,
             )
             write_summary(self.html_path, self.redact(page))
 
@@ -242,15 +248,38 @@ class ReportSession:
             row["verdict"] = display_verdict(row, marks)
         return rows
 
+    def _tuning(self) -> list[tuple[Verdict, bytes | None]]:
+        """The tuning verdicts of the session's records, each with its plot when it has one."""
+        infos = [r.info for r in self.records]
+        out: list[tuple[Verdict, bytes | None]] = []
+        for verdict in tuning_verdicts(infos, self.objective):
+            png = None
+            if verdict.objective == "max-rate":
+                try:
+                    png = plot_tuning(verdict, infos)
+                except PlotsUnavailable as exc:
+                    self._note(str(exc))
+            out.append((verdict, png))
+        return out
+
     def _write_summary_result(
         self,
         sweeps: list[Sweep],
         plots: dict[str, bytes],
         comparisons: list[dict[str, Any]],
+        tuning: list[tuple[Verdict, bytes | None]],
         quality: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         assert self.results_dir is not None
         attachments: list[tuple[str, bytes | str, str, str]] = []
+        if tuning:
+            body = tuning_html([v for v, _ in tuning])
+            page = html_document("tuning verdict", body)
+            attachments.append(("tuning verdict", self.redact(page), "text/html", "html"))
+            for verdict, png in tuning:
+                if png is not None:
+                    name = f"plot: tuning {verdict.workload}"
+                    attachments.append((name, png, "image/png", "png"))
         for sweep in sweeps:
             png = plots.get(sweep.slug)
             if png is not None:
@@ -265,7 +294,8 @@ class ReportSession:
             page = html_document("quality", quality_table(quality))
             attachments.append(("quality next to speed", page, "text/html", "html"))
         regressed = any(str(r.get("verdict", "")).lower() == "regression" for r in comparisons)
-        lines = [f"{s.title}: {len(s.points)} points" for s in sweeps]
+        lines = [v.sentence for v, _ in tuning]
+        lines += [f"{s.title}: {len(s.points)} points" for s in sweeps]
         lines += [f"{len(comparisons)} baseline comparison(s)"] if comparisons else []
         lines += self.notes
         allure_output.write_summary_result(

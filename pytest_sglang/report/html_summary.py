@@ -23,6 +23,7 @@ from .tables import (
     quality_table,
     sweep_table,
 )
+from .tuning import Verdict, tuning_html
 
 __all__ = ["render_summary", "write_summary"]
 
@@ -75,11 +76,19 @@ def render_summary(
     records: Sequence[BenchRecord],
     notes: Sequence[str] = (),
     quality: Sequence[Mapping[str, Any]] = (),
+    tuning: Sequence[tuple[Verdict, bytes | None]] = (),
 ) -> str:
     """The page; ``plots`` maps a sweep's slug to its PNG bytes (missing: no plot shown)."""
     parts = ["<h1>pytest-sglang summary</h1>", "<h2>Environment</h2>", _facts_list(facts)]
     parts += [f'<p class="muted">{html.escape(note, quote=False)}</p>' for note in notes]
     parts += ["<h2>Deployments</h2>", deployments_table(deployments)]
+    if tuning:
+        parts += ["<h2>Tuning verdict</h2>", tuning_html([v for v, _ in tuning])]
+        for verdict, png in tuning:
+            if png is not None:
+                data = base64.b64encode(png).decode("ascii")
+                alt = html.escape(f"plot: tuning {verdict.workload}", quote=True)
+                parts.append(f'<img class="plot" alt="{alt}" src="data:image/png;base64,{data}">')
     parts.append("<h2>Sweeps</h2>")
     if not sweeps:
         parts.append('<p class="muted">No sweep: no test ran on two or more points.</p>')

@@ -30,6 +30,9 @@ the executable:
 - ``SGLANG_SIM_TTFT_MS`` / ``SGLANG_SIM_ITL_MS``: fixed time to first token and inter-token
   latency; when set they replace the performance model and are honoured exactly (one token per
   ITL, independent of load), for checking a load generator's measurements.
+- ``SGLANG_SIM_CAPACITY``: with TTFT/ITL injection, at most this many requests are served at
+  once; the rest queue in arrival order and their wait adds to their TTFT (0: no limit). A
+  server with a known saturation point: N / (TTFT + (tokens - 1) x ITL) requests per second.
 - ``SGLANG_SIM_GPU_NAME``, ``SGLANG_SIM_GPU_MEMORY_GB``, ``SGLANG_SIM_GPU_BANDWIDTH_TBPS``,
   ``SGLANG_SIM_GPU_TFLOPS``: the simulated GPU (default RTX PRO 6000 Blackwell, 96 GB).
 - ``SGLANG_SIM_HELP_DELAY_S``: seconds ``--help`` takes before it answers (real SGLang imports

@@ -98,6 +98,9 @@ class SimSettings:
     ignore_flag: str = ""
     ttft_ms: float | None = None
     itl_ms: float | None = None
+    #: with TTFT/ITL injection: at most this many requests on their timetables at once, the
+    #: rest wait in arrival order (their wait adds to their TTFT); 0 = no limit
+    capacity: int = 0
     gpu: GpuSpec = field(default_factory=GpuSpec)
     seed: int = 0
     #: The quality stand-in's accuracy before the config's drops (:mod:`.quality`).
@@ -135,6 +138,7 @@ class SimSettings:
             ignore_flag=env.get("SGLANG_SIM_IGNORE_FLAG", "").strip().lstrip("-").replace("-", "_"),
             ttft_ms=ttft if ttft >= 0 else None,
             itl_ms=itl if itl >= 0 else None,
+            capacity=int(_float(env, "SGLANG_SIM_CAPACITY", 0)),
             gpu=gpu,
             seed=int(_float(env, "SGLANG_SIM_SEED", 0)),
             accuracy=min(1.0, _float(env, "SGLANG_SIM_ACCURACY", 0.85)),

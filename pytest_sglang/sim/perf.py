@@ -7,12 +7,21 @@ decode as concurrency rises, a longer TTFT for a longer prompt, and a smaller ef
 ``max_running_requests`` as draft tokens rise.
 
 Decode step time (milliseconds) for a batch of ``bs`` requests, ``n`` tokens each
-(n = 1 without speculation, n = draft tokens when verifying):
+(n = 1 without speculation, n = draft tokens when verifying), T = bs * n tokens in the step:
 
-    t_target = weights_ms + layers * (LAUNCH_MS_PER_LAYER + MOE_MS_PER_LAYER [MoE only]
-               + 2 * ALLREDUCE_MS [tp > 1]) + bs * n * token_ms
-    weights_ms = active_params * bytes_per_param / tp / (GPU bandwidth * BANDWIDTH_EFFICIENCY)
+    t_target = memory_ms + layers * (LAUNCH_MS_PER_LAYER + 2 * ALLREDUCE_MS [tp > 1])
+               + T * token_ms
+    memory_ms  = streamed_b(T) * bytes_per_param / tp / (GPU bandwidth * BANDWIDTH_EFFICIENCY),
+                 for MoE at least layers * MOE_MS_PER_LAYER (the MoE layers' latency floor)
+    streamed_b = dense: active params; MoE: always-active params + the experts the T tokens
+                 were routed to, E * (1 - (1 - k / E) ** T) of them (:func:`streamed_params_b`)
     token_ms   = 2 * active_params / (tp * GPU FLOPS * FLOPS_EFFICIENCY)      (compute per token)
+
+Why the expert term: a verify step of a speculative MoE server reads every expert that any of
+its batch x draft tokens was routed to, so its cost grows with draft tokens x batch, and the
+speedup of speculation, largest at batch 1, shrinks as the batch grows (module table below).
+At batch 1 the few experts of 2-5 tokens stream within the layers' latency floor, so single-
+stream speed stays what the seeds measured.
 
 A speculative step adds ``steps`` draft forwards of a one-layer draft head,
 ``t_draft = DRAFT_LAYERS * (LAUNCH_MS_PER_LAYER + 2 * ALLREDUCE_MS [tp > 1]) + bs * token_ms / 8``,
@@ -45,9 +54,10 @@ Blackwell 96 GB, EAGLE topk 1, greedy, one request: steps 1 / 2 / 3 (draft token
   draft token) in SGLang ("Support NextN (MTP) speculative decoding for DeepSeek-V3/R1",
   https://github.com/sgl-project/sglang/pull/3582), 0.83-0.94 in the logs above.
 - Engineering estimates, neither fitted here nor measured: the step-time constants
-  (LAUNCH_MS_PER_LAYER ... DRAFT_LAYERS), the GPU figures in :class:`GpuSpec`,
-  TEMPERATURE_PENALTY, ALGORITHM_ACCEPTANCE and the topk tree bonus. The step-time level
-  (15.3 ms per target step here) and ACCEPT_FIRST are confounded: only their ratio is seen.
+  (LAUNCH_MS_PER_LAYER ... DRAFT_LAYERS, MOE_EXPERTS, MOE_EXPERTS_PER_TOKEN), the GPU figures
+  in :class:`GpuSpec`, TEMPERATURE_PENALTY, ALGORITHM_ACCEPTANCE and the topk tree bonus. The
+  step-time level (15.3 ms per target step here, 15.6 per steps-1 verify step) and
+  ACCEPT_FIRST are confounded: only their ratio is seen.
 - Derived, i.e. predictions: the shape across steps (tok/s for steps 4+, the peak), the fall of
   per-request speed with batch size (compute per token), TTFT against prompt length, and
   max_running_requests at other step counts (the draft_tokens + 1 shape, from SGLang's
@@ -56,18 +66,26 @@ Blackwell 96 GB, EAGLE topk 1, greedy, one request: steps 1 / 2 / 3 (draft token
 The model against the seeds (the figures ``tests/sim/test_perf.py`` checks):
 
     steps                 1       2       3       4       5       6       7       8
-    model tok/s       126.1   181.2   229.4   270.1   303.3   329.1   348.3   361.7
+    model tok/s       126.1   181.3   229.6   269.2   292.3   307.8   316.9   320.9
     seeds tok/s         123     186     234       -
-    error             +2.6%   -2.6%   -2.0%
-    accept length      1.97    2.87    3.69    4.42    5.04    5.55    5.97    6.29
+    error             +2.5%   -2.5%   -1.9%
+    accept length      1.97    2.87    3.70    4.43    5.05    5.57    5.99    6.31
     max_running_req      28      21      17      14      12      10       9       8
     seeds                 -      21      17       -          (exact)
 
-It peaks at steps 11 (377 tok/s). Over the published decays 0.89-0.98 (ACCEPT_FIRST refitted
-each time) the prediction for steps 4 spans 249-274 tok/s and the peak steps 7-13, so those
+It peaks at steps 9 (321 tok/s). Over the published decays 0.89-0.98 (ACCEPT_FIRST refitted
+each time) the prediction for steps 4 spans 248-273 tok/s and the peak steps 5-10, so those
 are predictions with that spread, not measurements. No model of this form (chain acceptance,
 non-decreasing step time) can fit steps 1 and 2 both within +-1.3 %: 186 / 123 = 1.512, while
-(1 + a1 + a1 a2) / (1 + a1) <= 1.5 and the step time grows 1.7 % from steps 1 to 2.
+(1 + a1 + a1 a2) / (1 + a1) <= 1.5 and the step time grows 1.6 % from steps 1 to 2.
+
+Under load (per-request tok/s; step ms in brackets), derived, not fitted:
+
+    batch                    1             8            16            28
+    no speculation     65.2 (15.3)   57.9 (17.3)   47.2 (21.2)   39.0 (25.6)
+    steps 1           126.1 (15.6)   91.7 (21.5)   72.7 (27.0)   61.8 (31.8)
+    steps 3           229.6 (16.1)  134.4 (27.5)  110.8 (33.4)      - (limit 17)
+    speedup, steps 3   3.52x         2.32x         2.35x
 
 TTFT = one target step + prompt_tokens * prefill_token_ms, where prefill_token_ms is
 token_ms / PREFILL_BATCH_GAIN (prefill runs at high arithmetic intensity).
@@ -93,6 +111,7 @@ __all__ = [
     "greedy_acceptance",
     "parse_model",
     "prefill_ms",
+    "streamed_params_b",
 ]
 
 #: Conditional acceptance of draft position 1 under greedy sampling (EAGLE/MTP head, topk 1).
@@ -100,7 +119,7 @@ __all__ = [
 #: error with :data:`ACCEPT_DECAY` held at its literature value). Published values are lower,
 #: 0.83-0.94 (see the module docstring); the seeds' greedy prompt was easier than those
 #: benchmarks' averages, or the step-time level is a few per cent off: the two are confounded.
-ACCEPT_FIRST = 0.966
+ACCEPT_FIRST = 0.967
 #: Each further draft position is accepted (given the previous one was) ACCEPT_DECAY times as
 #: often: ``a_i = ACCEPT_FIRST * ACCEPT_DECAY ** (i - 1)``. FROM THE LITERATURE: the median of
 #: the per-position decays of five published chain-drafting logs (0.89-0.98, module docstring).
@@ -115,7 +134,14 @@ ALGORITHM_ACCEPTANCE = {"EAGLE": 1.0, "EAGLE3": 1.0, "STANDALONE": 0.9, "NGRAM":
 TEMPERATURE_PENALTY = 0.3
 
 LAUNCH_MS_PER_LAYER = 0.03  # kernel launch + scheduling per layer, with CUDA graphs
-MOE_MS_PER_LAYER = 0.05  # routing + grouped-GEMM inefficiency per MoE layer
+#: routing, token permutation and grouped-GEMM latency per MoE layer: the floor under which
+#: streaming the step's experts hides (a step of a few tokens is latency-bound, not bandwidth)
+MOE_MS_PER_LAYER = 0.089
+#: Routed experts per MoE layer and experts per token: Qwen3-Next-style sparsity (Qwen3-Next-80B-
+#: A3B: 512 experts, 10 routed; Qwen3-235B-A22B: 128, 8), taken as 256 / 8 for every MoE model.
+#: An estimate, not read from the checkpoint.
+MOE_EXPERTS = 256
+MOE_EXPERTS_PER_TOKEN = 8
 ALLREDUCE_MS = 0.10  # one TP all-reduce over PCIe (RTX PRO 6000 has no NVLink), 2 per layer
 BANDWIDTH_EFFICIENCY = 0.75  # fraction of HBM bandwidth a decode GEMV reaches
 FLOPS_EFFICIENCY = 0.4  # fraction of peak FLOPS a batched forward reaches
@@ -246,16 +272,37 @@ def _token_ms(model: ModelSpec, tp: int, gpu: GpuSpec) -> float:
 
 
 def _layer_overhead_ms(model: ModelSpec, tp: int) -> float:
-    per_layer = LAUNCH_MS_PER_LAYER + (MOE_MS_PER_LAYER if model.is_moe else 0.0)
+    per_layer = LAUNCH_MS_PER_LAYER
     if tp > 1:
         per_layer += 2 * ALLREDUCE_MS
     return model.layers * per_layer
 
 
+def streamed_params_b(model: ModelSpec, tokens: int) -> float:
+    """Billions of parameters one forward of ``tokens`` tokens reads from memory.
+
+    Dense: the active ones. MoE: the always-active part plus every expert at least one token
+    was routed to; with independent top-k routing the expected count of distinct experts is
+    ``E * (1 - (1 - k / E) ** tokens)`` (the expert-loading model of "MoESD: Unveil Speculative
+    Decoding's Potential for Accelerating Sparse MoE", arXiv 2505.19645): a verify step of
+    batch x draft tokens soon reads every expert.
+    """
+    if not model.is_moe:
+        return model.active_b
+    experts, per_token = MOE_EXPERTS, MOE_EXPERTS_PER_TOKEN
+    per_expert = (model.total_b - model.active_b) / (experts - per_token)
+    always = model.active_b - per_token * per_expert
+    touched = experts * (1.0 - (1.0 - per_token / experts) ** max(1, tokens))
+    return always + per_expert * touched
+
+
 def _target_ms(model: ModelSpec, tp: int, gpu: GpuSpec, tokens: int) -> float:
-    weights_gb_per_gpu = model.active_b * model.bytes_per_param / tp
-    weights_ms = weights_gb_per_gpu / (gpu.bandwidth_tbps * BANDWIDTH_EFFICIENCY)
-    return weights_ms + _layer_overhead_ms(model, tp) + tokens * _token_ms(model, tp, gpu)
+    bandwidth = gpu.bandwidth_tbps * BANDWIDTH_EFFICIENCY
+    streamed_ms = streamed_params_b(model, tokens) * model.bytes_per_param / tp / bandwidth
+    if model.is_moe:
+        # the experts' streaming hides under the MoE layers' latency floor until it outgrows it
+        streamed_ms = max(model.layers * MOE_MS_PER_LAYER, streamed_ms)
+    return streamed_ms + _layer_overhead_ms(model, tp) + tokens * _token_ms(model, tp, gpu)
 
 
 def _draft_ms(model: ModelSpec, tp: int, gpu: GpuSpec, bs: int) -> float:

@@ -138,6 +138,9 @@ class Scheduler:
         self.waiting: deque[Request] = deque()
         #: Requests on their own exact timetable (SGLANG_SIM_TTFT_MS/ITL_MS), not in a batch.
         self.timed: set[Request] = set()
+        #: Those waiting for a place on a timetable (SGLANG_SIM_CAPACITY), in arrival order.
+        self.timed_waiting: deque[Request] = deque()
+        self._timed_free = asyncio.Condition()
         self.running: list[Request] = []
         self._wake = asyncio.Event()
         # Cumulative statistics since start (warmup included, as in SGLang).
@@ -190,7 +193,7 @@ class Scheduler:
 
     @property
     def busy(self) -> int:
-        return self.num_running + len(self.waiting)
+        return self.num_running + len(self.waiting) + len(self.timed_waiting)
 
     @property
     def avg_spec_accept_length(self) -> float | None:
@@ -224,16 +227,32 @@ class Scheduler:
 
         Arrival is when the HTTP layer received the request (``req.arrived``), not when this
         task first runs: parsing the body and a loop turn would otherwise add to every TTFT.
+        Under ``SGLANG_SIM_CAPACITY`` a request waits for a free place first; its timetable
+        then starts when it gets one.
         """
+        capacity = self.settings.capacity
+        start = req.arrived if req.arrived is not None else time.monotonic()
+        if capacity and (len(self.timed) >= capacity or self.timed_waiting):
+            self.timed_waiting.append(req)
+            async with self._timed_free:
+                await self._timed_free.wait_for(
+                    lambda: self.timed_waiting[0] is req and len(self.timed) < capacity
+                )
+                self.timed_waiting.popleft()
+                self.timed.add(req)
+                self._timed_free.notify_all()  # the next in line may fit too
+            start = time.monotonic()
         self.timed.add(req)
         try:
-            await self._timetable(req)
+            await self._timetable(req, start)
         finally:
             self.timed.discard(req)
+            if capacity:
+                async with self._timed_free:
+                    self._timed_free.notify_all()
         self._done(req)
 
-    async def _timetable(self, req: Request) -> None:
-        start = req.arrived if req.arrived is not None else time.monotonic()
+    async def _timetable(self, req: Request, start: float) -> None:
         ttft = (self.settings.ttft_ms or 0.0) / 1000.0
         itl = (self.settings.itl_ms or 0.0) / 1000.0
         await self._sleep_until(start + ttft)

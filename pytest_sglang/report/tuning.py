@@ -1,0 +1,309 @@
+"""The tuning verdict: which config of a sweep serves best, by how much, and whether it is sure.
+
+Why a verdict and not only a table: the seeds' question is "which ``--speculative-num-steps``
+should production run", and the answer depends on the objective. One stream favours more draft
+steps; a loaded server within latency targets may favour fewer. So the verdict states its
+objective, ranks the configs by it, names the winner and its margin over the runner-up with a
+95 % confidence interval, and says "not distinguishable" when that interval includes no
+difference, instead of crowning noise.
+
+Objectives (:data:`OBJECTIVES`), each read from the session's benchmark results:
+
+- ``max-rate`` (default): ``max_rate`` of ``Workload.max_rate`` searches. Its uncertainty is
+  the search's bracket: the threshold lies between the highest passing and the lowest failing
+  rate; the top two are indistinguishable when their brackets overlap.
+- ``single-stream``: ``output_throughput`` of single-stream runs, over their rounds.
+- ``goodput``: ``goodput`` (requests/s meeting the SLO) of runs at a fixed rate, per workload.
+- ``per-gpu``: ``output_throughput`` per GPU (TP x DP x PP), per workload.
+
+Round-based margins use Welch's t-interval of the difference of means; one round gives no
+interval (the verdict says so). The Pareto frontier is over every (throughput, latency) point
+of the searches' passing probes (latency: the SLO's first bound's figure): a point is on it
+when no other point has both more throughput and less latency.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..baseline.stats import mean, student_t_sf, variance
+
+__all__ = [
+    "OBJECTIVES",
+    "Ranked",
+    "Verdict",
+    "frontier",
+    "tuning_html",
+    "tuning_verdicts",
+    "verdict_lines",
+]
+
+OBJECTIVES = ("max-rate", "single-stream", "goodput", "per-gpu")
+DEFAULT_OBJECTIVE = "max-rate"
+_UNITS = {"max-rate": "req/s", "single-stream": "tok/s", "goodput": "req/s", "per-gpu": "tok/s"}
+
+
+@dataclass
+class Ranked:
+    """One config's standing: its value, its interval and the values behind it."""
+
+    config_id: str
+    value: float | None  # None: no value (e.g. the SLO is not met even at the lowest rate)
+    low: float | None
+    high: float | None
+    samples: list[float] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Verdict:
+    """The ranking of one sweep by one objective."""
+
+    objective: str
+    workload: str
+    unit: str
+    ranking: list[Ranked]
+    winner: str | None
+    margin_pct: float | None
+    margin_ci_pct: tuple[float, float] | None
+    distinguishable: bool | None
+    frontier: list[str]
+    slo: str = ""
+    sentence: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["margin_ci_pct"] = list(self.margin_ci_pct) if self.margin_ci_pct else None
+        return out
+
+
+def _t_quantile(df: float, tail: float = 0.025) -> float:
+    """The t value with ``tail`` above it, by bisection on the survival function."""
+    low, high = 0.0, 100.0
+    for _ in range(80):
+        mid = (low + high) / 2
+        if student_t_sf(mid, df) > tail:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def _welch_ci(a: Sequence[float], b: Sequence[float]) -> tuple[float, float] | None:
+    """95 % interval of mean(a) - mean(b); None with fewer than two rounds on either side."""
+    va, vb = variance(a), variance(b)
+    if va is None or vb is None:
+        return None
+    se2 = va / len(a) + vb / len(b)
+    diff = mean(a) - mean(b)
+    if se2 <= 0:
+        return diff, diff
+    df = se2**2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
+    half = _t_quantile(df) * math.sqrt(se2)
+    return diff - half, diff + half
+
+
+def _gpus(info: Mapping[str, Any]) -> int:
+    config = info.get("config") or {}
+    count = 1
+    for key in ("tp_size", "dp_size", "pp_size"):
+        value = config.get(key) if isinstance(config, Mapping) else None
+        count *= int(value) if isinstance(value, int) and value > 0 else 1
+    return count
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _ranked(objective: str, info: Mapping[str, Any]) -> Ranked | None:
+    config_id = str(info.get("config_id", "?"))
+    if objective == "max-rate":
+        if "max_rate" not in info:
+            return None
+        search = info.get("search") or {}
+        low, high = (search.get("bracket") or [None, None])[:2]
+        value = _number(info.get("max_rate"))
+        status = str(info.get("search_status", ""))
+        note = "" if status == "found" else status
+        if value is None:
+            note = f"SLO not met even at {high:g} req/s" if high is not None else "SLO not met"
+        return Ranked(config_id, value, _number(low), _number(high), note=note)
+    if objective == "single-stream":
+        if info.get("workload") != "single-stream":
+            return None
+        samples = [float(v) for v in info.get("output_throughput_rounds") or []]
+        value = _number(info.get("output_throughput"))
+        samples = samples or ([value] if value is not None else [])
+        return Ranked(config_id, mean(samples) if samples else None, None, None, samples)
+    if objective == "goodput":
+        spec = info.get("workload_spec") or {}
+        if "goodput" not in info or spec.get("kind") != "rate" or "search" in info:
+            return None
+        samples = [float(v) for v in info.get("goodput_rounds") or [info["goodput"]]]
+        return Ranked(config_id, mean(samples), None, None, samples)
+    if objective == "per-gpu":
+        if "search" in info or _number(info.get("output_throughput")) is None:
+            return None
+        gpus = _gpus(info)
+        rounds = info.get("output_throughput_rounds") or [info["output_throughput"]]
+        samples = [float(v) / gpus for v in rounds]
+        return Ranked(config_id, mean(samples), None, None, samples, note=f"{gpus} GPU")
+    raise ValueError(f"unknown objective {objective!r}; use one of {', '.join(OBJECTIVES)}")
+
+
+def frontier(points: Iterable[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    """The (config, throughput, latency) points no other point beats on both (Pareto)."""
+    pts = list(points)
+    return [
+        p
+        for p in pts
+        if not any(q[1] >= p[1] and q[2] <= p[2] and (q[1], q[2]) != (p[1], p[2]) for q in pts)
+    ]
+
+
+def curve_points(info: Mapping[str, Any]) -> list[tuple[float, float, bool]]:
+    """(output tok/s, SLO latency ms, passed) of every probe of a search result."""
+    search = info.get("search") or {}
+    out: list[tuple[float, float, bool]] = []
+    for probe in search.get("probes") or []:
+        tok_s, latency = _number(probe.get("output_throughput")), _number(probe.get("latency_ms"))
+        if tok_s is not None and latency is not None:
+            out.append((tok_s, latency, bool(probe.get("passed"))))
+    return out
+
+
+def _decide(objective: str, workload: str, ranking: list[Ranked]) -> Verdict:
+    valued = sorted((r for r in ranking if r.value is not None), key=lambda r: -(r.value or 0))
+    ranking = valued + [r for r in ranking if r.value is None]
+    unit = _UNITS[objective]
+    verdict = Verdict(objective, workload, unit, ranking, None, None, None, None, [])
+    if not valued:
+        verdict.sentence = f"{objective}: no config has a value ({ranking[0].note})"
+        return verdict
+    first = valued[0]
+    verdict.winner = first.config_id
+    if len(valued) == 1:
+        verdict.sentence = f"{objective}: {first.config_id} is the only config with a value"
+        return verdict
+    second = valued[1]
+    base = second.value or 0.0
+    if base > 0:
+        verdict.margin_pct = ((first.value or 0.0) / base - 1) * 100
+    if objective == "max-rate":
+        # brackets: the winner's threshold is at least its low; the runner-up's below its high
+        if first.low is not None and second.high is not None and base > 0:
+            verdict.distinguishable = first.low >= second.high
+            lo = (first.low / second.high - 1) * 100
+            hi = ((first.high or math.inf) / second.low - 1) * 100 if second.low else math.inf
+            verdict.margin_ci_pct = (lo, hi)
+    else:
+        ci = _welch_ci(first.samples, second.samples)
+        if ci is not None and base > 0:
+            verdict.margin_ci_pct = (ci[0] / base * 100, ci[1] / base * 100)
+            verdict.distinguishable = ci[0] > 0
+    margin = f"{verdict.margin_pct:+.1f} %" if verdict.margin_pct is not None else "?"
+    ci_text = ""
+    if verdict.margin_ci_pct is not None:
+        lo, hi = verdict.margin_ci_pct
+        ci_text = (
+            f", 95 % CI {lo:+.1f} .. {hi:+.1f} %"
+            if objective != "max-rate"
+            else (f", bracket {lo:+.1f} .. {hi:+.1f} %")
+        )
+    head = (
+        f"{objective}: {first.config_id} wins, {first.value:.3g} {unit} vs "
+        f"{second.config_id} {second.value:.3g} ({margin}{ci_text})"
+    )
+    if verdict.distinguishable is False:
+        head += f"; not distinguishable from {second.config_id} at the measured noise"
+    elif verdict.distinguishable is None:
+        head += "; no interval (one round)" if objective != "max-rate" else ""
+    verdict.sentence = head
+    return verdict
+
+
+def tuning_verdicts(
+    results: Sequence[Mapping[str, Any]], objective: str = DEFAULT_OBJECTIVE
+) -> list[Verdict]:
+    """Every verdict the results allow; the stated ``objective``'s first.
+
+    A sweep is the results of one workload (one search, one single-stream size, one rate) over
+    at least two configs; each config counts once (its last result).
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; use one of {', '.join(OBJECTIVES)}")
+    order = [objective] + [o for o in OBJECTIVES if o != objective]
+    verdicts: list[Verdict] = []
+    for obj in order:
+        groups: dict[str, dict[str, tuple[Ranked, Mapping[str, Any]]]] = {}
+        for info in results:
+            ranked = _ranked(obj, info)
+            if ranked is not None:
+                groups.setdefault(str(info.get("workload", "")), {})[ranked.config_id] = (
+                    ranked,
+                    info,
+                )
+        for workload, by_config in groups.items():
+            if len(by_config) < 2:
+                continue
+            verdict = _decide(obj, workload, [r for r, _ in by_config.values()])
+            if obj == "max-rate":
+                infos = [i for _, i in by_config.values()]
+                verdict.slo = str(infos[0].get("slo", ""))
+                points = [
+                    (str(i.get("config_id")), tok_s, lat)
+                    for i in infos
+                    for tok_s, lat, passed in curve_points(i)
+                    if passed
+                ]
+                verdict.frontier = sorted({p[0] for p in frontier(points)})
+            verdicts.append(verdict)
+    return verdicts
+
+
+def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """The terminal's lines: per verdict, its sentence and its ranking."""
+    lines: list[str] = []
+    for v in verdicts:
+        slo = f" under {v.slo}" if v.slo else ""
+        lines.append(f"[{v.objective}] {v.workload}{slo}")
+        lines.append("  " + v.sentence)
+        for rank, r in enumerate(v.ranking, 1):
+            value = f"{r.value:.3g} {v.unit}" if r.value is not None else "-"
+            extra = [r.note] if r.note else []
+            if r.low is not None or r.high is not None:
+                extra.append(f"bracket {r.low or 0:g}-{r.high if r.high is not None else '?'}")
+            if r.config_id in v.frontier:
+                extra.append("Pareto frontier")
+            tail = f"  ({'; '.join(extra)})" if extra else ""
+            lines.append(f"  {rank}. {r.config_id:<28} {value}{tail}")
+    return lines
+
+
+def tuning_html(verdicts: Sequence[Verdict]) -> str:
+    """The verdicts as HTML: a sentence and a ranking table each (no plots)."""
+    parts: list[str] = []
+    for v in verdicts:
+        slo = f" under {v.slo}" if v.slo else ""
+        parts.append(f"<h3>{html.escape(f'{v.objective}: {v.workload}{slo}')}</h3>")
+        parts.append(f'<p class="sglang-verdict">{html.escape(v.sentence)}</p>')
+        rows = []
+        for rank, r in enumerate(v.ranking, 1):
+            value = f"{r.value:.3g}" if r.value is not None else "-"
+            bracket = f"{r.low:g} - {r.high:g}" if r.low is not None and r.high is not None else ""
+            frontier_mark = "yes" if r.config_id in v.frontier else ""
+            cells = [str(rank), r.config_id, value, bracket, frontier_mark, r.note]
+            rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+        head = "".join(
+            f"<th>{h}</th>"
+            for h in ("#", "config", html.escape(v.unit), "bracket", "Pareto frontier", "note")
+        )
+        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return "\n".join(parts)

@@ -1,0 +1,110 @@
+"""The tuning verdict from benchmark results: ranking, margins, noise and the Pareto frontier."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_sglang.report.tuning import frontier, tuning_html, tuning_verdicts, verdict_lines
+
+
+def _search(config_id: str, best: float | None, low: float | None, high: float | None) -> dict:
+    probes = [
+        {"level": 4.0, "passed": True, "output_throughput": 400.0, "latency_ms": 100.0},
+    ]
+    if best is not None:
+        probes.append(
+            {"level": best, "passed": True, "output_throughput": best * 100, "latency_ms": 600.0}
+        )
+    return {
+        "config_id": config_id,
+        "workload": "max-rate",
+        "slo": "p99_ttft_ms<=1000",
+        "max_rate": best,
+        "search_status": "found" if best is not None else "unmet",
+        "search": {"bracket": [low, high], "probes": probes},
+        "config": {"tp_size": 4},
+    }
+
+
+def _stream(config_id: str, rounds: list[float]) -> dict[str, Any]:
+    return {
+        "config_id": config_id,
+        "workload": "single-stream",
+        "output_throughput": rounds[-1],
+        "output_throughput_rounds": rounds,
+        "config": {"tp_size": 2},
+    }
+
+
+def test_max_rate_winner_margin_and_bracket() -> None:
+    results = [_search("s3", 10.0, 10.0, 11.0), _search("s1", 16.0, 16.0, 17.6)]
+    [verdict] = [v for v in tuning_verdicts(results) if v.objective == "max-rate"]
+    assert verdict.winner == "s1"
+    assert verdict.margin_pct == pytest.approx(60.0)
+    assert verdict.distinguishable is True
+    assert verdict.margin_ci_pct == pytest.approx((16 / 11 * 100 - 100, 17.6 / 10 * 100 - 100))
+    assert "s1 wins, 16 req/s vs s3 10" in verdict.sentence
+    # s1's 16 req/s probe beats s3's best on both axes; the shared 4 req/s probe ties
+    assert verdict.frontier == ["s1", "s3"]
+    results[0]["search"]["probes"] = results[0]["search"]["probes"][1:]
+    [verdict] = [v for v in tuning_verdicts(results) if v.objective == "max-rate"]
+    assert verdict.frontier == ["s1"]
+
+
+def test_overlapping_brackets_are_not_distinguishable() -> None:
+    results = [_search("a", 10.0, 10.0, 11.5), _search("b", 10.5, 10.5, 12.0)]
+    [verdict] = [v for v in tuning_verdicts(results) if v.objective == "max-rate"]
+    assert verdict.winner == "b" and verdict.distinguishable is False
+    assert "not distinguishable from a" in verdict.sentence
+
+
+def test_a_config_that_never_meets_the_slo_is_ranked_last_and_says_so() -> None:
+    results = [_search("slow", None, None, 2.0), _search("fast", 8.0, 8.0, 9.0)]
+    [verdict] = [v for v in tuning_verdicts(results) if v.objective == "max-rate"]
+    assert [r.config_id for r in verdict.ranking] == ["fast", "slow"]
+    assert verdict.ranking[1].value is None
+    assert "SLO not met even at 2 req/s" in "\n".join(verdict_lines([verdict]))
+
+
+def test_rounds_give_a_welch_interval_and_noise_is_called_noise() -> None:
+    clear = tuning_verdicts([_stream("s4", [257, 256, 258]), _stream("s3", [219, 220, 218])])
+    [one] = [v for v in clear if v.objective == "single-stream"]
+    assert one.winner == "s4" and one.distinguishable is True
+    low, high = one.margin_ci_pct or (0.0, 0.0)
+    assert 0 < low < one.margin_pct < high  # type: ignore[operator]
+    noisy = tuning_verdicts([_stream("a", [100, 110, 90]), _stream("b", [101, 95, 108])])
+    [two] = [v for v in noisy if v.objective == "single-stream"]
+    assert two.distinguishable is False and "not distinguishable" in two.sentence
+
+
+def test_stated_objective_comes_first_and_per_gpu_divides_by_gpus() -> None:
+    results = [_stream("a", [100.0]), _stream("b", [80.0]), _search("a", 5, 5, 6)]
+    verdicts = tuning_verdicts(results, "per-gpu")
+    assert verdicts[0].objective == "per-gpu"
+    assert verdicts[0].ranking[0].value == pytest.approx(50.0)  # 100 tok/s on TP 2
+    assert "no interval (one round)" in verdicts[0].sentence
+    with pytest.raises(ValueError, match="unknown objective"):
+        tuning_verdicts(results, "fastest")
+
+
+def test_frontier_keeps_only_undominated_points() -> None:
+    points = [("a", 100.0, 50.0), ("b", 200.0, 80.0), ("c", 150.0, 90.0), ("d", 50.0, 40.0)]
+    assert frontier(points) == [("a", 100.0, 50.0), ("b", 200.0, 80.0), ("d", 50.0, 40.0)]
+
+
+def test_html_names_the_winner_and_the_frontier() -> None:
+    verdicts = tuning_verdicts([_search("s3", 10.0, 10.0, 11.0), _search("s1", 16.0, 16.0, 17.6)])
+    page = tuning_html(verdicts)
+    assert "s1 wins" in page and "<table>" in page and "yes" in page
+
+
+def test_plot_draws_one_chart_of_the_curves() -> None:
+    pytest.importorskip("matplotlib")
+    from pytest_sglang.report.tuning_plot import plot_tuning
+
+    results = [_search("s3", 10.0, 10.0, 11.0), _search("s1", 16.0, 16.0, 17.6)]
+    [verdict] = [v for v in tuning_verdicts(results) if v.objective == "max-rate"]
+    png = plot_tuning(verdict, results)
+    assert png is not None and png.startswith(b"\x89PNG")
