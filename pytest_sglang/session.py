@@ -412,10 +412,12 @@ class SglangSession:
             "comparisons": list(comparisons or []) + self.merged.get("comparisons", []),
         }
         quality = self.quality + self.merged.get("quality", [])
+        holds = quality_holds(quality)
         if quality:
             data["quality"] = quality
-            data["quality_holds"] = quality_holds(quality)
-        data["tuning"] = [v.as_dict() for v in tuning_verdicts(data["benchmarks"], self.objective)]
+            data["quality_holds"] = holds
+        verdicts = tuning_verdicts(data["benchmarks"], self.objective, holds)
+        data["tuning"] = [v.as_dict() for v in verdicts]
         if self.dry_run:
             data["dry_run"] = [
                 {"host": host, "config_id": cid, "plan": plan}

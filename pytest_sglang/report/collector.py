@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import ServerConfig
 from ..errors import SglangError
-from ..quality.verdict import display_verdict, quality_marks
+from ..quality.verdict import display_verdict, quality_holds, quality_marks
 from ..secrets import Redactor
 from . import allure_output
 from .environment import HostFacts, environment_properties, host_facts
@@ -252,7 +252,8 @@ class ReportSession:
         """The tuning verdicts of the session's records, each with its plot when it has one."""
         infos = [r.info for r in self.records]
         out: list[tuple[Verdict, bytes | None]] = []
-        for verdict in tuning_verdicts(infos, self.objective):
+        holds = quality_holds(self.quality())
+        for verdict in tuning_verdicts(infos, self.objective, holds):
             png = None
             if verdict.objective == "max-rate":
                 try:

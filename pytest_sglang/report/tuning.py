@@ -20,6 +20,11 @@ Round-based margins use Welch's t-interval of the difference of means; one round
 interval (the verdict says so). The Pareto frontier is over every (throughput, latency) point
 of the searches' passing probes (latency: the SLO's first bound's figure): a point is on it
 when no other point has both more throughput and less latency.
+
+Quality (``quality``: :func:`pytest_sglang.quality.verdict.quality_holds` of the session's
+quality evals) takes part: a config whose quality failed is ranked after every config whose
+quality holds, noted "fails quality", and never named the winner; the sentence says so when it
+was the fastest. The verdict is then "the fastest config whose quality holds".
 """
 
 from __future__ import annotations
@@ -179,18 +184,32 @@ def curve_points(info: Mapping[str, Any]) -> list[tuple[float, float, bool]]:
     return out
 
 
-def _decide(objective: str, workload: str, ranking: list[Ranked]) -> Verdict:
+def _decide(
+    objective: str, workload: str, ranking: list[Ranked], failing: frozenset[str] = frozenset()
+) -> Verdict:
     valued = sorted((r for r in ranking if r.value is not None), key=lambda r: -(r.value or 0))
-    ranking = valued + [r for r in ranking if r.value is None]
+    fastest = valued[0].config_id if valued else None
+    for r in ranking:
+        if r.config_id in failing:
+            r.note = "; ".join(n for n in (r.note, "fails quality") if n)
+    rejected = [r for r in valued if r.config_id in failing]
+    valued = [r for r in valued if r.config_id not in failing]
+    ranking = valued + rejected + [r for r in ranking if r.value is None]
     unit = _UNITS[objective]
     verdict = Verdict(objective, workload, unit, ranking, None, None, None, None, [])
     if not valued:
-        verdict.sentence = f"{objective}: no config has a value ({ranking[0].note})"
+        verdict.sentence = (
+            f"{objective}: no config whose quality holds has a value"
+            if rejected
+            else f"{objective}: no config has a value ({ranking[0].note})"
+        )
         return verdict
     first = valued[0]
     verdict.winner = first.config_id
     if len(valued) == 1:
         verdict.sentence = f"{objective}: {first.config_id} is the only config with a value"
+        if rejected:
+            verdict.sentence += f" whose quality holds ({rejected[0].config_id} fails quality)"
         return verdict
     second = valued[1]
     base = second.value or 0.0
@@ -225,18 +244,24 @@ def _decide(objective: str, workload: str, ranking: list[Ranked]) -> Verdict:
         head += f"; not distinguishable from {second.config_id} at the measured noise"
     elif verdict.distinguishable is None:
         head += "; no interval (one round)" if objective != "max-rate" else ""
+    if fastest in failing:
+        head += f"; {fastest} is faster but fails quality"
     verdict.sentence = head
     return verdict
 
 
 def tuning_verdicts(
-    results: Sequence[Mapping[str, Any]], objective: str = DEFAULT_OBJECTIVE
+    results: Sequence[Mapping[str, Any]],
+    objective: str = DEFAULT_OBJECTIVE,
+    quality: Mapping[str, bool] | None = None,
 ) -> list[Verdict]:
     """Every verdict the results allow; the stated ``objective``'s first.
 
     A sweep is the results of one workload (one search, one single-stream size, one rate) over
-    at least two configs; each config counts once (its last result).
+    at least two configs; each config counts once (its last result). ``quality`` maps config
+    ids to whether their quality held (absent: not evaluated, taken as holding).
     """
+    failing = frozenset(cid for cid, holds in (quality or {}).items() if not holds)
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; use one of {', '.join(OBJECTIVES)}")
     order = [objective] + [o for o in OBJECTIVES if o != objective]
@@ -253,7 +278,7 @@ def tuning_verdicts(
         for workload, by_config in groups.items():
             if len(by_config) < 2:
                 continue
-            verdict = _decide(obj, workload, [r for r, _ in by_config.values()])
+            verdict = _decide(obj, workload, [r for r, _ in by_config.values()], failing)
             if obj == "max-rate":
                 infos = [i for _, i in by_config.values()]
                 verdict.slo = str(infos[0].get("slo", ""))

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from ..quality.pytest_plugin import quality_results
+from ..quality.verdict import quality_holds
 from ..stash import REPORT_KEY, SESSION_KEY, bench_results
 from .tuning import DEFAULT_OBJECTIVE, OBJECTIVES, tuning_verdicts, verdict_lines
 
@@ -40,7 +42,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     objective = str(config.getoption("sglang_objective", DEFAULT_OBJECTIVE))
-    verdicts = tuning_verdicts(bench_results(config), objective)
+    holds = quality_holds(quality_results(config))
+    verdicts = tuning_verdicts(bench_results(config), objective, holds)
     if not verdicts:
         return
     terminalreporter.section("sglang tuning")

@@ -68,6 +68,29 @@ def test_a_config_that_never_meets_the_slo_is_ranked_last_and_says_so() -> None:
     assert "SLO not met even at 2 req/s" in "\n".join(verdict_lines([verdict]))
 
 
+def test_a_faster_config_that_fails_quality_never_wins() -> None:
+    results = [_search("s1", 16.0, 16.0, 17.6), _search("s3", 10.0, 10.0, 11.0)]
+    results += [_search("s2", 12.0, 12.0, 13.0)]
+    holds = {"s1": False, "s2": True}  # s3 had no quality eval: taken as holding
+    [verdict] = [v for v in tuning_verdicts(results, quality=holds) if v.objective == "max-rate"]
+    assert verdict.winner == "s2"
+    assert [r.config_id for r in verdict.ranking] == ["s2", "s3", "s1"]
+    assert verdict.ranking[-1].note == "fails quality"
+    assert verdict.sentence.startswith("max-rate: s2 wins, 12 req/s vs s3 10")
+    assert verdict.sentence.endswith("; s1 is faster but fails quality")
+    only = [results[0], results[2]]
+    [verdict] = [v for v in tuning_verdicts(only, quality=holds) if v.objective == "max-rate"]
+    assert verdict.winner == "s2"
+    assert "only config with a value whose quality holds (s1 fails quality)" in verdict.sentence
+    [verdict] = [
+        v
+        for v in tuning_verdicts(only, quality={"s1": False, "s2": False})
+        if v.objective == "max-rate"
+    ]
+    assert verdict.winner is None
+    assert verdict.sentence == "max-rate: no config whose quality holds has a value"
+
+
 def test_rounds_give_a_welch_interval_and_noise_is_called_noise() -> None:
     clear = tuning_verdicts([_stream("s4", [257, 256, 258]), _stream("s3", [219, 220, 218])])
     [one] = [v for v in clear if v.objective == "single-stream"]
