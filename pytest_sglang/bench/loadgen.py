@@ -24,19 +24,25 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from .metrics import BenchResult, RequestRecord, compute_metrics
 from .prometheus import Sample, parse_prometheus, run_delta
-from .workload import Workload
+
+if TYPE_CHECKING:  # a type only: on a GPU host this module runs without the package around it
+    from .workload import Workload
 
 __all__ = [
+    "RawRun",
     "fetch_prometheus",
     "fetch_server_accept_length",
+    "finish",
+    "generate",
     "run_workload",
     "run_workload_async",
     "warm_pool",
@@ -242,7 +248,9 @@ async def _exchange(
             text = (await response.text(errors="replace"))[:200].strip()
             raise _Failed(f"HTTP {response.status}", f"HTTP {response.status}: {text}")
         async for data in _events(response):
-            parser.feed(data, time.perf_counter())
+            now = time.perf_counter()
+            record.arrived(now)
+            parser.feed(data, now)
         parser.close(time.perf_counter())
 
 
@@ -327,10 +335,48 @@ async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: s
     return None
 
 
+@dataclass
+class RawRun:
+    """What a run measured, before any figure is computed: its requests as they finished, its
+    wall time, and what the server said about itself before and after.
+
+    The boundary between generating load and computing figures: the generator may run on the
+    GPU host (:mod:`.agent`) and send this back, and :func:`finish` computes the same figures
+    from it wherever it was measured. ``began`` is the ``perf_counter`` of the measured
+    phase's start on the generator's clock (records' times are on the same clock).
+    """
+
+    records: list[RequestRecord]
+    duration: float
+    began: float = 0.0
+    scrape_before: Sample | None = None
+    scrape_after: Sample | None = None
+    accept: float | None = None
+
+
+def finish(raw: RawRun) -> BenchResult:
+    """The run's figures (:func:`~.metrics.compute_metrics`, plus the server's own deltas)."""
+    result = compute_metrics(raw.records, raw.duration, server_accept_length=raw.accept)
+    if raw.scrape_before and raw.scrape_after:
+        result.server_metrics = run_delta(raw.scrape_before, raw.scrape_after)
+    return result
+
+
 async def run_workload_async(
     base_url: str, workload: Workload, *, model: str = "default"
 ) -> BenchResult:
     """Run ``workload`` against ``base_url``; bounded by ``workload.total_timeout_s``."""
+    return finish(await generate(base_url, workload, model=model))
+
+
+async def generate(
+    base_url: str,
+    workload: Workload,
+    *,
+    model: str = "default",
+    on_record: Callable[[RequestRecord], None] | None = None,
+) -> RawRun:
+    """Send ``workload``'s requests and time them; ``on_record`` sees each as it finishes."""
     base_url = base_url.rstrip("/")
     requests = workload.requests()
     limit = workload.concurrency or workload.num_requests
@@ -362,6 +408,8 @@ async def run_workload_async(
                 records.append(
                     await _one(session, base_url, workload, prompt, model, output_tokens)
                 )
+                if on_record is not None:
+                    on_record(records[-1])
 
         async def launch() -> None:
             tasks: list[asyncio.Task[None]] = []
@@ -388,22 +436,23 @@ async def run_workload_async(
             await asyncio.wait_for(launch(), workload.total_timeout_s)
         except (asyncio.TimeoutError, TimeoutError):
             missing = workload.num_requests - len(records)
-            records.extend(
+            late = [
                 RequestRecord(start=began).fail(
                     "run deadline",
                     f"not finished within the run's {workload.total_timeout_s:g} s deadline",
                 )
                 for _ in range(missing)
-            )
+            ]
+            records.extend(late)
+            if on_record is not None:
+                for record in late:
+                    on_record(record)
         duration = time.perf_counter() - began
         scrape_after = await fetch_prometheus(session, base_url) if scrape_before else None
         accept = None
         if workload.api == "chat" and any(r.ok for r in records):
             accept = await fetch_server_accept_length(session, base_url)
-    result = compute_metrics(records, duration, server_accept_length=accept)
-    if scrape_before and scrape_after:
-        result.server_metrics = run_delta(scrape_before, scrape_after)
-    return result
+    return RawRun(records, duration, began, scrape_before, scrape_after, accept)
 
 
 def run_workload(base_url: str, workload: Workload, *, model: str = "default") -> BenchResult:

@@ -10,10 +10,15 @@ After each run the figures go through the baseline gates (:mod:`pytest_sglang.ba
 gatekeeper and the test's ``sglang_gate`` markers this plugin finds in the stash): the
 comparison, ``--sglang-confirm`` re-runs of a regression, ``--sglang-baseline-save``, and the
 test failing with one line when a regression stands.
+
+Each round runs from the host's ``bench_from`` path (:mod:`.paths`) and is checked for stalls
+(:mod:`.stalls`): a disturbed round is said, kept in ``extra_info["disturbed"]`` and repeated
+once; disturbed again, the test fails with the reason and nothing reaches the gates.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -23,8 +28,8 @@ from ..errors import SglangError
 from ..options import number
 from ..secrets import REDACTED
 from ..stash import GATES_KEY, RESULTS_KEY, bench_results, gatekeeper
-from .loadgen import run_workload
 from .metrics import BenchResult
+from .paths import run_round
 from .workload import Workload
 
 __all__ = ["RESULTS_KEY", "SglangBench", "bench_results"]
@@ -72,15 +77,30 @@ class SglangBench:
             pytest.fail(f"sglang_bench rounds={rounds}: needs rounds >= 1", pytrace=False)
         self.used = True
         runs: list[BenchResult] = []
+        notes: list[str] = []
+        paths: list[str] = []
+        failure: list[tuple[BenchResult, str]] = []
 
         def one_round() -> BenchResult:
-            result = run_workload(self.deployment.base_url, workload, model=self.model)
-            runs.append(result)
-            return result
+            for attempt in (1, 2):
+                measured = run_round(self.deployment, workload, model=self.model)
+                paths.append(measured.bench_from)
+                if not measured.disturbed:
+                    runs.append(measured.result)
+                    return measured.result
+                n = len(runs) + 1
+                again = "repeated" if attempt == 1 else "disturbed twice"
+                notes.append(f"round {n}: disturbed: {measured.disturbed} ({again})")
+            failure.append((measured.result, measured.disturbed))
+            raise _Disturbed(measured.disturbed)
 
-        self.benchmark.pedantic(one_round, rounds=rounds, iterations=1, warmup_rounds=0)
+        with contextlib.suppress(_Disturbed):
+            self.benchmark.pedantic(one_round, rounds=rounds, iterations=1, warmup_rounds=0)
+        if failure:
+            self._disturbed(workload, runs, failure[0], notes, paths)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
+        info.update(bench_from=paths[-1], disturbed=notes)
         self.benchmark.extra_info.update(info)
         bench_results(self.config).append(info)
         self._gate(workload, runs, rounds, info, one_round)
@@ -105,8 +125,15 @@ class SglangBench:
 
         def rerun() -> list[dict[str, Any]]:
             start = len(runs)
-            for _ in range(rounds):
-                one_round()
+            try:
+                for _ in range(rounds):
+                    one_round()
+            except _Disturbed as exc:
+                pytest.fail(
+                    f"{workload.name} on {self.deployment.host}: a confirmation round was "
+                    f"disturbed twice ({exc}); not compared with the baseline",
+                    pytrace=False,
+                )
             return [r.as_dict() for r in runs[start:]]
 
         try:
@@ -134,6 +161,28 @@ class SglangBench:
         if outcome.failure:
             pytest.fail(outcome.failure, pytrace=False)
 
+    def _disturbed(
+        self,
+        workload: Workload,
+        runs: list[BenchResult],
+        failure: tuple[BenchResult, str],
+        notes: list[str],
+        paths: list[str],
+    ) -> None:
+        """A round disturbed twice: kept with its reason in every output, then the test fails
+        (the gates never see it)."""
+        __tracebackhide__ = True
+        result, why = failure
+        info = self._extra_info(workload, result, [*runs, result])
+        info.update(bench_from=paths[-1], disturbed=notes, gated=False)
+        self.benchmark.extra_info.update(info)
+        bench_results(self.config).append(info)
+        pytest.fail(
+            f"{workload.name} on {self.deployment.host}: round {len(runs) + 1} disturbed twice: "
+            f"{why}; not compared with the baseline (the figures would measure the network)",
+            pytrace=False,
+        )
+
     def _extra_info(
         self, workload: Workload, result: BenchResult, runs: list[BenchResult]
     ) -> dict[str, Any]:
@@ -156,6 +205,10 @@ class SglangBench:
             output_throughput_rounds=[r.output_throughput for r in runs],
         )
         return info
+
+
+class _Disturbed(Exception):
+    """A round disturbed twice (ends the rounds; the test then fails with the reason)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -192,6 +245,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not results:
         return
     terminalreporter.section("sglang benchmarks")
+    where = {r["host"]: r.get("bench_from", "") for r in results}
+    terminalreporter.write_line(
+        "load from: " + ", ".join(f"{host}: {path or '?'}" for host, path in where.items())
+    )
     terminalreporter.write_line(
         f"{'config':<28} {'workload':<16} {'out tok/s':>10} {'TTFT p50 ms':>12} "
         f"{'ITL p50 ms':>11} {'accept':>7} {'failed':>7}"
@@ -203,3 +260,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             f"{_fmt(r['median_ttft_ms']):>12} {_fmt(r['median_itl_ms'], 2):>11} "
             f"{_fmt(r['accept_length'], 2):>7} {failed:>7}"
         )
+        for note in r.get("disturbed", []):
+            terminalreporter.write_line(f"  {r['config_id']} {r['workload']}: {note}", yellow=True)
