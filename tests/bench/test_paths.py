@@ -8,6 +8,7 @@ real SSH to the nspawn host, the simulator as the service.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -209,3 +210,69 @@ def test_a_link_cut_mid_run_is_a_disturbed_round(
         assert clean.disturbed == "", clean.disturbed
     finally:
         assert session.restore_all() == []
+
+
+PLUGIN_TESTS = """
+import subprocess, threading, time
+import pytest
+from pytest_sglang import ServerConfig
+from pytest_sglang.bench import Workload
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+WORKLOAD = Workload.single_stream(250, warmup_requests=0)
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_clean(sglang_server, sglang_bench):
+    assert sglang_bench(WORKLOAD, rounds=1).completed == 1
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_cut(sglang_server, sglang_bench):
+    done = threading.Event()
+
+    def cut():  # down 3 s in every 5 s: every round is disturbed
+        while not done.wait(1.5):
+            subprocess.run(["ip", "link", "set", "VETH", "down"], check=True)
+            time.sleep(3)
+            subprocess.run(["ip", "link", "set", "VETH", "up"], check=True)
+
+    cutter = threading.Thread(target=cut)
+    cutter.start()
+    try:
+        sglang_bench(WORKLOAD, rounds=1)
+    finally:
+        done.set()
+        cutter.join()
+"""
+
+
+def test_a_round_disturbed_twice_fails_the_test_with_the_reason(
+    pytester: pytest.Pytester, systemd_host: SystemdTestHost, cleanup: None
+) -> None:
+    """Through the plugin: the clean test says where its load came from; the cut one is
+    repeated once, then fails with the stall, and its round is kept, marked, ungated."""
+    pytester.makepyfile(PLUGIN_TESTS.replace("VETH", f"vh-{systemd_host.name}"))
+    env = {**FAST_SIM, "SGLANG_SIM_TIME_SCALE": "1", "SGLANG_SIM_ITL_MS": "20"}
+    inv = save_inventory(
+        pytester.path / "hosts.toml", host_entry("testhost", systemd_host, SERVICE, env)
+    )
+    out = pytester.path / "summary.json"
+    result = pytester.runpytest(
+        "--sglang-host", "testhost", "--sglang-inventory", str(inv), "--sglang-summary", str(out)
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "single-stream on testhost: round 1 disturbed twice: network stall of * s at * s; "
+            "not compared with the baseline*",
+            "*load from: testhost: host*",
+            "*round 1: disturbed: network stall of * s at * s (repeated)*",
+        ]
+    )
+    summary = json.loads(out.read_text())
+    assert summary["bench_from"] == {"testhost": "host"}
+    clean, cut = summary["benchmarks"]
+    assert clean["disturbed"] == [] and clean["bench_from"] == "host"
+    assert [n.split(":")[0] for n in cut["disturbed"]] == ["round 1", "round 1"]
+    assert cut["gated"] is False
