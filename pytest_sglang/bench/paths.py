@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..deploy import Deployer
     from ..deployment import Deployment
 
-__all__ = ["Round", "Route", "route_for", "run_round"]
+__all__ = ["Round", "Route", "route_for", "route_of", "run_round"]
 
 #: How long the reachability check of ``direct`` waits for a TCP connect.
 CONNECT_CHECK_S = 2.0
@@ -120,11 +120,21 @@ def route_for(deployment: Deployment) -> Route:
     return routes[key]
 
 
-def _choose(deployment: Deployment, deployer: Deployer) -> Route:
+def route_of(deployment: Deployment, kind: str) -> Route:
+    """The route of ``kind`` (host, direct or forward) to the deployment's server, checked:
+    a ConfigError says why it cannot work (to compare the paths, as benchmarks/bench_paths.py
+    does)."""
+    deployer = deployment.deployer
+    if deployer is None or deployment.plan is None or deployer.spec.kind == "local":
+        return route_for(deployment)
+    return _choose(deployment, deployer, kind)
+
+
+def _choose(deployment: Deployment, deployer: Deployer, asked: str | None = None) -> Route:
     spec = deployer.spec
     plan = deployment.plan
     assert plan is not None
-    asked = spec.bench_from
+    asked = spec.bench_from if asked is None else asked
     name = spec.name
     host_url = _url(plan.listen_host, plan.port)
     forward = Route("forward", deployment.base_url, "through the SSH port forward")
@@ -167,9 +177,11 @@ def _choose(deployment: Deployment, deployer: Deployer) -> Route:
     return forward
 
 
-def run_round(deployment: Deployment, workload: Workload, *, model: str) -> Round:
-    """One round of ``workload`` from the host's path, checked for stalls."""
-    route = route_for(deployment)
+def run_round(
+    deployment: Deployment, workload: Workload, *, model: str, route: Route | None = None
+) -> Round:
+    """One round of ``workload`` from the host's path (or ``route``), checked for stalls."""
+    route = route or route_for(deployment)
     deployer = deployment.deployer
     transport = deployer.transport if deployer is not None else None
     connects = transport.connects if transport is not None else 0
