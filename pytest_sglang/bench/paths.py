@@ -18,6 +18,7 @@ forward. A path that was asked for and cannot work is a one-line error naming th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import socket
 import time
@@ -184,8 +185,14 @@ def run_round(
     route = route or route_for(deployment)
     deployer = deployment.deployer
     transport = deployer.transport if deployer is not None else None
-    connects = transport.connects if transport is not None else 0
     watch = transport.watch_link() if transport is not None else None
+    if watch is None and transport is not None and route.kind != "direct":
+        # not connected (dropped since the last round): reconnect before the measured window,
+        # so that a reconnect inside it is one that the round itself suffered
+        with contextlib.suppress(TransportError):
+            transport.run("true", timeout=30)
+        watch = transport.watch_link()
+    connects = transport.connects if transport is not None else 0
     link_began = time.perf_counter()
     raw: RawRun | None
     lost, lost_at, lags = "", 0.0, []

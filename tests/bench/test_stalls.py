@@ -43,6 +43,15 @@ def test_a_gap_far_beyond_the_runs_own_is_a_stall_with_its_length_and_time() -> 
     assert disturbance(quiet).startswith("stream stall of 10.0 s at 2.1 s (the SSH link answered")
 
 
+def test_slow_round_trips_alone_are_a_saturated_link_not_a_stall() -> None:
+    records = [_stream(0.0, [0.02] * 200)]
+    link = [(0.2 * i, 0.001) for i in range(5)] + [(1.0, 2.0)]
+    assert disturbance(Evidence(records, began=0.0, link=link, link_watched=True)) == ""
+    link.append((3.0, 6.0))
+    ev = Evidence(records, began=0.0, link=link, link_watched=True)
+    assert disturbance(ev) == "network stall of 6.0 s at 3.0 s"
+
+
 def test_a_slow_server_is_not_a_stall() -> None:
     """Gaps of 300 ms throughout (a slow config) are the run's own distribution."""
     records = [_stream(0.0, [0.3] * 30 + [1.5] + [0.3] * 30)]
