@@ -30,6 +30,7 @@ pytest_plugins = [
     "pytest_sglang.bench.pytest_plugin",
     "pytest_sglang.baseline.pytest_plugin",
     "pytest_sglang.report.pytest_plugin",
+    "pytest_sglang.quality.pytest_plugin",
 ]
 
 _SIGTERM_KEY = pytest.StashKey[Any]()

@@ -16,9 +16,8 @@ reached again is reported as such, never as "not ready in time".
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import requests
@@ -27,7 +26,7 @@ from .deploy.base import Deployer, ServiceState
 from .deploy.follow import JournalFollower
 from .deploy.unit import EXIT_MARKER
 from .errors import ServerStartError, TransportError
-from .journal import READY_LINE, Fatal, StartupJournal, find_fatal, phase_of
+from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
 
 __all__ = ["ReadyResult", "wait_until_ready"]
 
@@ -39,8 +38,8 @@ HEALTH_RETRY_S = 0.05
 HEALTH_CONFIRM_S = 10.0
 #: How long to keep reading after the process ended, for its last words (a fatal line).
 EXIT_GRACE_S = 0.6
-#: Bound on reading after a fatal line for the traceback that names the cause (see
-#: :func:`_cause_complete`); the process's exit ends it sooner.
+#: Bound on reading after a fatal line for the traceback that names the cause (until
+#: ``Fatal.complete``, journal.traceback_complete); the process's exit ends it sooner.
 FATAL_SETTLE_S = 0.8
 #: After an exit record, how long the state is looked at every HEALTH_RETRY_S until the
 #: service reads as ended.
@@ -48,11 +47,6 @@ EXIT_RECHECK_S = 1.0
 #: Reopenings of a journal stream that ended while the service still ran, without a line
 #: arriving in between, before the host counts as lost.
 MAX_REOPENS = 3
-
-# An exception line that ends a Python traceback: ``RuntimeError: Not enough memory ...``.
-_EXCEPTION_LINE = re.compile(
-    r"^(?:\[[^\]]*\]\s*)?(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b"
-)
 
 
 @dataclass
@@ -74,17 +68,6 @@ def _health(http: requests.Session, base_url: str) -> int | None:
         return http.get(base_url + "/health", timeout=2).status_code
     except requests.RequestException:
         return None
-
-
-def _cause_complete(lines: Sequence[str], fatal: Fatal) -> bool:
-    """Whether the lines from the fatal one on already name the most specific cause: the
-    traceback's exception line has arrived (``RuntimeError: Not enough memory ...``).
-
-    The single place where "is this traceback complete?" is decided: when journal.py gains
-    that check, call it here. Until it says yes, the wait settles for at most FATAL_SETTLE_S,
-    or until the process exits.
-    """
-    return any(_EXCEPTION_LINE.match(line) for line in lines[fatal.index :])
 
 
 def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
@@ -154,7 +137,7 @@ def wait_until_ready(
         fatal = find_fatal(journal.lines) if fatal_at is not None else None
         if fatal is None or fatal_at is None:
             return
-        if exited or _cause_complete(journal.lines, fatal) or now - fatal_at >= FATAL_SETTLE_S:
+        if exited or fatal.complete or now - fatal_at >= FATAL_SETTLE_S:
             raise ServerStartError(
                 f"{where}: {fatal.reason} after {now - start:.1f}s: {fatal.line.strip()[:300]}",
                 reason=fatal.reason,

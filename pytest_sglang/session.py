@@ -30,6 +30,7 @@ from .errors import ConfigError, SglangError
 from .hosts import HostSpec, resolve_host, transport_for
 from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
+from .quality.verdict import quality_holds
 from .secrets import Redactor
 
 __all__ = ["HostLease", "SglangSession"]
@@ -321,6 +322,8 @@ class SglangSession:
         self.records: list[DeploymentRecord] = []
         #: What xdist workers reported (on the controller): key -> rows, as in ``summary()``.
         self.merged: dict[str, list[dict[str, Any]]] = {}
+        #: The ``sglang_quality`` fixture's rows (pytest_sglang.quality.verdict reads them).
+        self.quality: list[dict[str, Any]] = []
         self._hosts: dict[str, HostLease] = {}
 
     def host_spec(self, name: str) -> HostSpec:
@@ -398,6 +401,10 @@ class SglangSession:
         data["bench_from"] = {
             row["host"]: row["bench_from"] for row in data["benchmarks"] if row.get("bench_from")
         }
+        quality = self.quality + self.merged.get("quality", [])
+        if quality:
+            data["quality"] = quality
+            data["quality_holds"] = quality_holds(quality)
         if self.dry_run:
             data["dry_run"] = [
                 {"host": host, "config_id": cid, "plan": plan}

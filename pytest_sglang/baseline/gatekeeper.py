@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .fingerprint import diff_fingerprints, fingerprint_digest
-from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, known_metric
+from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, is_quality_metric, known_metric
 from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
 
 if TYPE_CHECKING:
@@ -101,7 +101,9 @@ class Gatekeeper:
         gates: Mapping[str, Gate] | None = None,
     ) -> GateOutcome:
         """Compare, confirm, record and maybe save; ``outcome.failure`` is the test's verdict."""
-        active = {m: g for m, g in (gates or self.gates).items() if g.enabled}
+        active = {
+            m: g for m, g in (gates or self.gates).items() if g.enabled and not is_quality_metric(m)
+        }  # quality gates are decided by pytest_sglang.quality on its own measurements
         fp = self.fingerprint(deployment)
         key = BaselineKey(
             deployment.config_id, deployment.config.digest, workload, fingerprint_digest(fp)

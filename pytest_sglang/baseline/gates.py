@@ -11,6 +11,7 @@ Spec syntax (``--sglang-gate`` and the ``sglang_gate`` marker)::
     median_ttft_ms:+10%       "a rise of more than 10 % fails"
     p99_itl_ms:+-20%          same as 20% (also written ±20%)
     median_itl_ms:off         not compared
+    accuracy:-1%              quality (pytest_sglang.quality): a drop of more than 1 point fails
 
 The decision rule (see :func:`decide`): a regression needs BOTH a change beyond the threshold in
 the worse direction AND a one-sided t-test p-value (:mod:`.stats`) below ``alpha`` (default
@@ -34,6 +35,7 @@ __all__ = [
     "Verdict",
     "decide",
     "direction_of",
+    "is_quality_metric",
     "known_metric",
     "parse_gate",
     "parse_gate_option",
@@ -44,7 +46,11 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_NOISE_FLOOR = 0.01
 
 _LATENCY = re.compile(r"^(mean|median|p90|p99)_(ttft|itl|tpot|e2e_latency)_ms$")
+#: Rates in [0, 1] measured by :mod:`pytest_sglang.quality`; their thresholds are percentage
+#: points and their test is a proportions test (:mod:`pytest_sglang.quality.gate`), not this one.
+QUALITY_METRICS = frozenset({"accuracy", "exact_match_rate"})
 _HIGHER = {
+    *QUALITY_METRICS,
     "output_throughput",
     "total_throughput",
     "request_throughput",
@@ -55,6 +61,10 @@ _HIGHER = {
 
 def known_metric(metric: str) -> bool:
     return metric in _HIGHER or bool(_LATENCY.match(metric))
+
+
+def is_quality_metric(metric: str) -> bool:
+    return metric in QUALITY_METRICS
 
 
 def direction_of(metric: str) -> str:
@@ -88,7 +98,7 @@ DEFAULT_GATES: dict[str, Gate] = {
 }
 
 _SPEC = re.compile(r"^(?P<sign>\+-|±|\+|-)?(?P<num>\d+(?:\.\d+)?)%$")
-_METRIC_HINT = "e.g. output_throughput, median_ttft_ms, p99_itl_ms, accept_length"
+_METRIC_HINT = "e.g. output_throughput, median_ttft_ms, p99_itl_ms, accept_length, accuracy"
 
 
 def parse_gate(metric: str, spec: str) -> Gate:

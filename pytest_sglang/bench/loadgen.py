@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # a type only: on a GPU host this module runs without the pac
 
 __all__ = [
     "RawRun",
+    "complete_prompts",
     "fetch_prometheus",
     "fetch_server_accept_length",
     "finish",
@@ -147,6 +148,8 @@ class _Stream:
             delta = choice.get("delta") or {}
             if delta.get("content") or delta.get("reasoning_content"):
                 self.text_arrived(now)
+            if delta.get("content"):
+                self.record.text += str(delta["content"])
             if choice.get("finish_reason"):
                 self.finish = str(choice["finish_reason"])
         usage = payload.get("usage")
@@ -158,9 +161,12 @@ class _Stream:
     def _generate(self, payload: dict[str, Any], now: float) -> None:
         if "output_ids" in payload:
             arrived = bool(payload["output_ids"])
+            if isinstance(payload["output_ids"], list):  # the new ids of this chunk
+                self.record.output_ids.extend(payload["output_ids"])
         else:  # older servers: only the cumulative text tells that tokens arrived
             arrived = len(str(payload.get("text") or "")) > self.text_len
-        self.text_len = len(str(payload.get("text") or ""))
+        self.record.text = str(payload.get("text") or "")
+        self.text_len = len(self.record.text)
         if arrived:
             self.text_arrived(now)
         meta = payload.get("meta_info")
@@ -458,3 +464,47 @@ async def generate(
 def run_workload(base_url: str, workload: Workload, *, model: str = "default") -> BenchResult:
     """Synchronous :func:`run_workload_async` on a fresh event loop (for pytest tests)."""
     return asyncio.run(run_workload_async(base_url, workload, model=model))
+
+
+async def complete_prompts_async(
+    base_url: str, workload: Workload, *, model: str = "default"
+) -> list[RequestRecord]:
+    """Each of the workload's requests once, at most ``workload.concurrency`` in flight, no
+    warmup and no arrival gaps; the records (with their text) in request order.
+
+    For quality evals (:mod:`pytest_sglang.quality`): the same requests, streams and failure
+    classification as a benchmark, where what matters is each request's output, not its timing.
+    """
+    base_url = base_url.rstrip("/")
+    requests = workload.requests()
+    limit = max(workload.concurrency or len(requests), 1)
+    connector = aiohttp.TCPConnector(limit=limit + 2)
+    unbounded = aiohttp.ClientTimeout(total=None, sock_connect=30)
+    async with aiohttp.ClientSession(connector=connector, timeout=unbounded) as session:
+        gate = asyncio.Semaphore(limit)
+
+        async def gated(prompt: str, output_tokens: int) -> RequestRecord:
+            async with gate:
+                return await _one(session, base_url, workload, prompt, model, output_tokens)
+
+        tasks = [asyncio.ensure_future(gated(p, n)) for p, n in requests]
+        try:
+            done = await asyncio.wait_for(asyncio.gather(*tasks), workload.total_timeout_s)
+        except (asyncio.TimeoutError, TimeoutError):
+            return [
+                t.result()
+                if t.done() and not t.cancelled()
+                else RequestRecord().fail(
+                    "run deadline",
+                    f"not finished within the run's {workload.total_timeout_s:g} s deadline",
+                )
+                for t in tasks
+            ]
+    return list(done)
+
+
+def complete_prompts(
+    base_url: str, workload: Workload, *, model: str = "default"
+) -> list[RequestRecord]:
+    """Synchronous :func:`complete_prompts_async` on a fresh event loop."""
+    return asyncio.run(complete_prompts_async(base_url, workload, model=model))

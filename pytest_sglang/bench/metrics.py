@@ -47,6 +47,10 @@ class RequestRecord:
     verify_ct: int | None = None
     reason: str = ""
     error: str = ""
+    #: What was generated (chat: the content deltas; /generate: the cumulative text), and on
+    #: /generate the token ids: what quality evals read (:mod:`pytest_sglang.quality`).
+    text: str = ""
+    output_ids: list[int] = field(default_factory=list)
     #: The longest silence between two events of the stream (s), and when it began
     #: (``perf_counter``): what the stall check reads, whatever the ITL definitions are.
     longest_gap: float = 0.0

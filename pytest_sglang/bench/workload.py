@@ -23,7 +23,15 @@ from typing import Literal
 from ..errors import ConfigError
 from ..sim.tokenizer import VOCAB
 
-__all__ = ["API", "JsonlPrompts", "PromptSource", "RandomPrompts", "ShareGPTPrompts", "Workload"]
+__all__ = [
+    "API",
+    "JsonlPrompts",
+    "PromptList",
+    "PromptSource",
+    "RandomPrompts",
+    "ShareGPTPrompts",
+    "Workload",
+]
 
 API = Literal["chat", "generate"]
 Kind = Literal["single-stream", "concurrency", "rate"]
@@ -217,7 +225,30 @@ def _first_exchange(entry: object) -> tuple[str, str] | None:
     return None
 
 
-PromptSource = RandomPrompts | JsonlPrompts | ShareGPTPrompts
+@dataclass(frozen=True)
+class PromptList:
+    """Given prompts, in order (an eval's questions); ``name`` labels them in results."""
+
+    texts: tuple[str, ...]
+    name: str = "prompts"
+
+    def __post_init__(self) -> None:
+        if not self.texts:
+            raise ConfigError(f"PromptList {self.name!r}: no prompts")
+
+    def prompts(self, count: int) -> list[str]:
+        return [self.texts[i % len(self.texts)] for i in range(count)]
+
+    def output_lengths(self, count: int) -> list[int] | None:
+        """None: every request asks for the workload's ``output_tokens``."""
+        return None
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+
+PromptSource = RandomPrompts | JsonlPrompts | ShareGPTPrompts | PromptList
 
 
 @dataclass(frozen=True)

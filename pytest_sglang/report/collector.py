@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import ServerConfig
 from ..errors import SglangError
+from ..quality.verdict import display_verdict, quality_marks
 from ..secrets import Redactor
 from . import allure_output
 from .environment import HostFacts, environment_properties, host_facts
@@ -23,7 +24,7 @@ from .html_summary import render_summary, write_summary
 from .plots import PlotsUnavailable, plot_sweep
 from .records import BenchRecord
 from .sweeps import Sweep, find_sweeps
-from .tables import comparison_table, html_document, sweep_table
+from .tables import comparison_table, html_document, quality_table, sweep_table
 
 if TYPE_CHECKING:
     from ..deployment import Deployment
@@ -71,11 +72,13 @@ class ReportSession:
         host: str,
         comparisons: Comparisons,
         session_redactor: Callable[[], Redactor | None] = lambda: None,
+        quality: Comparisons = list,
     ) -> None:
         self.results_dir = results_dir
         self.html_path = html_path
         self.host = host
         self.comparisons = comparisons
+        self.quality = quality
         self.redact = _SessionRedaction(session_redactor)
         self.records: list[BenchRecord] = []
         self.facts: dict[str, HostFacts] = {}
@@ -199,6 +202,7 @@ class ReportSession:
         if not self.allure and self.html_path is None:
             return
         comparisons = [self._redacted_row(r) for r in self.comparisons()]
+        quality = self._quality_rows()
         sweeps = find_sweeps(self.records)
         plots = self._plots(sweeps) if sweeps else {}
         facts = list(self.facts.values())
@@ -207,8 +211,8 @@ class ReportSession:
             allure_output.write_session_files(
                 self.results_dir, environment=environment, records=self.records
             )
-            if sweeps or comparisons:
-                self._write_summary_result(sweeps, plots, comparisons)
+            if sweeps or comparisons or quality:
+                self._write_summary_result(sweeps, plots, comparisons, quality)
         if self.html_path is not None:
             page = render_summary(
                 facts=facts,
@@ -218,11 +222,32 @@ class ReportSession:
                 comparisons=comparisons,
                 records=self.records,
                 notes=self.notes,
+                quality=quality,
             )
             write_summary(self.html_path, self.redact(page))
 
+    def _quality_rows(self) -> list[dict[str, Any]]:
+        """The quality evals with each config's best output throughput and its mark."""
+        rows = [self._redacted_row(r) for r in self.quality()]
+        bench = [{"config_id": r.config_id, **r.info} for r in self.records]
+        marks = quality_marks(rows, bench)
+        for row in rows:
+            speeds = [
+                float(b["output_throughput"])
+                for b in bench
+                if b["config_id"] == row.get("config_id")
+                and isinstance(b.get("output_throughput"), (int, float))
+            ]
+            row["output_throughput"] = max(speeds) if speeds else None
+            row["verdict"] = display_verdict(row, marks)
+        return rows
+
     def _write_summary_result(
-        self, sweeps: list[Sweep], plots: dict[str, bytes], comparisons: list[dict[str, Any]]
+        self,
+        sweeps: list[Sweep],
+        plots: dict[str, bytes],
+        comparisons: list[dict[str, Any]],
+        quality: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         assert self.results_dir is not None
         attachments: list[tuple[str, bytes | str, str, str]] = []
@@ -236,6 +261,9 @@ class ReportSession:
         if comparisons:
             page = html_document("baseline comparison", comparison_table(comparisons))
             attachments.append(("baseline comparison", page, "text/html", "html"))
+        if quality:
+            page = html_document("quality", quality_table(quality))
+            attachments.append(("quality next to speed", page, "text/html", "html"))
         regressed = any(str(r.get("verdict", "")).lower() == "regression" for r in comparisons)
         lines = [f"{s.title}: {len(s.points)} points" for s in sweeps]
         lines += [f"{len(comparisons)} baseline comparison(s)"] if comparisons else []

@@ -20,6 +20,7 @@ from .tables import (
     comparison_table,
     deployments_table,
     html_document,
+    quality_table,
     sweep_table,
 )
 
@@ -50,6 +51,7 @@ def render_summary(
     comparisons: Sequence[Mapping[str, Any]],
     records: Sequence[BenchRecord],
     notes: Sequence[str] = (),
+    quality: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The page; ``plots`` maps a sweep's slug to its PNG bytes (missing: no plot shown)."""
     parts = ["<h1>pytest-sglang summary</h1>", "<h2>Environment</h2>", _facts_list(facts)]
@@ -71,6 +73,8 @@ def render_summary(
         parts.append(comparison_table(comparisons))
     else:
         parts.append('<p class="muted">No comparison: no baseline was given or found.</p>')
+    if quality:
+        parts += ["<h2>Quality</h2>", quality_table(quality)]
     parts += ["<h2>Benchmarks</h2>", benchmarks_table(records)]
     return html_document("pytest-sglang summary", "\n".join(parts))
 

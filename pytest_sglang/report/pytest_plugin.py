@@ -91,6 +91,14 @@ def merge_worker_output(config: pytest.Config, output: dict[str, Any]) -> None:
     report.notes.extend(n for n in output.get("notes", []) if n not in report.notes)
 
 
+def quality_rows_of(config: pytest.Config) -> list[dict[str, Any]]:
+    """The ``sglang_quality`` evals of the session (kept on the session, with the workers')."""
+    sglang = config.stash.get(SESSION_KEY, None)
+    if sglang is None:
+        return []
+    return [dict(r) for r in [*sglang.quality, *sglang.merged.get("quality", [])]]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     alluredir = getattr(config.option, "allure_report_dir", None)
     html = config.getoption("sglang_html")
@@ -102,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
         comparisons=lambda: comparison_results_of(config),
         # the session (and its redactor, when it has one) is built by the main plugin
         session_redactor=lambda: getattr(config.stash.get(SESSION_KEY, None), "redactor", None),
+        quality=lambda: quality_rows_of(config),
     )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "comparison_table",
     "deployments_table",
     "html_document",
+    "quality_table",
     "sweep_table",
 ]
 
@@ -171,3 +172,30 @@ def bench_csv(info: Mapping[str, Any]) -> str:
     writer.writerow(list(flat))
     writer.writerow(["" if v is None else v for v in flat.values()])
     return buffer.getvalue()
+
+
+_QUALITY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("config_id", "config"),
+    ("metric", "metric"),
+    ("subject", "task / reference"),
+    ("value", "value"),
+    ("ci_low", "95% CI low"),
+    ("ci_high", "95% CI high"),
+    ("n", "items"),
+    ("output_throughput", "out tok/s"),
+    ("verdict", "verdict"),
+    ("reason", "reason"),
+)
+
+
+def quality_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The quality evals next to each config's best output throughput (``sglang-quality``); a
+    row that fails quality is coloured as a regression."""
+    text = {"config_id", "metric", "subject", "verdict", "reason"}
+    head = _head((label, key in text) for key, label in _QUALITY_COLUMNS)
+    body = []
+    for row in rows:
+        cls = "" if row.get("holds", True) else ' class="regression"'
+        cells = "".join(_cell(row.get(key), text=key in text) for key, _ in _QUALITY_COLUMNS)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f'<table class="sglang-quality">{head}<tbody>{"".join(body)}</tbody></table>'

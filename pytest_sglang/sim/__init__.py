@@ -21,9 +21,10 @@ the executable:
 - ``SGLANG_SIM_FAULT``: ``oom`` (Not enough memory at KV allocation), ``cuda-graph`` (capture
   failure), ``crash-after=N`` (scheduler exception when request N+1 arrives), ``hang`` (port open,
   never ready), ``slow-start=SECONDS`` (that much extra, unscaled startup time),
-  ``replay:<file>`` (a real SGLang log, e.g. one of tests/data/failures/, written as this
-  server's output, then the process ends as that server did; a log that reached the ready line
-  is followed by a normal start).
+  ``diverge-after=N`` (not fatal: under speculative decoding greedy outputs change from output
+  token N on, :mod:`.quality`), ``replay:<file>`` (a real SGLang log, e.g. one of
+  tests/data/failures/, written as this server's output, then the process ends as that server
+  did; a log that reached the ready line is followed by a normal start).
 - ``SGLANG_SIM_IGNORE_FLAG``: a field name (``speculative_num_steps``) or flag
   (``--speculative-num-steps``) that silently keeps its default: a flag that did not take effect.
 - ``SGLANG_SIM_TTFT_MS`` / ``SGLANG_SIM_ITL_MS``: fixed time to first token and inter-token
@@ -33,7 +34,9 @@ the executable:
   ``SGLANG_SIM_GPU_TFLOPS``: the simulated GPU (default RTX PRO 6000 Blackwell, 96 GB).
 - ``SGLANG_SIM_HELP_DELAY_S``: seconds ``--help`` takes before it answers (real SGLang imports
   torch first: 5-15 s on a GPU host). Default 0.
-- ``SGLANG_SIM_SEED``: reserved for sampling randomness (default 0).
+- ``SGLANG_SIM_SEED``: which built-in task items the quality stand-in (:mod:`.quality`) gets
+  wrong (default 0).
+- ``SGLANG_SIM_ACCURACY``: the quality stand-in's accuracy before the config's drops (0.85).
 
 Modules: :mod:`.cli` (flags), :mod:`.resolve` (ServerArgs post-init), :mod:`.perf` (performance
 model), :mod:`.tokenizer` (word tokenizer), :mod:`.startup` (milestones), :mod:`.scheduler`

@@ -26,8 +26,9 @@ def emulated_version(environ: Mapping[str, str] | None = None) -> str:
 
 @dataclass(frozen=True)
 class Fault:
-    """A parsed ``SGLANG_SIM_FAULT``: ``kind`` is oom, cuda-graph, crash-after, hang, slow-start
-    or replay (``path``: the startup log to replay)."""
+    """A parsed ``SGLANG_SIM_FAULT``: ``kind`` is oom, cuda-graph, crash-after, hang, slow-start,
+    diverge-after (speculative decoding changes greedy outputs from token N on; not fatal) or
+    replay (``path``: the startup log to replay)."""
 
     kind: str = ""
     value: float = 0.0
@@ -73,14 +74,14 @@ def _fault(raw: str) -> Fault:
     kind = kind.strip().lower()
     if kind in ("oom", "cuda-graph", "hang"):
         return Fault(kind)
-    if kind in ("crash-after", "slow-start"):
+    if kind in ("crash-after", "slow-start", "diverge-after"):
         try:
             return Fault(kind, float(value))
         except ValueError:
             pass
     _die(
         f"SGLANG_SIM_FAULT={raw!r} is not a fault; use oom, cuda-graph, crash-after=N, hang, "
-        "slow-start=SECONDS or replay:<file>"
+        "slow-start=SECONDS, diverge-after=N or replay:<file>"
     )
     raise AssertionError("unreachable")
 
@@ -99,6 +100,8 @@ class SimSettings:
     itl_ms: float | None = None
     gpu: GpuSpec = field(default_factory=GpuSpec)
     seed: int = 0
+    #: The quality stand-in's accuracy before the config's drops (:mod:`.quality`).
+    accuracy: float = 0.85
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SimSettings:
@@ -134,6 +137,7 @@ class SimSettings:
             itl_ms=itl if itl >= 0 else None,
             gpu=gpu,
             seed=int(_float(env, "SGLANG_SIM_SEED", 0)),
+            accuracy=min(1.0, _float(env, "SGLANG_SIM_ACCURACY", 0.85)),
         )
 
     @property

@@ -26,6 +26,7 @@ from .knobs import SimSettings
 from .logs import rank_log
 from .perf import accept_length, decode_step_ms, prefill_ms
 from .post_init import Resolved
+from .quality import diverged_id
 from .tokenizer import EOS_TOKEN_ID, token_id
 
 __all__ = ["Request", "Scheduler"]
@@ -60,13 +61,26 @@ class Request:
     arrived: float | None = None  # time.monotonic() when the HTTP request was received
     first_token_at: float = 0.0
     finished_at: float = 0.0
+    #: The quality stand-in's answer (:mod:`.quality`): these ids first, then the stop.
+    script: tuple[int, ...] = ()
+    #: ``diverge-after=N`` under speculative decoding: ids from position N on are changed.
+    diverge_after: int | None = None
     _credit: float = 0.0
     _accept_len: float = 1.0
     event: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def natural_length(self) -> int:
+        if self.script:
+            return len(self.script)
         return NATURAL_MIN + self.seed % NATURAL_SPREAD
+
+    def token_at(self, pos: int) -> int:
+        """The id at output position ``pos``: the script's, else the prompt-seeded one."""
+        tid = self.script[pos] if pos < len(self.script) else token_id(self.seed, pos)
+        if self.diverge_after is not None and pos >= self.diverge_after:
+            tid = diverged_id(self.seed, pos, tid)
+        return tid
 
     @property
     def completion_tokens(self) -> int:
@@ -88,7 +102,7 @@ class Request:
         count = max(0, min(count, limit - len(self.output_ids)))
         start = len(self.output_ids)
         for pos in range(start, start + count):
-            self.output_ids.append(token_id(self.seed, pos))
+            self.output_ids.append(self.token_at(pos))
         self.pending += count
         if not self.first_token_at and count:
             self.first_token_at = time.time()

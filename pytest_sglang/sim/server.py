@@ -24,6 +24,7 @@ from aiohttp import web
 
 from .arrival import ArrivalClock
 from .logs import access_log, log
+from .quality import QualityModel
 from .scheduler import Request, Scheduler
 from .tokenizer import chat_prompt_tokens, count_tokens, prompt_seed, token_text
 
@@ -312,6 +313,7 @@ class SimServer:
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.sched = state.scheduler
+        self.quality = QualityModel.of(state.args, state.scheduler.settings)
 
     def routes(self) -> list[web.RouteDef]:
         """Every route, in registration order; /metrics only with ``--enable-metrics``."""
@@ -517,6 +519,7 @@ class SimServer:
         req = Request(
             prompt_tokens, max_new, ignore_eos, temperature, base, is_warmup=warmup, arrived=arrived
         )
+        self.quality.prepare(req, seed_text)
         self.sched.submit(req)
         return req
 

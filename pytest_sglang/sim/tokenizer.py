@@ -9,6 +9,8 @@ Why: the load generator must build prompts of an exact token length and check th
   markers), plus ``CHAT_TOKENS_GENERATION_PROMPT`` for the assistant header that opens the reply.
   Content given as a list of parts counts the words of its ``text`` parts.
 - ``/generate`` also accepts ``input_ids``: its length is the prompt length.
+- Ids from :data:`NUMBER_BASE` up are numbers (``NUMBER_BASE + 42`` is ``"42 "``) and
+  ``MARK_ID`` is ``"#### "``: the quality stand-in (:mod:`.quality`) writes answers with them.
 - Generated text: every token is one word followed by a space (``"alpha "``), drawn
   deterministically from the prompt, the request's seed and the position, so greedy output is the
   same for the same prompt. Token ids are the word's index in :data:`VOCAB`.
@@ -24,6 +26,8 @@ __all__ = [
     "CHAT_TOKENS_GENERATION_PROMPT",
     "CHAT_TOKENS_PER_MESSAGE",
     "EOS_TOKEN_ID",
+    "MARK_ID",
+    "NUMBER_BASE",
     "VOCAB",
     "chat_prompt_tokens",
     "count_tokens",
@@ -35,6 +39,9 @@ __all__ = [
 CHAT_TOKENS_PER_MESSAGE = 4
 CHAT_TOKENS_GENERATION_PROMPT = 3
 EOS_TOKEN_ID = 151645
+#: Ids at or above this one render as the number ``id - NUMBER_BASE``; ``MARK_ID`` as ``####``.
+NUMBER_BASE = 1 << 24
+MARK_ID = NUMBER_BASE - 1
 
 VOCAB: tuple[str, ...] = (
     "the",
@@ -233,5 +240,9 @@ def token_id(seed: int, position: int) -> int:
 
 
 def token_text(tid: int) -> str:
-    """A generated token's text: one word and a space."""
+    """A generated token's text: one word (or an answer's number or mark) and a space."""
+    if tid >= NUMBER_BASE:
+        return f"{tid - NUMBER_BASE} "
+    if tid == MARK_ID:
+        return "#### "
     return VOCAB[tid % len(VOCAB)] + " "

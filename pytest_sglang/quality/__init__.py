@@ -1,0 +1,18 @@
+"""Quality beside speed: output equivalence, accuracy evals, and their gates.
+
+- :mod:`.tasks` / :mod:`.arithmetic`: what an accuracy eval asks (the built-in task, task
+  JSONL, GSM8K JSONL) and how answers are scored;
+- :mod:`.stats`: Wilson intervals, the proportions test, the minimum detectable drop;
+- :mod:`.evals`: running them on a deployed server through the load generator;
+- :mod:`.gate`: comparing them with the stored baselines;
+- :mod:`.pytest_plugin`: the ``sglang_quality`` fixture and the reports.
+
+This package's ``__init__`` imports only the pure modules: the simulator imports
+:mod:`.arithmetic` to stand in for a model.
+"""
+
+from __future__ import annotations
+
+from .tasks import Item, Task
+
+__all__ = ["Item", "Task"]
