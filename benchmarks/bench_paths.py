@@ -13,7 +13,8 @@ Prints, per path (alternating, ``--trials`` each, the median):
    rounds reported as disturbed (target: all of them), with the reason of each.
 
 Needs root, systemd-nspawn and sshd (it boots the nspawn test host of tests/testhost.py).
-Usage: .venv/bin/python benchmarks/bench_paths.py [--trials 3] [--tries 5] [--skip-cuts]
+Usage: .venv/bin/python benchmarks/bench_paths.py [--trials 3] [--tries 5]
+    [--skip-cuts | --only-cuts]
 """
 
 from __future__ import annotations
@@ -136,6 +137,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--tries", type=int, default=5)
     parser.add_argument("--skip-cuts", action="store_true")
+    parser.add_argument("--only-cuts", action="store_true")
     args = parser.parse_args()
     from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites
 
@@ -146,6 +148,10 @@ def main() -> int:
     factory = TestHostFactory(STATE_ROOT)
     try:
         host = factory("paths")
+        if args.only_cuts:
+            with deployed(host, {"SGLANG_SIM_STARTUP_SCALE": "0"}) as deployment:
+                cut_tries(host, deployment, args.tries)
+            return 0
         with deployed(host, {**FAST_SIM}) as deployment:
             full = compare(deployment, Workload.fixed_concurrency(128, 512, 128), args.trials)
         show("full speed, EAGLE, concurrency 128, 512 x 128 tokens (ratio: to direct)", full)
