@@ -205,7 +205,8 @@ def test_a_link_cut_mid_run_is_a_disturbed_round(
         assert why.startswith("network stall of "), why
         seconds = float(why.split()[3])
         at = float(why.split()[6])
-        assert 2.0 <= seconds <= 12 and 0.5 <= at <= 5.0, why  # a 3-s cut 1.5 s in
+        # 1.5 s after the call: on the host path the generator starts first, so it may be 0.x s
+        assert 2.0 <= seconds <= 12 and 0.0 <= at <= 5.0, why
         clean = run_round(deployment, workload, model="qwen3-8b")
         assert clean.disturbed == "", clean.disturbed
     finally:
