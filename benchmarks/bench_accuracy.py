@@ -26,18 +26,26 @@ loop clock is cached per turn in whole milliseconds). All are fixed (pool warmin
 send-time stamp in loadgen.py; arrival stamped on receipt, exact wake-ups and uvloop in the
 simulator). What remains is loopback transit and process wake-up on a shared 2-core VM: a few
 tenths of a millisecond on a quiet machine, more when other processes load both cores.
+``--via-host`` runs the same through the on-host generator (``bench_from = "host"``): the
+simulator as the systemd service of the nspawn test host (tests/testhost.py; needs root), the
+generator shipped over SSH and run there with the host's Python.
 Usage: ``python benchmarks/bench_accuracy.py [--requests 64] [--tokens 64] [--concurrency 16]
-[--rate 20]``.
+[--rate 20] [--via-host]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import socket
 import statistics
+import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from pytest_sglang.bench import BenchResult, Workload, run_workload
 from pytest_sglang.sim.launch import start_simulator
@@ -149,15 +157,55 @@ def _wake_up_floor(rounds: int = 200, idle_s: float = 0.02) -> tuple[float, floa
     return statistics.median(trips), trips[int(0.9 * len(trips))]
 
 
+@contextlib.contextmanager
+def _on_test_host(env: dict[str, str]) -> Iterator[Callable[[Workload], BenchResult]]:
+    """The simulator as the test host's service; runs go through the on-host generator."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from helpers import host_entry, save_inventory
+    from testhost import STATE_ROOT, TestHostFactory
+
+    from pytest_sglang.bench.paths import route_of, run_round
+    from pytest_sglang.config import ServerConfig
+    from pytest_sglang.session import SglangSession
+
+    factory = TestHostFactory(STATE_ROOT)
+    try:
+        host = factory("acc")
+        with tempfile.TemporaryDirectory() as tmp:
+            entry = host_entry(
+                "testhost", host, "sglang-acc.service", {**env, "SGLANG_SIM_STARTUP_SCALE": "0"}
+            )
+            inventory = save_inventory(Path(tmp) / "hosts.toml", entry)
+            session = SglangSession(
+                ["testhost"], inventory=inventory, ssh_config=None, ready_timeout=60
+            )
+            try:
+                config = ServerConfig(model_path="sim", extra_args=("--enable-metrics",))
+                deployment = session.host("testhost").deployment(config)
+                route = route_of(deployment, "host")
+                yield lambda w: run_round(deployment, w, model="sim", route=route).result
+            finally:
+                session.restore_all()
+    finally:
+        factory.close()
+
+
+@contextlib.contextmanager
+def _here(env: dict[str, str]) -> Iterator[Callable[[Workload], BenchResult]]:
+    with start_simulator("--enable-metrics", env=env) as sim:
+        yield lambda w: run_workload(sim.url, w)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rate", type=float, default=20.0, help="requests/s, evenly spaced")
+    parser.add_argument("--via-host", action="store_true", help="through the on-host generator")
     args = parser.parse_args()
     env = {"SGLANG_SIM_TTFT_MS": str(TTFT_MS), "SGLANG_SIM_ITL_MS": str(ITL_MS)}
-    with start_simulator("--enable-metrics", env=env) as sim:
+    with (_on_test_host if args.via_host else _here)(env) as run:
         workloads = (
             Workload.fixed_concurrency(
                 args.concurrency, num_requests=args.requests, output_tokens=args.tokens
@@ -172,7 +220,7 @@ def main() -> None:
             f"median, {p90_rtt:.2f} ms p90 (each TTFT sample pays about one round trip)"
         )
         for workload in workloads:
-            _report(workload, run_workload(sim.url, workload))
+            _report(workload, run(workload))
 
 
 if __name__ == "__main__":

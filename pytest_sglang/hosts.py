@@ -18,6 +18,7 @@ names the host, the field and the file::
     known_hosts = "~/.ssh/known_hosts"    # optional
     identity = "~/.ssh/id_ed25519"        # optional
     sudo = false                          # optional
+    bench_from = "host"                   # optional: where benchmark load comes from
 
     [hosts.local]                         # the simulator: production's command line, for
     production = "--model-path /models/Qwen3-8B --tp-size 2"   # production(**changes)
@@ -44,7 +45,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["LOCAL_HOST", "HostSpec", "resolve_host", "transport_for"]
+__all__ = ["BENCH_FROM", "LOCAL_HOST", "HostSpec", "resolve_host", "transport_for"]
 
 #: The host name of the embedded simulator (also the default when no host is given).
 LOCAL_HOST = "local"
@@ -54,7 +55,12 @@ _SERVICE_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Inventory keys and their types; unknown keys are refused so that typos do not go unnoticed.
+#: Where a benchmark's load comes from (``bench_from``; unset: the best that works): the GPU
+#: host itself, this machine straight to the server's address, or through the SSH forward.
+BENCH_FROM = ("host", "direct", "forward")
+
 _STR_KEYS = (
+    "bench_from",
     "ssh",
     "service",
     "launch",
@@ -97,6 +103,9 @@ class HostSpec:
     #: Production's command line (its flags, or the whole line) where the host has no service
     #: to read it from, e.g. the ``local`` simulator: what ``production()`` starts from.
     production: str | None = None
+    #: Where benchmark load comes from (one of :data:`BENCH_FROM`); "" is the best that works,
+    #: found at the first benchmark.
+    bench_from: str = ""
     #: Where the spec came from (inventory path, ssh config path or "inline"), for messages.
     source: str = ""
 
@@ -162,6 +171,12 @@ def _check_entry(entry: Any, what: str, path: Path) -> dict[str, Any]:
         if key in _BOOL_KEYS and not isinstance(value, bool):
             raise InventoryError(
                 f"{what} in {path}: {key!r} must be true or false, got {type(value).__name__}"
+            )
+        if key == "bench_from" and value not in BENCH_FROM:
+            raise InventoryError(
+                f"{what} in {path}: bench_from {value!r} is not one of "
+                + ", ".join(f'"{v}"' for v in BENCH_FROM)
+                + " (leave it out for the best that works)"
             )
         if key == "deployer" and value not in DEPLOYERS:
             raise InventoryError(
@@ -275,6 +290,7 @@ def _ssh_spec(
         env=dict(entry.get("env", {})),
         deployer=entry.get("deployer", "systemd"),
         production=entry.get("production"),
+        bench_from=str(entry.get("bench_from") or ""),
         source=where,
     )
 

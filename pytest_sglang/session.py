@@ -411,6 +411,10 @@ class SglangSession:
             "benchmarks": list(benchmarks or []) + self.merged.get("benchmarks", []),
             "comparisons": list(comparisons or []) + self.merged.get("comparisons", []),
         }
+        # where each host's benchmark load came from (host, direct or forward)
+        data["bench_from"] = {
+            row["host"]: row["bench_from"] for row in data["benchmarks"] if row.get("bench_from")
+        }
         quality = self.quality + self.merged.get("quality", [])
         holds = quality_holds(quality)
         if quality:

@@ -162,6 +162,14 @@ BAD_CASES = {
     "bad target": ('[hosts.x]\nssh = "ftp://a@b"\nservice = "s"\nlaunch = "/p"\n', "ssh target"),
     "bad port": ('[hosts.x]\nssh = "a@b:99999"\nservice = "s"\nlaunch = "/p"\n', "ssh target"),
     "bad service": ('[hosts.x]\nssh = "a@b"\nservice = "a b"\nlaunch = "/p"\n', "valid unit name"),
+    "bad bench_from": (
+        '[hosts.x]\nssh = "a@b"\nservice = "s"\nbench_from = "ssh"\n',
+        'bench_from \'ssh\' is not one of "host", "direct", "forward"',
+    ),
+    "bench_from not a string": (
+        '[hosts.x]\nssh = "a@b"\nservice = "s"\nbench_from = 1\n',
+        "'bench_from' must be a string",
+    ),
     "bad deployer": (
         '[hosts.x]\nssh = "a@b"\ndeployer = "k8s"\n',
         "unknown deployer 'k8s'; known: process, systemd",
@@ -181,6 +189,19 @@ def test_invalid_inventory(case: str, tmp_path: Path) -> None:
     message = str(info.value)
     assert "\n" not in message
     assert str(inv) in message or "'x'" in message
+
+
+def test_bench_from(tmp_path: Path) -> None:
+    """Unset is "" (the best that works, found at the first benchmark); else as written."""
+    inv = tmp_path / "sglang-hosts.toml"
+    inv.write_text(
+        '[hosts.x]\nssh = "a@b"\nservice = "s"\n[hosts.y]\nssh = "a@c"\nservice = "s"\n'
+        'bench_from = "forward"\n'
+    )
+    empty = tmp_path / "ssh_config"
+    empty.write_text("")
+    assert resolve_host("x", inventory_path=inv, ssh_config_path=empty).bench_from == ""
+    assert resolve_host("y", inventory_path=inv, ssh_config_path=empty).bench_from == "forward"
 
 
 def test_missing_inventory_file(tmp_path: Path) -> None:

@@ -27,18 +27,23 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from .metrics import BenchResult, RequestRecord, compute_metrics
 from .prometheus import Sample, parse_prometheus, run_delta
-from .workload import Workload
+
+if TYPE_CHECKING:  # a type only: on a GPU host this module runs without the package around it
+    from .workload import Workload
 
 __all__ = [
+    "RawRun",
     "complete_prompts",
     "fetch_prometheus",
     "fetch_server_accept_length",
+    "finish",
+    "generate",
     "run_workload",
     "run_workload_async",
     "warm_pool",
@@ -249,7 +254,9 @@ async def _exchange(
             text = (await response.text(errors="replace"))[:200].strip()
             raise _Failed(f"HTTP {response.status}", f"HTTP {response.status}: {text}")
         async for data in _events(response):
-            parser.feed(data, time.perf_counter())
+            now = time.perf_counter()
+            record.arrived(now)
+            parser.feed(data, now)
         parser.close(time.perf_counter())
 
 
@@ -371,6 +378,33 @@ async def _report_progress(
         progress(RunProgress(len(records), total, tokens, time.perf_counter() - began))
 
 
+@dataclass
+class RawRun:
+    """What a run measured, before any figure is computed: its requests as they finished, its
+    wall time, and what the server said about itself before and after.
+
+    The boundary between generating load and computing figures: the generator may run on the
+    GPU host (:mod:`.agent`) and send this back, and :func:`finish` computes the same figures
+    from it wherever it was measured. ``began`` is the ``perf_counter`` of the measured
+    phase's start on the generator's clock (records' times are on the same clock).
+    """
+
+    records: list[RequestRecord]
+    duration: float
+    began: float = 0.0
+    scrape_before: Sample | None = None
+    scrape_after: Sample | None = None
+    accept: float | None = None
+
+
+def finish(raw: RawRun) -> BenchResult:
+    """The run's figures (:func:`~.metrics.compute_metrics`, plus the server's own deltas)."""
+    result = compute_metrics(raw.records, raw.duration, server_accept_length=raw.accept)
+    if raw.scrape_before and raw.scrape_after:
+        result.server_metrics = run_delta(raw.scrape_before, raw.scrape_after)
+    return result
+
+
 async def run_workload_async(
     base_url: str,
     workload: Workload,
@@ -386,6 +420,20 @@ async def run_workload_async(
     there (the rest is cancelled and not counted): how a probe of the sustainable-rate search
     ends as soon as its outcome is certain.
     """
+    raw = await generate(base_url, workload, model=model, on_record=observe, progress=progress)
+    return finish(raw)
+
+
+async def generate(
+    base_url: str,
+    workload: Workload,
+    *,
+    model: str = "default",
+    on_record: Callable[[RequestRecord], bool | None] | None = None,
+    progress: ProgressSink | None = None,
+) -> RawRun:
+    """Send ``workload``'s requests and time them; ``on_record`` sees each as it finishes and
+    stops the run by returning True; ``progress`` hears about once a second how far it got."""
     base_url = base_url.rstrip("/")
     requests = workload.requests()
     limit = workload.concurrency or workload.num_requests
@@ -417,7 +465,7 @@ async def run_workload_async(
                 # kept as each finishes: at the run's deadline, what finished still counts
                 record = await _one(session, base_url, workload, prompt, model, output_tokens)
                 records.append(record)
-                if observe is not None and observe(record) and not stopped:
+                if on_record is not None and on_record(record) and not stopped:
                     stopped.append(launcher)
                     launcher.cancel()
 
@@ -451,17 +499,21 @@ async def run_workload_async(
         try:
             await asyncio.wait_for(launcher, workload.total_timeout_s)
         except asyncio.CancelledError:
-            if not stopped:  # cancelled from outside, not by ``observe``
+            if not stopped:  # cancelled from outside, not by ``on_record``
                 raise
         except (asyncio.TimeoutError, TimeoutError):
             missing = workload.num_requests - len(records)
-            records.extend(
+            late = [
                 RequestRecord(start=began).fail(
                     "run deadline",
                     f"not finished within the run's {workload.total_timeout_s:g} s deadline",
                 )
                 for _ in range(missing)
-            )
+            ]
+            records.extend(late)
+            if on_record is not None:
+                for record in late:
+                    on_record(record)
         finally:
             if reporter is not None:
                 reporter.cancel()
@@ -470,10 +522,7 @@ async def run_workload_async(
         accept = None
         if workload.api == "chat" and any(r.ok for r in records):
             accept = await fetch_server_accept_length(session, base_url)
-    result = compute_metrics(records, duration, server_accept_length=accept)
-    if scrape_before and scrape_after:
-        result.server_metrics = run_delta(scrape_before, scrape_after)
-    return result
+    return RawRun(records, duration, began, scrape_before, scrape_after, accept)
 
 
 def run_workload(

@@ -51,10 +51,22 @@ class RequestRecord:
     #: /generate the token ids: what quality evals read (:mod:`pytest_sglang.quality`).
     text: str = ""
     output_ids: list[int] = field(default_factory=list)
+    #: The longest silence between two events of the stream (s), and when it began
+    #: (``perf_counter``): what the stall check reads, whatever the ITL definitions are.
+    longest_gap: float = 0.0
+    longest_gap_at: float = 0.0
+    #: When the last event arrived (``perf_counter``; 0.0 before the first).
+    last_event: float = 0.0
 
     @property
     def ok(self) -> bool:
         return not self.reason
+
+    def arrived(self, now: float) -> None:
+        """An event of the stream arrived at ``now``: keeps the longest gap between events."""
+        if self.last_event and now - self.last_event > self.longest_gap:
+            self.longest_gap, self.longest_gap_at = now - self.last_event, self.last_event
+        self.last_event = now
 
     def fail(self, reason: str, error: str) -> RequestRecord:
         """Mark as failed; the first failure wins (it is the cause, later ones are effects)."""

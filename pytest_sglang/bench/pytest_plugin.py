@@ -10,10 +10,15 @@ After each run the figures go through the baseline gates (:mod:`pytest_sglang.ba
 gatekeeper and the test's ``sglang_gate`` markers this plugin finds in the stash): the
 comparison, ``--sglang-confirm`` re-runs of a regression, ``--sglang-baseline-save``, and the
 test failing with one line when a regression stands.
+
+Each round runs from the host's ``bench_from`` path (:mod:`.paths`) and is checked for stalls
+(:mod:`.stalls`): a disturbed round is said, kept in ``extra_info["disturbed"]`` and repeated
+once; disturbed again, the test fails with the reason and nothing reaches the gates.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, overload
 
 import pytest
@@ -23,9 +28,10 @@ from ..errors import SglangError
 from ..options import number
 from ..secrets import REDACTED
 from ..stash import GATES_KEY, RESULTS_KEY, bench_results, gatekeeper
-from ..terminal import Column, LiveLine, TextTable, write_table
-from .loadgen import RunProgress, run_workload
-from .metrics import BenchResult, RequestRecord
+from ..terminal import Column, LiveLine, TextTable, write_lines, write_table
+from .loadgen import RunProgress
+from .metrics import BenchResult
+from .paths import run_round
 from .search import SearchResult, run_search
 from .slo import Slo, slo_figures
 from .workload import SloSearch, Workload
@@ -122,32 +128,37 @@ class SglangBench:
                 f"{p.tokens_per_s:.0f} tok/s, {p.elapsed_s:.0f}s elapsed, ETA {eta}"
             )
 
+        notes: list[str] = []
+        paths: list[str] = []
+        failure: list[tuple[BenchResult, str]] = []
+
         def one_round() -> BenchResult:
-            records: list[RequestRecord] = []
-
-            def keep(record: RequestRecord) -> bool:
-                records.append(record)
-                return False  # never stops the run
-
-            try:
-                result = run_workload(
-                    self.deployment.base_url,
-                    workload,
-                    model=self.model,
-                    progress=show,
-                    observe=None if target is None else keep,
-                )
-            finally:
-                live.clear()
-            runs.append(result)
-            if target is not None:
-                slo_rounds.append(slo_figures(target, records, result.duration))
-            return result
+            for attempt in (1, 2):
+                try:
+                    measured = run_round(self.deployment, workload, model=self.model, progress=show)
+                finally:
+                    live.clear()
+                paths.append(measured.bench_from)
+                if not measured.disturbed:
+                    runs.append(measured.result)
+                    if target is not None:
+                        figures = slo_figures(target, measured.records, measured.result.duration)
+                        slo_rounds.append(figures)
+                    return measured.result
+                n = len(runs) + 1
+                again = "repeated" if attempt == 1 else "disturbed twice"
+                notes.append(f"round {n}: disturbed: {measured.disturbed} ({again})")
+            failure.append((measured.result, measured.disturbed))
+            raise _Disturbed(measured.disturbed)
 
         self.config.stash.setdefault(_OURS_KEY, set()).add(self.benchmark.fullname)
-        self.benchmark.pedantic(one_round, rounds=rounds, iterations=1, warmup_rounds=0)
+        with contextlib.suppress(_Disturbed):
+            self.benchmark.pedantic(one_round, rounds=rounds, iterations=1, warmup_rounds=0)
+        if failure:
+            self._disturbed(workload, runs, failure[0], notes, paths)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
+        info.update(bench_from=paths[-1], disturbed=notes)
         if slo_rounds:
             info.update(slo_rounds[-1])
             info["goodput_rounds"] = [r["goodput"] for r in slo_rounds]
@@ -215,8 +226,15 @@ class SglangBench:
 
         def rerun() -> list[dict[str, Any]]:
             start = len(runs)
-            for _ in range(rounds):
-                one_round()
+            try:
+                for _ in range(rounds):
+                    one_round()
+            except _Disturbed as exc:
+                pytest.fail(
+                    f"{workload.name} on {self.deployment.host}: a confirmation round was "
+                    f"disturbed twice ({exc}); not compared with the baseline",
+                    pytrace=False,
+                )
             return figures(start)
 
         try:
@@ -244,6 +262,28 @@ class SglangBench:
         if outcome.failure:
             pytest.fail(outcome.failure, pytrace=False)
 
+    def _disturbed(
+        self,
+        workload: Workload,
+        runs: list[BenchResult],
+        failure: tuple[BenchResult, str],
+        notes: list[str],
+        paths: list[str],
+    ) -> None:
+        """A round disturbed twice: kept with its reason in every output, then the test fails
+        (the gates never see it)."""
+        __tracebackhide__ = True
+        result, why = failure
+        info = self._extra_info(workload, result, [*runs, result])
+        info.update(bench_from=paths[-1], disturbed=notes, gated=False)
+        self.benchmark.extra_info.update(info)
+        bench_results(self.config).append(info)
+        pytest.fail(
+            f"{workload.name} on {self.deployment.host}: round {len(runs) + 1} disturbed twice: "
+            f"{why}; not compared with the baseline (the figures would measure the network)",
+            pytrace=False,
+        )
+
     def _extra_info(
         self, workload: Workload | SloSearch, result: BenchResult | None, runs: list[BenchResult]
     ) -> dict[str, Any]:
@@ -266,6 +306,10 @@ class SglangBench:
             output_throughput_rounds=[r.output_throughput for r in runs],
         )
         return info
+
+
+class _Disturbed(Exception):
+    """A round disturbed twice (ends the rounds; the test then fails with the reason)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -339,4 +383,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    write_table(terminalreporter, "sglang benchmarks", benchmarks_table(bench_results(config)))
+    results = bench_results(config)
+    write_table(terminalreporter, "sglang benchmarks", benchmarks_table(results))
+    where = {r["host"]: r.get("bench_from", "") for r in results if r.get("bench_from")}
+    if where:
+        paths = ", ".join(f"{host}: {path}" for host, path in where.items())
+        write_lines(terminalreporter, f"load from: {paths}")
+    for r in results:
+        for note in r.get("disturbed", []):
+            write_lines(terminalreporter, f"{r['config_id']} {r['workload']}: {note}", yellow=True)

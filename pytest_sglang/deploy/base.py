@@ -232,6 +232,13 @@ class Deployer(ABC):
         words = [f"{k}={v}" for k, v in env.items()]
         return "env " + " ".join(["%s"] * len(words)) + " ", words
 
+    def python_words(self) -> list[str]:
+        """The words that run the launcher's Python on the host, its environment first (what
+        the probes run; the benchmark's on-host load generator runs with it too)."""
+        argv = self.launcher()
+        _prefix, env = self._env_prefix()
+        return [*(["env", *env] if env else []), simulator_python(argv) or argv[0]]
+
     def _run_launcher(self, argv: list[str], timeout: float) -> tuple[int, str, str]:
         prefix, args = self._env_prefix()
         command = prefix + " ".join(["%s"] * len(argv))

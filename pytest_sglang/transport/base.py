@@ -17,7 +17,7 @@ from types import TracebackType
 
 from ..errors import TransportError
 
-__all__ = ["CommandResult", "CommandStream", "PortForward", "Transport"]
+__all__ = ["CommandResult", "CommandStream", "LinkWatch", "PortForward", "Transport"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,17 @@ class CommandStream(ABC):
         self.close()
 
 
+class LinkWatch(ABC):
+    """Round trips over a host's connection, timed while a benchmark runs, never reconnecting.
+
+    ``stop`` returns ``(sent, seconds)`` of each (``perf_counter``); one still unanswered counts
+    with the time it has waited so far, so a link that is cut at the end still shows.
+    """
+
+    @abstractmethod
+    def stop(self) -> list[tuple[float, float]]: ...
+
+
 class PortForward(ABC):
     """A local TCP port that reaches ``remote_host:remote_port`` as seen from the host."""
 
@@ -87,15 +98,24 @@ class Transport(ABC):
         self.round_trips += 1
         return self._run(command, timeout=timeout)
 
-    def stream(self, command: str, *args: object) -> CommandStream:
+    def stream(self, command: str, *args: object, stdin: bytes = b"") -> CommandStream:
         """Start ``command % quoted(args)`` through ``sh -c`` and follow its stdout (stderr is
-        discarded); TransportError when it cannot be started."""
+        discarded); ``stdin`` is what the command reads before its end of input.
+        TransportError when it cannot be started."""
         if args:
             command = command % tuple(shlex.quote(str(a)) for a in args)
         self.round_trips += 1
-        return self._stream(command)
+        return self._stream(command, stdin)
 
-    def _stream(self, command: str) -> CommandStream:
+    #: Connections opened so far: one more during a benchmark means it reconnected meanwhile.
+    connects: int = 0
+
+    def watch_link(self) -> LinkWatch | None:
+        """Start timing round trips over the open connection (the stall check of a benchmark
+        reads them); None where there is no connection to time (this machine)."""
+        return None
+
+    def _stream(self, command: str, stdin: bytes = b"") -> CommandStream:
         """Transports that cannot follow a command say so; callers fall back to polling."""
         raise NotImplementedError(f"{type(self).__name__} cannot stream a command")
 

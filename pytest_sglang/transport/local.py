@@ -14,6 +14,7 @@ import select
 import signal
 import subprocess
 import tempfile
+import threading
 
 from ..errors import CommandTimeout, TransportError
 from .base import CommandResult, CommandStream, PortForward, Transport
@@ -70,17 +71,19 @@ class LocalTransport(Transport):
             stderr=err.decode("utf-8", "replace"),
         )
 
-    def _stream(self, command: str) -> CommandStream:
+    def _stream(self, command: str, stdin: bytes = b"") -> CommandStream:
         try:
             proc = subprocess.Popen(
                 ["sh", "-c", command],
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
         except OSError as exc:
             raise TransportError(f"{self.name}: cannot start sh: {exc}", host=self.name) from exc
+        if stdin:
+            threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
         return LocalCommandStream(proc, command)
 
     @staticmethod
@@ -167,6 +170,15 @@ class LocalCommandStream(CommandStream):
             self.proc.wait(timeout=_DRAIN_SECONDS)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write a command's input and close it (in a thread: a pipe holds only 64 KiB)."""
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        proc.stdin.write(data)
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
 
 
 def _short(command: str, limit: int = 200) -> str:

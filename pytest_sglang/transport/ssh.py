@@ -36,11 +36,11 @@ from typing import Any
 import paramiko
 
 from ..errors import CommandTimeout, ConnectError, HostKeyError, TransportError
-from .base import CommandResult, CommandStream, PortForward, Transport
+from .base import CommandResult, CommandStream, LinkWatch, PortForward, Transport
 from .local import _short
 from .ssh_forward import SshPortForward
 
-__all__ = ["SshCommandStream", "SshPortForward", "SshTransport", "fingerprint"]
+__all__ = ["SshCommandStream", "SshLinkWatch", "SshPortForward", "SshTransport", "fingerprint"]
 
 _CHUNK = 65536
 _POLL = 0.2  # the longest a wait goes without re-checking deadline and connection
@@ -168,6 +168,7 @@ class SshTransport(Transport):
             if self.keepalive:
                 live.set_keepalive(self.keepalive)
             self._client = client
+            self.connects += 1
             return live
 
     def _reset(self) -> None:
@@ -407,12 +408,14 @@ class SshTransport(Transport):
         finally:
             chan.close()
 
-    def _stream(self, command: str) -> CommandStream:
+    def _stream(self, command: str, stdin: bytes = b"") -> CommandStream:
         """The command on its own channel of the shared connection, read as it arrives."""
         chan = self._session()
         try:
             chan.settimeout(self.connect_timeout)
             chan.exec_command(self._wrap(command))
+            if stdin:
+                chan.sendall(stdin)
             chan.shutdown_write()
         except (paramiko.SSHException, EOFError, OSError) as exc:
             chan.close()
@@ -543,6 +546,13 @@ class SshTransport(Transport):
             raise TransportError(f"{self.name}: cannot read {path} ({last})", host=self.name)
         return out
 
+    def watch_link(self) -> SshLinkWatch | None:
+        with self._lock:
+            live = self._client.get_transport() if self._client is not None else None
+        if live is None or not live.is_active():
+            return None
+        return SshLinkWatch(live)
+
     # -- port forwarding ---------------------------------------------------------------------
 
     def forward(self, remote_port: int, remote_host: str = "127.0.0.1") -> PortForward:
@@ -567,6 +577,43 @@ class SshTransport(Transport):
                 f"{self.name}: cannot open a tunnel to {remote_host}:{remote_port} ({exc})",
                 host=self.name,
             ) from exc
+
+
+class SshLinkWatch(LinkWatch):
+    """Keepalive requests (``keepalive@openssh.com``, answered by any sshd) on the live
+    connection, one at a time, each timed until its answer. Never on a new connection: a
+    watch that reconnected during a cut would itself be what a cut breaks."""
+
+    #: Seconds between two round trips: a stall of a second shows in a few of them.
+    INTERVAL = 0.2
+
+    def __init__(self, live: paramiko.Transport) -> None:
+        self.live = live
+        self.samples: list[tuple[float, float]] = []
+        self.pending: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sglang-link-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and self.live.is_active():
+            sent = self.pending = time.perf_counter()
+            try:
+                self.live.global_request("keepalive@openssh.com", wait=True)
+            except (paramiko.SSHException, EOFError, OSError):
+                return
+            self.samples.append((sent, time.perf_counter() - sent))
+            self.pending = None
+            self._stop.wait(self.INTERVAL)
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self._thread.join(timeout=self.INTERVAL * 2)
+        out = list(self.samples)
+        pending = self.pending
+        if pending is not None:
+            out.append((pending, time.perf_counter() - pending))
+        return out
 
 
 class SshCommandStream(CommandStream):

@@ -1,0 +1,188 @@
+"""Where the load comes from: the on-host generator, a direct client and the SSH forward, side by
+side on the systemd + sshd test host (the simulator as the service), and 10-s link cuts.
+
+Prints, per path (alternating, ``--trials`` each, the median):
+
+1. full speed (``SGLANG_SIM_TIME_SCALE=0``), EAGLE, concurrency 128, 512 x 128 tokens: output
+   tok/s and median TTFT. Target: the plugin's default path (``bench_from`` unset: the host)
+   >= 90 % of the direct client's tok/s (this machine to the server's address, on the host's
+   network) and its median TTFT within 10 %.
+2. realistic pacing (the simulator's performance model), concurrency 32: every metric of every
+   path within 3 % of the direct client's.
+3. a 10-s cut of the host's veth 2 s into a single-stream run, ``--tries`` times per path: the
+   rounds reported as disturbed (target: all of them), with the reason of each.
+
+Needs root, systemd-nspawn and sshd (it boots the nspawn test host of tests/testhost.py).
+Usage: .venv/bin/python benchmarks/bench_paths.py [--trials 3] [--tries 5]
+    [--skip-cuts | --only-cuts]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from helpers import FAST_SIM, host_entry, save_inventory  # noqa: E402
+
+from pytest_sglang.bench import Workload  # noqa: E402
+from pytest_sglang.bench.paths import route_of, run_round  # noqa: E402
+from pytest_sglang.config import ServerConfig  # noqa: E402
+from pytest_sglang.session import SglangSession  # noqa: E402
+
+SERVICE = "sglang-paths-bench.service"
+PATHS = ("host", "direct", "forward")
+CONFIG = ServerConfig(
+    model_path="/models/Qwen3-8B",
+    served_model_name="qwen3-8b",
+    host="0.0.0.0",  # reachable from this machine: the direct client needs it
+    speculative_algorithm="EAGLE",
+    speculative_num_steps=2,
+    speculative_eagle_topk=1,
+)
+METRICS = (
+    "output_throughput",
+    "median_ttft_ms",
+    "median_itl_ms",
+    "mean_tpot_ms",
+    "median_e2e_latency_ms",
+)
+
+
+@contextmanager
+def deployed(host: Any, env: dict[str, str]) -> Iterator[Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = save_inventory(
+            Path(tmp) / "hosts.toml", host_entry("testhost", host, SERVICE, env)
+        )
+        session = SglangSession(
+            ["testhost"], inventory=inventory, ssh_config=None, ready_timeout=60
+        )
+        try:
+            yield session.host("testhost").deployment(CONFIG)
+        finally:
+            session.restore_all()
+
+
+def compare(deployment: Any, workload: Workload, trials: int) -> dict[str, dict[str, float]]:
+    """Median of each metric per path over alternating trials (the default path: 'plugin')."""
+    routes = {kind: route_of(deployment, kind) for kind in PATHS}
+    figures: dict[str, list[dict[str, Any]]] = {kind: [] for kind in PATHS}
+    for _ in range(trials):
+        for kind, route in routes.items():
+            measured = run_round(deployment, workload, model="qwen3-8b", route=route)
+            info = measured.result.as_dict()
+            info["disturbed"] = measured.disturbed
+            figures[kind].append(info)
+    out: dict[str, dict[str, float]] = {}
+    for kind, runs in figures.items():
+        out[kind] = {m: statistics.median(float(r[m] or 0.0) for r in runs) for m in METRICS}
+        out[kind]["failed"] = sum(r["failed"] for r in runs)
+        out[kind]["disturbed"] = sum(bool(r["disturbed"]) for r in runs)
+    return out
+
+
+def show(title: str, figures: dict[str, dict[str, float]]) -> None:
+    print(f"\n{title}")
+    print(f"{'path':<8} " + " ".join(f"{m:>22}" for m in METRICS) + "  failed disturbed")
+    direct = figures["direct"]
+    for kind, row in figures.items():
+        cells = []
+        for m in METRICS:
+            ratio = row[m] / direct[m] if direct[m] else float("nan")
+            cells.append(f"{row[m]:>12.1f} ({ratio:6.1%})")
+        print(f"{kind:<8} " + " ".join(cells) + f"  {row['failed']:>6.0f} {row['disturbed']:>9.0f}")
+
+
+def cut_tries(host: Any, deployment: Any, tries: int) -> None:
+    print("\n10-s cut of the veth 2 s into a single-stream run (1024 tokens)")
+    workload = Workload.single_stream(1024, warmup_requests=0)
+    veth = f"vh-{host.name}"
+    for kind in PATHS:
+        route = route_of(deployment, kind)
+        reasons = []
+        for _ in range(tries):
+
+            def cut() -> None:
+                time.sleep(2.0)
+                subprocess.run(["ip", "link", "set", veth, "down"], check=True)
+                try:
+                    time.sleep(10.0)
+                finally:
+                    subprocess.run(["ip", "link", "set", veth, "up"], check=True)
+
+            cutter = threading.Thread(target=cut)
+            cutter.start()
+            measured = run_round(deployment, workload, model="qwen3-8b", route=route)
+            cutter.join()
+            reasons.append(measured.disturbed)
+            time.sleep(1.0)
+        hit = sum(bool(r) for r in reasons)
+        print(f"{kind:<8} disturbed {hit}/{tries}: " + " | ".join(r or "(clean)" for r in reasons))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--tries", type=int, default=5)
+    parser.add_argument("--skip-cuts", action="store_true")
+    parser.add_argument("--only-cuts", action="store_true")
+    args = parser.parse_args()
+    from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites
+
+    missing = missing_prerequisites()
+    if missing:
+        print("bench_paths: cannot boot the test host: needs " + ", ".join(missing))
+        return 2
+    factory = TestHostFactory(STATE_ROOT)
+    try:
+        host = factory("paths")
+        if args.only_cuts:
+            with deployed(host, {"SGLANG_SIM_STARTUP_SCALE": "0"}) as deployment:
+                cut_tries(host, deployment, args.tries)
+            return 0
+        with deployed(host, {**FAST_SIM}) as deployment:
+            full = compare(deployment, Workload.fixed_concurrency(128, 512, 128), args.trials)
+        show("full speed, EAGLE, concurrency 128, 512 x 128 tokens (ratio: to direct)", full)
+        plugin, direct = full["host"], full["direct"]
+        tok = plugin["output_throughput"] / direct["output_throughput"]
+        ttft = plugin["median_ttft_ms"] / direct["median_ttft_ms"] - 1
+        print(
+            f"target: plugin (host) tok/s >= 90 % of direct: {tok:.1%} "
+            f"({'met' if tok >= 0.9 else 'MISSED'}); median TTFT within 10 %: {ttft:+.1%} "
+            f"({'met' if abs(ttft) <= 0.1 or ttft < 0 else 'MISSED'})"
+        )
+        paced_env = {"SGLANG_SIM_STARTUP_SCALE": "0"}
+        with deployed(host, paced_env) as deployment:
+            paced = compare(deployment, Workload.fixed_concurrency(32, 96, 128), args.trials)
+            show("realistic pacing, concurrency 32, 96 x 128 tokens (ratio: to direct)", paced)
+            worst = max(
+                abs(paced[k][m] / paced["direct"][m] - 1)
+                for k in PATHS
+                for m in METRICS
+                if paced["direct"][m]
+            )
+            print(
+                f"target: every metric within 3 %: worst {worst:.1%} "
+                f"({'met' if worst <= 0.03 else 'MISSED'})"
+            )
+            if not args.skip_cuts:
+                cut_tries(host, deployment, args.tries)
+    finally:
+        factory.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

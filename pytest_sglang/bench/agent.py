@@ -1,0 +1,214 @@
+"""The load generator as it runs on the GPU host: :mod:`.loadgen` itself, fed and read over SSH.
+
+Why on the host: through one SSH port forward the forward is what gets measured (30-46k tok/s
+against 164-180k reached directly, on the systemd test host). The same client, next to the
+server, measures the server. Why shipped and not installed: nothing may stay on a host. The
+sources of :mod:`.metrics`, :mod:`.prometheus`, :mod:`.loadgen` and this module travel on the
+command's stdin (:func:`payload`) and :data:`BOOT` executes them as the package
+``_sglang_bench`` in memory: no file is written, so nothing is left behind even when the
+session is killed. The host's own Python runs it (the launcher's: SGLang's environment has
+aiohttp); a host without aiohttp answers one ``missing`` line.
+
+What comes back is JSON lines on stdout: ``{"record": ...}`` as each request finishes,
+``{"beat": ...}`` every :data:`BEAT_S` s from a writer thread (so a stalled SSH channel shows
+as lines arriving late, and a full pipe never blocks the event loop that times the streams),
+then ``{"done": ...}``. Each line carries ``t``, the host's ``perf_counter`` when it was
+written. When stdout breaks (the session went away) the process ends at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from .loadgen import RawRun, generate
+from .metrics import RequestRecord
+
+if TYPE_CHECKING:
+    from .prometheus import Sample
+    from .workload import Workload
+
+__all__ = ["BOOT", "PACKAGE", "Plan", "main", "payload", "raw_run", "record_of"]
+
+#: The in-memory package the shipped modules become on the host.
+PACKAGE = "_sglang_bench"
+#: Shipped in this order (each imports only the ones before it).
+MODULES = ("metrics", "prometheus", "loadgen", "agent")
+#: Seconds between heartbeat lines.
+BEAT_S = 0.2
+
+#: ``python -c`` program on the host: reads the payload from stdin, runs the agent. Any
+#: failure to start (no aiohttp, a Python too old to read the sources) is one JSON line.
+BOOT = """
+import json, sys, types
+try:
+    d = json.loads(sys.stdin.buffer.read())
+    P = d["package"]
+    pkg = types.ModuleType(P)
+    pkg.__path__ = []
+    sys.modules[P] = pkg
+    for name, src in d["modules"]:
+        m = types.ModuleType(P + "." + name)
+        m.__package__ = P
+        sys.modules[m.__name__] = m
+        exec(compile(src, "<pytest-sglang>/" + name + ".py", "exec"), m.__dict__)
+except ImportError as exc:
+    print(json.dumps({"missing": str(exc), "python": sys.version.split()[0]}), flush=True)
+    sys.exit(3)
+except BaseException as exc:
+    print(json.dumps({"error": type(exc).__name__ + ": " + str(exc)[:300]}), flush=True)
+    sys.exit(3)
+sys.exit(sys.modules[P + ".agent"].main(d["spec"]))
+"""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A :class:`~.workload.Workload` as the generator reads it, its requests resolved here
+    (prompt files and seeds stay on this machine; the host gets the words to send)."""
+
+    num_requests: int
+    output_tokens: int
+    concurrency: int | None
+    api: str
+    temperature: float
+    ignore_eos: bool
+    warmup_requests: int
+    request_timeout_s: float
+    total_timeout_s: float
+    prompts: list[str]
+    lengths: list[int]
+    delays: list[float]
+
+    @classmethod
+    def of(cls, workload: Workload) -> Plan:
+        requests = workload.requests()
+        return cls(
+            num_requests=workload.num_requests,
+            output_tokens=workload.output_tokens,
+            concurrency=workload.concurrency,
+            api=workload.api,
+            temperature=workload.temperature,
+            ignore_eos=workload.ignore_eos,
+            warmup_requests=workload.warmup_requests,
+            request_timeout_s=workload.request_timeout_s,
+            total_timeout_s=workload.total_timeout_s,
+            prompts=[p for p, _ in requests],
+            lengths=[n for _, n in requests],
+            delays=list(workload.arrival_delays()),
+        )
+
+    def requests(self) -> list[tuple[str, int]]:
+        return list(zip(self.prompts, self.lengths))
+
+    def arrival_delays(self) -> list[float]:
+        return list(self.delays)
+
+
+def payload(base_url: str, workload: Workload, model: str) -> bytes:
+    """What the host's Python reads on stdin: the sources and the run."""
+    here = Path(__file__).resolve().parent
+    modules = [(name, (here / f"{name}.py").read_text(encoding="utf-8")) for name in MODULES]
+    spec = {"base_url": base_url, "model": model, "plan": dataclasses.asdict(Plan.of(workload))}
+    return json.dumps({"package": PACKAGE, "modules": modules, "spec": spec}).encode()
+
+
+def record_of(data: dict[str, Any]) -> RequestRecord:
+    """A record sent back as JSON (fields this side does not know are dropped)."""
+    names = {f.name for f in dataclasses.fields(RequestRecord)}
+    return RequestRecord(**{k: v for k, v in data.items() if k in names})
+
+
+def _sample(data: Any) -> Sample | None:
+    if not isinstance(data, dict):
+        return None
+    return {name: (str(kind), [float(v) for v in values]) for name, (kind, values) in data.items()}
+
+
+def raw_run(records: list[RequestRecord], done: dict[str, Any]) -> RawRun:
+    """The run from its records and its ``done`` line."""
+    accept = done.get("accept")
+    return RawRun(
+        records=records,
+        duration=float(done["duration"]),
+        began=float(done.get("began") or 0.0),
+        scrape_before=_sample(done.get("scrape_before")),
+        scrape_after=_sample(done.get("scrape_after")),
+        accept=float(accept) if accept is not None else None,
+    )
+
+
+# -- on the host ------------------------------------------------------------------------------
+
+
+class _Writer:
+    """Writes lines from a queue to stdout in its own thread, with a heartbeat when idle."""
+
+    def __init__(self) -> None:
+        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def put(self, line: dict[str, Any]) -> None:
+        line["t"] = time.perf_counter()
+        self.lines.put(line)
+
+    def _run(self) -> None:
+        out = sys.stdout.buffer
+        while True:
+            try:
+                line = self.lines.get(timeout=BEAT_S)
+            except queue.Empty:
+                line = {"beat": True, "t": time.perf_counter()}
+            if line is None:
+                return
+            try:
+                out.write(json.dumps(line).encode() + b"\n")
+                out.flush()
+            except (OSError, ValueError):
+                os._exit(4)  # the session is gone: so is the run (nothing to clean up)
+
+    def close(self) -> None:
+        self.lines.put(None)
+        self.thread.join()
+
+
+def main(spec: dict[str, Any]) -> int:
+    """Run the plan against the server next to this process; the results go to stdout."""
+    writer = _Writer()
+    plan = Plan(**spec["plan"])
+    try:
+        raw = asyncio.run(
+            generate(
+                spec["base_url"],
+                cast("Workload", plan),
+                model=spec["model"],
+                on_record=lambda r: writer.put({"record": dataclasses.asdict(r)}),
+            )
+        )
+    except Exception as exc:  # reported as one line; the client makes it one error
+        writer.put({"error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        writer.close()
+        return 1
+    writer.put(
+        {
+            "done": {
+                "duration": raw.duration,
+                "began": raw.began,
+                "scrape_before": raw.scrape_before,
+                "scrape_after": raw.scrape_after,
+                "accept": raw.accept,
+            }
+        }
+    )
+    writer.close()
+    return 0

@@ -1,0 +1,118 @@
+"""Running :mod:`.agent` on the GPU host over SSH and reading its lines back.
+
+One command per round on the host's transport: the host's Python with :data:`~.agent.BOOT`,
+the sources and the run on stdin (:func:`~.agent.payload`), its stdout read as it arrives. Each
+line's lag (arrival here minus when the host wrote it, on two clocks whose offset cancels out)
+is kept: a lag that jumps by seconds is the SSH channel stalling, which the stall check
+reports, although the host's own timings are not touched by it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass, field
+
+from ..errors import SglangError, TransportError
+from ..transport.base import CommandStream, Transport
+from .agent import BOOT, payload, raw_run, record_of
+from .loadgen import RawRun
+from .metrics import RequestRecord
+from .workload import Workload
+
+__all__ = ["HostRun", "NoAiohttp", "run_on_host"]
+
+#: What the run may take beyond its own deadline before the reader gives up on the host.
+SLACK_S = 120.0
+#: How long the generator may take to exit after its last line.
+EXIT_S = 5.0
+
+
+class NoAiohttp(SglangError):
+    """The host's Python cannot run the generator (no aiohttp there, or too old)."""
+
+
+@dataclass
+class HostRun:
+    """What came back: the run (None when the stream ended before its ``done`` line), each
+    line's ``(host time, lag)``, and why the stream ended early ("" when it did not)."""
+
+    raw: RawRun | None
+    lags: list[tuple[float, float]] = field(default_factory=list)
+    lost: str = ""
+    lost_at: float = 0.0
+
+
+def _wait_for_exit(stream: CommandStream, bound: float = EXIT_S) -> None:
+    """Until the command has exited (bounded): when the run returns, nothing of it is left."""
+    until = time.monotonic() + bound
+    while time.monotonic() < until and stream.read(timeout=0.2) is not None:
+        pass
+
+
+def run_on_host(
+    transport: Transport,
+    python: list[str],
+    base_url: str,
+    workload: Workload,
+    *,
+    model: str,
+    where: str,
+) -> HostRun:
+    """Run ``workload`` with the host's ``python`` (its words, environment first) against
+    ``base_url`` as seen from the host."""
+    data = payload(base_url, workload, model)
+    command = " ".join(["%s"] * len(python)) + " -c %s"
+    try:
+        stream = transport.stream(command, *python, BOOT, stdin=data)
+    except TransportError as exc:  # its command carries the launcher's environment: not shown
+        raise TransportError(
+            f"{where}: cannot start the load generator on the host ({type(exc).__name__})",
+            host=transport.name,
+        ) from exc
+    records: list[RequestRecord] = []
+    out = HostRun(None)
+    deadline = time.monotonic() + workload.total_timeout_s + SLACK_S
+    buffer = b""
+    first_t: float | None = None
+    with stream:
+        while out.raw is None:
+            chunk = stream.read(timeout=1.0)
+            if chunk is None:
+                out.lost = stream.end or "the stream ended"
+                break
+            if time.monotonic() > deadline:
+                out.lost = f"no end of the run within {workload.total_timeout_s + SLACK_S:g} s"
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            now = time.perf_counter()
+            for line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue  # not ours (a sitecustomize printing?): ignored
+                if not isinstance(item, dict):
+                    continue
+                if isinstance(item.get("t"), (int, float)):
+                    first_t = item["t"] if first_t is None else first_t
+                    out.lags.append((float(item["t"]), now - float(item["t"])))
+                if "missing" in item:
+                    raise NoAiohttp(
+                        f"{where}: the host's Python ({shlex.join(python[-1:])}, "
+                        f"{item.get('python', '?')}) cannot run the load generator: "
+                        f"{item['missing']}"
+                    )
+                if "error" in item:
+                    raise SglangError(f"{where}: the load generator on the host: {item['error']}")
+                if "record" in item:
+                    records.append(record_of(item["record"]))
+                if "done" in item:
+                    out.raw = raw_run(records, item["done"])
+        _wait_for_exit(stream)
+    if out.raw is None and out.lags:
+        out.lost_at = out.lags[-1][0] - (first_t or out.lags[-1][0])
+    return out
