@@ -1,4 +1,4 @@
-"""The load generator: asyncio + aiohttp streams against SGLang's chat and /generate endpoints.
+"""The load generator: asyncio + aiohttp streams against SGLang's OpenAI and /generate endpoints.
 
 Why it never raises for a bad response: a benchmark of a config that half-works is a result
 (``failed=12, failures={"HTTP 503": 12}``), not a crash. Every request has a timeout, the run
@@ -62,15 +62,18 @@ def _body(
             },
             "stream": True,
         }
-    return "/v1/chat/completions", {
+    body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": "user", "content": prompt}],
         "max_tokens": output_tokens,
         "temperature": workload.temperature,
         "ignore_eos": workload.ignore_eos,
         "stream": True,
-        "stream_options": {"include_usage": True},
+        # usage on every chunk: how many tokens each chunk carried (per-token ITL)
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
     }
+    if workload.api == "completions":
+        return "/v1/completions", {**body, "prompt": prompt}
+    return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": prompt}]}
 
 
 async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
@@ -102,7 +105,13 @@ def _error_text(payload: Any) -> str | None:
 
 
 class _Stream:
-    """Parses one response's events into a :class:`RequestRecord`."""
+    """Parses one response's events into a :class:`RequestRecord`.
+
+    Per-token ITL needs each chunk's token count: the change of the running count the server
+    streams (``usage.completion_tokens`` on every OpenAI chunk with ``continuous_usage_stats``,
+    ``meta_info.completion_tokens`` on ``/generate``). A server that gives only the final count
+    gets the chunk gaps spread evenly over it at the end (:meth:`close`).
+    """
 
     def __init__(self, record: RequestRecord, api: str) -> None:
         self.record = record
@@ -112,14 +121,33 @@ class _Stream:
         self.usage_seen = False
         self.finish: str | None = None
         self.text_len = 0
+        #: the server's running completion-token count after the previous chunk
+        self.counted = 0
+        #: chunk gaps whose token count the server did not give
+        self.uncounted: list[float] = []
 
-    def text_arrived(self, now: float) -> None:
+    def text_arrived(self, now: float, tokens: int | None) -> None:
+        """A chunk with generated text; ``tokens`` it carried (None: the server did not say)."""
         r = self.record
         if r.ttft is None:
             r.ttft = now - r.start
         elif self.last is not None:
-            r.itls.append(now - self.last)
+            if tokens == 0:  # text but no new token (bench_serving skips such chunks too)
+                return
+            gap = now - self.last
+            r.chunk_gaps.append(gap)
+            if tokens is None:
+                self.uncounted.append(gap)
+            else:
+                r.itls.extend([gap / tokens] * tokens)
         self.last = now
+
+    def _count(self, total: Any) -> int | None:
+        """Tokens in this chunk from the server's running count (None when it sent none)."""
+        if not isinstance(total, int):
+            return None
+        new, self.counted = total - self.counted, total
+        return new
 
     def feed(self, data: bytes, now: float) -> None:
         if data == b"[DONE]":
@@ -134,20 +162,22 @@ class _Stream:
         if self.api == "generate":
             self._generate(payload, now)
         else:
-            self._chat(payload, now)
+            self._openai(payload, now)
 
-    def _chat(self, payload: dict[str, Any], now: float) -> None:
-        for choice in payload.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content") or delta.get("reasoning_content"):
-                self.text_arrived(now)
-            if choice.get("finish_reason"):
-                self.finish = str(choice["finish_reason"])
+    def _openai(self, payload: dict[str, Any], now: float) -> None:
         usage = payload.get("usage")
+        tokens = None
         if isinstance(usage, dict) and "completion_tokens" in usage:
             self.usage_seen = True
             self.record.prompt_tokens = int(usage.get("prompt_tokens") or 0)
             self.record.completion_tokens = int(usage["completion_tokens"])
+            tokens = self._count(self.record.completion_tokens)
+        for choice in payload.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if choice.get("text") or delta.get("content") or delta.get("reasoning_content"):
+                self.text_arrived(now, tokens)
+            if choice.get("finish_reason"):
+                self.finish = str(choice["finish_reason"])
 
     def _generate(self, payload: dict[str, Any], now: float) -> None:
         if "output_ids" in payload:
@@ -155,15 +185,17 @@ class _Stream:
         else:  # older servers: only the cumulative text tells that tokens arrived
             arrived = len(str(payload.get("text") or "")) > self.text_len
         self.text_len = len(str(payload.get("text") or ""))
-        if arrived:
-            self.text_arrived(now)
         meta = payload.get("meta_info")
         if not isinstance(meta, dict):
             raise ValueError("a /generate event has no meta_info")
+        tokens = None
         if "completion_tokens" in meta:
             self.usage_seen = True
             self.record.prompt_tokens = int(meta.get("prompt_tokens") or 0)
             self.record.completion_tokens = int(meta["completion_tokens"])
+            tokens = self._count(self.record.completion_tokens)
+        if arrived:
+            self.text_arrived(now, tokens)
         reason = meta.get("finish_reason")
         if isinstance(reason, dict):
             self.finish = str(reason.get("type"))
@@ -184,6 +216,11 @@ class _Stream:
                 "no token counts in the stream (usage chunk / meta_info.completion_tokens)",
             )
         r.e2e = now - r.start
+        if self.uncounted:
+            # no per-chunk counts: the tokens after the first chunk spread evenly over the gaps
+            per_chunk = (r.completion_tokens - 1) / len(self.uncounted)
+            r.itls.extend(g / per_chunk if per_chunk > 0 else g for g in self.uncounted)
+            r.itl_counts = "even spread"
 
 
 class _Failed(Exception):
@@ -398,7 +435,7 @@ async def run_workload_async(
         duration = time.perf_counter() - began
         scrape_after = await fetch_prometheus(session, base_url) if scrape_before else None
         accept = None
-        if workload.api == "chat" and any(r.ok for r in records):
+        if workload.api != "generate" and any(r.ok for r in records):
             accept = await fetch_server_accept_length(session, base_url)
     result = compute_metrics(records, duration, server_accept_length=accept)
     if scrape_before and scrape_after:
