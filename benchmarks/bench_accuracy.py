@@ -26,6 +26,10 @@ loop clock is cached per turn in whole milliseconds). All are fixed (pool warmin
 send-time stamp in loadgen.py; arrival stamped on receipt, exact wake-ups and uvloop in the
 simulator). What remains is loopback transit and process wake-up on a shared 2-core VM: a few
 tenths of a millisecond on a quiet machine, more when other processes load both cores.
+After the burst, the same burst from the leanest client possible (blocking sockets connected in
+advance, bytes prepared in advance, one select loop) is timed: the TTFT floor that the server
+and the machine set at that moment. Ours minus that floor is what our client adds; on the shared
+machine under load the floor itself moves by tens of milliseconds (docs/metrics.md).
 Usage: ``python benchmarks/bench_accuracy.py [--requests 64] [--tokens 64] [--concurrency 16]
 [--rate 20]``.
 """
@@ -33,8 +37,10 @@ Usage: ``python benchmarks/bench_accuracy.py [--requests 64] [--tokens 64] [--co
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import selectors
 import socket
 import statistics
 import time
@@ -149,6 +155,46 @@ def _wake_up_floor(rounds: int = 200, idle_s: float = 0.02) -> tuple[float, floa
     return statistics.median(trips), trips[int(0.9 * len(trips))]
 
 
+def _raw_burst_ttft(url: str, streams: int, rounds: int = 8) -> float:
+    """Median TTFT (ms) of ``streams`` /generate requests sent at once by the leanest client
+    possible: blocking sockets connected in advance, bytes prepared in advance, one select loop
+    that stamps the first ``data:`` of each stream. What no client can measure below on this
+    machine at this moment: the server's and the kernel's share of the burst."""
+    host, port = url.removeprefix("http://").split(":")
+    body = json.dumps(
+        {"text": "one two three", "sampling_params": {"max_new_tokens": 2}, "stream": True}
+    ).encode()
+    head = (
+        f"POST /generate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    samples: list[float] = []
+    for _ in range(rounds):
+        socks = [socket.create_connection((host, int(port))) for _ in range(streams)]
+        for s in socks:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        time.sleep(0.1)  # the server has accepted them: handshakes are not in the burst
+        started: dict[socket.socket, float] = {}
+        seen: dict[socket.socket, bytes] = {s: b"" for s in socks}
+        with selectors.DefaultSelector() as sel:
+            for s in socks:
+                started[s] = time.perf_counter()
+                s.sendall(head + body)
+                sel.register(s, selectors.EVENT_READ)
+            while sel.get_map():
+                for key, _ in sel.select():
+                    s = key.fileobj
+                    assert isinstance(s, socket.socket)
+                    seen[s] += s.recv(65536)
+                    if b"data:" in seen[s]:
+                        samples.append((time.perf_counter() - started[s]) * 1000)
+                        sel.unregister(s)
+        for s in socks:
+            s.close()
+        time.sleep(0.2)
+    return statistics.median(samples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=64)
@@ -173,6 +219,14 @@ def main() -> None:
         )
         for workload in workloads:
             _report(workload, run_workload(sim.url, workload))
+            if workload.request_rate is None:  # the burst: next to the leanest client's figure
+                floor = _raw_burst_ttft(sim.url, args.concurrency)
+                print(
+                    f"raw-socket floor: {args.concurrency} /generate requests at once from "
+                    f"blocking sockets connected in advance: median TTFT {floor:.2f} ms "
+                    f"({floor - TTFT_MS:+.2f} over the truth): what the server and this machine "
+                    "add, whatever the client"
+                )
 
 
 if __name__ == "__main__":
