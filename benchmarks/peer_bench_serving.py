@@ -6,8 +6,9 @@ SGLang's own ``sglang.benchmark.serving`` (the real 0.5.23 package, run offline 
 (speculative decoding: 2-4 tokens per chunk, where per-token ITL and chunk gaps differ) at a
 real time scale. Both send the same requests: the same prompts (a local ShareGPT-format file of
 32-word prompts, read by both), 128 output tokens (``--tokens``), greedy, ignore_eos, one warmup
-request, and the same arrival gaps (ours, from :meth:`Workload.arrival_delays`, replayed into bench_serving
-in place of its own Poisson draw). Three loads: single stream, concurrency 16, Poisson 8/s.
+request, and the same arrival gaps (ours, from :meth:`Workload.arrival_delays`, replayed into
+bench_serving in place of its own Poisson draw). Three loads: single stream, concurrency 16,
+Poisson 8/s.
 
 Printed per load and metric: bench_serving's figure and ours (medians over the trials) and
 ours / theirs. Targets: throughput, TPOT, E2E and per-token ITL within 3 %; TTFT differs by

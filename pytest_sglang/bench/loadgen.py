@@ -136,16 +136,19 @@ class _Stream:
                 return
             gap = now - self.last
             r.chunk_gaps.append(gap)
-            if tokens is None:
+            if tokens == 1:
+                r.itls.append(gap)
+            elif tokens is None:
                 self.uncounted.append(gap)
             else:
                 r.itls.extend([gap / tokens] * tokens)
         self.last = now
 
-    def _count(self, total: Any) -> int | None:
-        """Tokens in this chunk from the server's running count (None when it sent none)."""
-        if not isinstance(total, int):
-            return None
+    def _count(self, counts: dict[str, Any], total: int) -> int:
+        """Record the server's running counts; the tokens this chunk added to them."""
+        self.usage_seen = True
+        self.record.prompt_tokens = counts.get("prompt_tokens") or 0
+        self.record.completion_tokens = total
         new, self.counted = total - self.counted, total
         return new
 
@@ -167,11 +170,10 @@ class _Stream:
     def _openai(self, payload: dict[str, Any], now: float) -> None:
         usage = payload.get("usage")
         tokens = None
-        if isinstance(usage, dict) and "completion_tokens" in usage:
-            self.usage_seen = True
-            self.record.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-            self.record.completion_tokens = int(usage["completion_tokens"])
-            tokens = self._count(self.record.completion_tokens)
+        if usage:  # on every chunk with continuous_usage_stats, else only on the last
+            total = usage.get("completion_tokens")
+            if isinstance(total, int):
+                tokens = self._count(usage, total)
         for choice in payload.get("choices") or []:
             delta = choice.get("delta") or {}
             if choice.get("text") or delta.get("content") or delta.get("reasoning_content"):
@@ -188,12 +190,8 @@ class _Stream:
         meta = payload.get("meta_info")
         if not isinstance(meta, dict):
             raise ValueError("a /generate event has no meta_info")
-        tokens = None
-        if "completion_tokens" in meta:
-            self.usage_seen = True
-            self.record.prompt_tokens = int(meta.get("prompt_tokens") or 0)
-            self.record.completion_tokens = int(meta["completion_tokens"])
-            tokens = self._count(self.record.completion_tokens)
+        total = meta.get("completion_tokens")
+        tokens = self._count(meta, total) if isinstance(total, int) else None
         if arrived:
             self.text_arrived(now, tokens)
         reason = meta.get("finish_reason")
