@@ -50,7 +50,7 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def _body(
-    workload: Workload, prompt: str, model: str, output_tokens: int
+    workload: Workload, prompt: str, model: str, output_tokens: int, per_chunk_usage: bool = True
 ) -> tuple[str, dict[str, Any]]:
     if workload.api == "generate":
         return "/generate", {
@@ -68,8 +68,8 @@ def _body(
         "temperature": workload.temperature,
         "ignore_eos": workload.ignore_eos,
         "stream": True,
-        # usage on every chunk: how many tokens each chunk carried (per-token ITL)
-        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        # usage on every chunk tells how many tokens each carried (per-token ITL)
+        "stream_options": {"include_usage": True, "continuous_usage_stats": per_chunk_usage},
     }
     if workload.api == "completions":
         return "/v1/completions", {**body, "prompt": prompt}
@@ -263,8 +263,9 @@ async def _exchange(
     model: str,
     output_tokens: int,
     record: RequestRecord,
+    per_chunk_usage: bool,
 ) -> None:
-    path, body = _body(workload, prompt, model, output_tokens)
+    path, body = _body(workload, prompt, model, output_tokens, per_chunk_usage)
     parser = _Stream(record, workload.api)
     payload = json.dumps(body).encode()
     async with session.post(
@@ -288,11 +289,15 @@ async def _one(
     prompt: str,
     model: str,
     output_tokens: int,
+    per_chunk_usage: bool = True,
 ) -> RequestRecord:
     record = RequestRecord(start=time.perf_counter())
+    exchange = _exchange(
+        session, base_url, workload, prompt, model, output_tokens, record, per_chunk_usage
+    )
     try:
         await asyncio.wait_for(
-            _exchange(session, base_url, workload, prompt, model, output_tokens, record),
+            exchange,
             workload.request_timeout_s,
         )
     except _Failed as exc:
@@ -342,8 +347,8 @@ async def fetch_prometheus(session: aiohttp.ClientSession, base_url: str) -> Sam
     return parse_prometheus(text) or None
 
 
-async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: str) -> float | None:
-    """``internal_states[0].avg_spec_accept_length`` from /server_info (None when absent)."""
+async def _server_info(session: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
+    """/server_info (or the older /get_server_info) as a dict; None when neither answers."""
     for path in ("/server_info", "/get_server_info"):
         try:
             async with session.get(
@@ -354,12 +359,33 @@ async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: s
                 info = await response.json(content_type=None)
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, OSError):
             continue
-        states = info.get("internal_states") if isinstance(info, dict) else None
-        if isinstance(states, list) and states and isinstance(states[0], dict):
-            value = states[0].get("avg_spec_accept_length")
-            return float(value) if isinstance(value, (int, float)) else None
-        return None
+        return info if isinstance(info, dict) else None
     return None
+
+
+async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: str) -> float | None:
+    """``internal_states[0].avg_spec_accept_length`` from /server_info (None when absent)."""
+    info = await _server_info(session, base_url)
+    states = info.get("internal_states") if info else None
+    if isinstance(states, list) and states and isinstance(states[0], dict):
+        value = states[0].get("avg_spec_accept_length")
+        return float(value) if isinstance(value, (int, float)) else None
+    return None
+
+
+async def _chunks_carry_several_tokens(session: aiohttp.ClientSession, base_url: str) -> bool:
+    """Whether the OpenAI streams need usage on every chunk to count tokens per chunk.
+
+    Yes under speculative decoding (``speculative_algorithm`` in /server_info's server args),
+    or when the server does not say. Without it every chunk is one decode step of one token,
+    and the final usage spread over the chunks gives the same per-token ITL, without parsing
+    a usage object per chunk (a quarter more client CPU per token at 256 streams,
+    benchmarks/client_ceiling.py).
+    """
+    info = await _server_info(session, base_url)
+    return (
+        info is None or "speculative_algorithm" not in info or bool(info["speculative_algorithm"])
+    )
 
 
 async def run_workload_async(
@@ -375,9 +401,18 @@ async def run_workload_async(
     async with aiohttp.ClientSession(
         connector=connector, timeout=unbounded, trace_configs=[_send_clock()]
     ) as session:
+        per_chunk = workload.api == "generate" or await _chunks_carry_several_tokens(
+            session, base_url
+        )
         for _ in range(workload.warmup_requests):
             await _one(
-                session, base_url, workload, requests[0][0], model, min(workload.output_tokens, 16)
+                session,
+                base_url,
+                workload,
+                requests[0][0],
+                model,
+                min(workload.output_tokens, 16),
+                per_chunk,
             )
         # concurrently, and within the run's deadline: a server that stalls GETs costs little
         scrape_before: Sample | None = None
@@ -395,7 +430,7 @@ async def run_workload_async(
             async with gate:
                 # kept as each finishes: at the run's deadline, what finished still counts
                 records.append(
-                    await _one(session, base_url, workload, prompt, model, output_tokens)
+                    await _one(session, base_url, workload, prompt, model, output_tokens, per_chunk)
                 )
 
         async def launch() -> None:

@@ -15,11 +15,11 @@ Definitions, as bench_serving's:
 - ITL (``*_itl_ms``) is per token, as bench_serving's ``sglang`` backend computes it: each
   chunk after the first spreads its gap (since the previous chunk) over the tokens it carried,
   one value per token. The count per chunk is the change of the server's running count
-  (``usage`` on every chunk with ``continuous_usage_stats``, ``meta_info.completion_tokens``
-  on ``/generate``); a server that streams only the final count gets the gaps spread evenly
-  over it (``itl_token_counts`` says which). Under speculative decoding the gap between chunks
-  is 2-4x the per-token figure; it is kept as ``*_chunk_gap_ms``, what a streaming reader
-  waits between two pieces of text.
+  (``usage`` on every chunk with ``continuous_usage_stats``, asked for under speculative
+  decoding; ``meta_info.completion_tokens`` on ``/generate``); otherwise the gaps are spread
+  evenly over the final count (``itl_token_counts`` says which). Under speculative decoding
+  the gap between chunks is 2-4x the per-token figure; it is kept as ``*_chunk_gap_ms``, what
+  a streaming reader waits between two pieces of text.
 - Request start is the moment just before the request's bytes are written to its (already
   open, pooled) connection. Why not when the client decided to send it, as bench_serving does:
   when 256 requests start together, the client spends milliseconds serialising the ones ahead

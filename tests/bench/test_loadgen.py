@@ -76,6 +76,10 @@ def test_timing_matches_injected_ttft_and_itl(simulator) -> None:
     assert r.completed == 8, r.errors
     assert 40 < r.median_ttft_ms < 200
     assert 10 < r.median_itl_ms < 60
+    # no speculative decoding: one token a chunk, counted from the final usage (the chat
+    # stream carries no usage per chunk then), so per-token ITL is the chunk gap
+    assert r.itl_token_counts == "even spread"
+    assert r.median_itl_ms == pytest.approx(r.median_chunk_gap_ms, rel=0.01)
 
 
 def test_server_dying_mid_run_is_counted_not_raised(simulator) -> None:
