@@ -29,6 +29,10 @@ tenths of a millisecond on a quiet machine, more when other processes load both 
 ``--via-host`` runs the same through the on-host generator (``bench_from = "host"``): the
 simulator as the systemd service of the nspawn test host (tests/testhost.py; needs root), the
 generator shipped over SSH and run there with the host's Python.
+After the burst, the same burst from the leanest client possible (blocking sockets connected in
+advance, bytes prepared in advance, one select loop) is timed: the TTFT floor that the server
+and the machine set at that moment. Ours minus that floor is what our client adds; on the shared
+machine under load the floor itself moves by tens of milliseconds (docs/metrics.md).
 Usage: ``python benchmarks/bench_accuracy.py [--requests 64] [--tokens 64] [--concurrency 16]
 [--rate 20] [--via-host]``.
 """
@@ -37,8 +41,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
+import selectors
 import socket
 import statistics
 import sys
@@ -158,8 +164,11 @@ def _wake_up_floor(rounds: int = 200, idle_s: float = 0.02) -> tuple[float, floa
 
 
 @contextlib.contextmanager
-def _on_test_host(env: dict[str, str]) -> Iterator[Callable[[Workload], BenchResult]]:
-    """The simulator as the test host's service; runs go through the on-host generator."""
+def _on_test_host(
+    env: dict[str, str],
+) -> Iterator[tuple[Callable[[Workload], BenchResult], str | None]]:
+    """The simulator as the test host's service; runs go through the on-host generator (no
+    raw-socket floor: the server is not reachable from here)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from helpers import host_entry, save_inventory
     from testhost import STATE_ROOT, TestHostFactory
@@ -183,7 +192,7 @@ def _on_test_host(env: dict[str, str]) -> Iterator[Callable[[Workload], BenchRes
                 config = ServerConfig(model_path="sim", extra_args=("--enable-metrics",))
                 deployment = session.host("testhost").deployment(config)
                 route = route_of(deployment, "host")
-                yield lambda w: run_round(deployment, w, model="sim", route=route).result
+                yield (lambda w: run_round(deployment, w, model="sim", route=route).result), None
             finally:
                 session.restore_all()
     finally:
@@ -191,9 +200,49 @@ def _on_test_host(env: dict[str, str]) -> Iterator[Callable[[Workload], BenchRes
 
 
 @contextlib.contextmanager
-def _here(env: dict[str, str]) -> Iterator[Callable[[Workload], BenchResult]]:
+def _here(env: dict[str, str]) -> Iterator[tuple[Callable[[Workload], BenchResult], str | None]]:
     with start_simulator("--enable-metrics", env=env) as sim:
-        yield lambda w: run_workload(sim.url, w)
+        yield (lambda w: run_workload(sim.url, w)), sim.url
+
+
+def _raw_burst_ttft(url: str, streams: int, rounds: int = 8) -> float:
+    """Median TTFT (ms) of ``streams`` /generate requests sent at once by the leanest client
+    possible: blocking sockets connected in advance, bytes prepared in advance, one select loop
+    that stamps the first ``data:`` of each stream. What no client can measure below on this
+    machine at this moment: the server's and the kernel's share of the burst."""
+    host, port = url.removeprefix("http://").split(":")
+    body = json.dumps(
+        {"text": "one two three", "sampling_params": {"max_new_tokens": 2}, "stream": True}
+    ).encode()
+    head = (
+        f"POST /generate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    samples: list[float] = []
+    for _ in range(rounds):
+        socks = [socket.create_connection((host, int(port))) for _ in range(streams)]
+        for s in socks:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        time.sleep(0.1)  # the server has accepted them: handshakes are not in the burst
+        started: dict[socket.socket, float] = {}
+        seen: dict[socket.socket, bytes] = {s: b"" for s in socks}
+        with selectors.DefaultSelector() as sel:
+            for s in socks:
+                started[s] = time.perf_counter()
+                s.sendall(head + body)
+                sel.register(s, selectors.EVENT_READ)
+            while sel.get_map():
+                for key, _ in sel.select():
+                    s = key.fileobj
+                    assert isinstance(s, socket.socket)
+                    seen[s] += s.recv(65536)
+                    if b"data:" in seen[s]:
+                        samples.append((time.perf_counter() - started[s]) * 1000)
+                        sel.unregister(s)
+        for s in socks:
+            s.close()
+        time.sleep(0.2)
+    return statistics.median(samples)
 
 
 def main() -> None:
@@ -205,7 +254,7 @@ def main() -> None:
     parser.add_argument("--via-host", action="store_true", help="through the on-host generator")
     args = parser.parse_args()
     env = {"SGLANG_SIM_TTFT_MS": str(TTFT_MS), "SGLANG_SIM_ITL_MS": str(ITL_MS)}
-    with (_on_test_host if args.via_host else _here)(env) as run:
+    with (_on_test_host if args.via_host else _here)(env) as (run, url):
         workloads = (
             Workload.fixed_concurrency(
                 args.concurrency, num_requests=args.requests, output_tokens=args.tokens
@@ -221,6 +270,14 @@ def main() -> None:
         )
         for workload in workloads:
             _report(workload, run(workload))
+            if url is not None and workload.request_rate is None:  # the burst: next to the floor
+                floor = _raw_burst_ttft(url, args.concurrency)
+                print(
+                    f"raw-socket floor: {args.concurrency} /generate requests at once from "
+                    f"blocking sockets connected in advance: median TTFT {floor:.2f} ms "
+                    f"({floor - TTFT_MS:+.2f} over the truth): what the server and this machine "
+                    "add, whatever the client"
+                )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ in one place; the ``sglang_bench`` fixture calls :meth:`Gatekeeper.check` after 
 1. the fingerprint of the deployment's host (once per deployment, through the hooks);
 2. the stored runs for (fingerprint, config, workload): none -> ``missing``; only for another
    fingerprint -> ``skipped`` with the fields that differ; ``--sglang-baseline-require`` turns
-   both into a failure;
+   both into a failure; runs of another version of the metric definitions -> a one-line
+   failure saying to re-record (``--sglang-baseline-save`` replaces them);
 3. every enabled gate decided on the per-round values (:func:`.gates.decide`); a regression
    re-runs the workload ``--sglang-confirm`` times, pooling the rounds, before it stands;
 4. the rows recorded (terminal table, summary, JUnit properties) and, with
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..bench.metrics import METRICS_VERSION
+from ..errors import BaselineError
 from .fingerprint import diff_fingerprints, fingerprint_digest
 from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, is_quality_metric, known_metric
 from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
@@ -111,7 +114,24 @@ class Gatekeeper:
         stored = self.store.load(key)
         base = dict(nodeid=nodeid, config_id=deployment.config_id, workload=workload)
         outcome = GateOutcome()
-        if stored is None:
+        outdated = stored is not None and stored.metrics_version != METRICS_VERSION
+        if stored is not None and outdated:
+            old = stored.metrics_version
+            if not self.save:
+                raise BaselineError(
+                    f"baseline {stored.path} holds metric definitions v{old}, this plugin "
+                    f"measures v{METRICS_VERSION} (docs/metrics.md); not compared: re-record it "
+                    "with --sglang-baseline-save"
+                )
+            reason = (
+                f"baseline {stored.path} held metric definitions v{old}; re-recorded as "
+                f"v{METRICS_VERSION} from this run, not compared"
+            )
+            outcome.rows = [
+                self._row(base, gate, "missing", None, None, None, reason, None)
+                for gate in active.values()
+            ]
+        elif stored is None:
             outcome.rows = self._unmatched(base, active, key, fp)
             if self.require and not self.save:
                 outcome.failure = "baseline required (--sglang-baseline-require): " + (
@@ -129,7 +149,7 @@ class Gatekeeper:
                 outcome.failure = self._regression_message(outcome, stored)
         if self.save and not outcome.regressed:
             entry = self._entry(nodeid, name, extra_info, rounds, active)
-            self.store.save(key, fp, entry, version=self.version)
+            self.store.save(key, fp, entry, version=self.version, replace=outdated)
             for row in outcome.rows:
                 row["saved"] = True  # the terminal says how many were saved, and where
         elif self.save:

@@ -45,7 +45,7 @@ DEFAULT_ALPHA = 0.05
 #: Least relative noise assumed per value (see stats.welch_one_sided).
 DEFAULT_NOISE_FLOOR = 0.01
 
-_LATENCY = re.compile(r"^(mean|median|p90|p99)_(ttft|itl|tpot|e2e_latency)_ms$")
+_LATENCY = re.compile(r"^(mean|median|p90|p99)_(ttft|itl|chunk_gap|tpot|e2e_latency)_ms$")
 #: Rates in [0, 1] measured by :mod:`pytest_sglang.quality`; their thresholds are percentage
 #: points and their test is a proportions test (:mod:`pytest_sglang.quality.gate`), not this one.
 QUALITY_METRICS = frozenset({"accuracy", "exact_match_rate"})
@@ -95,7 +95,8 @@ class Gate:
 
 
 #: Compared by default. Throughput is the headline figure; TTFT medians are noisier (a few
-#: milliseconds, scheduler wake-ups), so they get a wider band.
+#: milliseconds, scheduler wake-ups), so they get a wider band. ``median_itl_ms`` is the
+#: per-token ITL (bench_serving's); ``median_chunk_gap_ms`` can be gated too, off by default.
 DEFAULT_GATES: dict[str, Gate] = {
     "output_throughput": Gate("output_throughput", 2.5, "higher"),
     "median_ttft_ms": Gate("median_ttft_ms", 10.0, "lower"),

@@ -9,8 +9,9 @@ tool that reads ``--benchmark-json`` output work on the baselines as they are. E
 such document: ``machine_info`` holds the fingerprint (plus its digest), ``benchmarks`` the last
 N saved runs of the key, oldest first, each a regular benchmark entry (``name``, ``fullname``,
 ``stats`` with min/max/mean/stddev/rounds/median/... over the rounds' wall times, and
-``extra_info`` with our figures and ``rounds_values``: every gated metric per round, which the
-significance test needs).
+``extra_info`` with our figures, ``metrics_version`` (the version of their definitions, see
+:mod:`pytest_sglang.bench.metrics`) and ``rounds_values``: every gated metric per round, which
+the significance test needs).
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ class StoredBaseline:
     def fingerprint(self) -> dict[str, Any]:
         fp = self.machine_info.get("sglang_fingerprint", {})
         return fp if isinstance(fp, dict) else {}
+
+    @property
+    def metrics_version(self) -> int:
+        """The metric definitions' version of the latest run (1: saved before it was stored)."""
+        info = self.runs[-1].get("extra_info", {}) if self.runs else {}
+        version = info.get("metrics_version", 1) if isinstance(info, dict) else 1
+        return version if isinstance(version, int) else 1
 
     def values(self, metric: str) -> list[float]:
         """Every stored per-round value of ``metric``, across the stored runs."""
@@ -137,10 +145,12 @@ class BaselineStore:
         entry: dict[str, Any],
         *,
         version: str = "",
+        replace: bool = False,
     ) -> Path:
-        """Append ``entry`` (a pytest-benchmark benchmark dict) to the key's file, keep N."""
+        """Append ``entry`` (a pytest-benchmark benchmark dict) to the key's file, keep N;
+        ``replace`` drops the runs stored before (another version of the metric definitions)."""
         path = self.path(key)
-        stored = self.load(key)
+        stored = None if replace else self.load(key)
         runs = [*(stored.runs if stored else []), entry][-self.history :]
         now = dt.datetime.now(dt.timezone.utc).isoformat()
         document = {

@@ -1,4 +1,4 @@
-"""The load generator: asyncio + aiohttp streams against SGLang's chat and /generate endpoints.
+"""The load generator: asyncio + aiohttp streams against SGLang's OpenAI and /generate endpoints.
 
 Why it never raises for a bad response: a benchmark of a config that half-works is a result
 (``failed=12, failures={"HTTP 503": 12}``), not a crash. Every request has a timeout, the run
@@ -57,7 +57,7 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def _body(
-    workload: Workload, prompt: str, model: str, output_tokens: int
+    workload: Workload, prompt: str, model: str, output_tokens: int, per_chunk_usage: bool = True
 ) -> tuple[str, dict[str, Any]]:
     if workload.api == "generate":
         return "/generate", {
@@ -69,15 +69,18 @@ def _body(
             },
             "stream": True,
         }
-    return "/v1/chat/completions", {
+    body: dict[str, Any] = {
         "model": model,
-        "messages": [{"role": "user", "content": prompt}],
         "max_tokens": output_tokens,
         "temperature": workload.temperature,
         "ignore_eos": workload.ignore_eos,
         "stream": True,
-        "stream_options": {"include_usage": True},
+        # usage on every chunk tells how many tokens each carried (per-token ITL)
+        "stream_options": {"include_usage": True, "continuous_usage_stats": per_chunk_usage},
     }
+    if workload.api == "completions":
+        return "/v1/completions", {**body, "prompt": prompt}
+    return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": prompt}]}
 
 
 async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
@@ -109,7 +112,13 @@ def _error_text(payload: Any) -> str | None:
 
 
 class _Stream:
-    """Parses one response's events into a :class:`RequestRecord`."""
+    """Parses one response's events into a :class:`RequestRecord`.
+
+    Per-token ITL needs each chunk's token count: the change of the running count the server
+    streams (``usage.completion_tokens`` on every OpenAI chunk with ``continuous_usage_stats``,
+    ``meta_info.completion_tokens`` on ``/generate``). A server that gives only the final count
+    gets the chunk gaps spread evenly over it at the end (:meth:`close`).
+    """
 
     def __init__(self, record: RequestRecord, api: str) -> None:
         self.record = record
@@ -119,14 +128,36 @@ class _Stream:
         self.usage_seen = False
         self.finish: str | None = None
         self.text_len = 0
+        #: the server's running completion-token count after the previous chunk
+        self.counted = 0
+        #: chunk gaps whose token count the server did not give
+        self.uncounted: list[float] = []
 
-    def text_arrived(self, now: float) -> None:
+    def text_arrived(self, now: float, tokens: int | None) -> None:
+        """A chunk with generated text; ``tokens`` it carried (None: the server did not say)."""
         r = self.record
         if r.ttft is None:
             r.ttft = now - r.start
         elif self.last is not None:
-            r.itls.append(now - self.last)
+            if tokens == 0:  # text but no new token (bench_serving skips such chunks too)
+                return
+            gap = now - self.last
+            r.chunk_gaps.append(gap)
+            if tokens == 1:
+                r.itls.append(gap)
+            elif tokens is None:
+                self.uncounted.append(gap)
+            else:
+                r.itls.extend([gap / tokens] * tokens)
         self.last = now
+
+    def _count(self, counts: dict[str, Any], total: int) -> int:
+        """Record the server's running counts; the tokens this chunk added to them."""
+        self.usage_seen = True
+        self.record.prompt_tokens = counts.get("prompt_tokens") or 0
+        self.record.completion_tokens = total
+        new, self.counted = total - self.counted, total
+        return new
 
     def feed(self, data: bytes, now: float) -> None:
         if data == b"[DONE]":
@@ -141,22 +172,23 @@ class _Stream:
         if self.api == "generate":
             self._generate(payload, now)
         else:
-            self._chat(payload, now)
+            self._openai(payload, now)
 
-    def _chat(self, payload: dict[str, Any], now: float) -> None:
+    def _openai(self, payload: dict[str, Any], now: float) -> None:
+        usage = payload.get("usage")
+        tokens = None
+        if usage:  # on every chunk with continuous_usage_stats, else only on the last
+            total = usage.get("completion_tokens")
+            if isinstance(total, int):
+                tokens = self._count(usage, total)
         for choice in payload.get("choices") or []:
             delta = choice.get("delta") or {}
-            if delta.get("content") or delta.get("reasoning_content"):
-                self.text_arrived(now)
-            if delta.get("content"):
-                self.record.text += str(delta["content"])
+            if choice.get("text") or delta.get("content") or delta.get("reasoning_content"):
+                self.text_arrived(now, tokens)
+            if choice.get("text") or delta.get("content"):
+                self.record.text += str(choice.get("text") or delta["content"])
             if choice.get("finish_reason"):
                 self.finish = str(choice["finish_reason"])
-        usage = payload.get("usage")
-        if isinstance(usage, dict) and "completion_tokens" in usage:
-            self.usage_seen = True
-            self.record.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-            self.record.completion_tokens = int(usage["completion_tokens"])
 
     def _generate(self, payload: dict[str, Any], now: float) -> None:
         if "output_ids" in payload:
@@ -167,15 +199,13 @@ class _Stream:
             arrived = len(str(payload.get("text") or "")) > self.text_len
         self.record.text = str(payload.get("text") or "")
         self.text_len = len(self.record.text)
-        if arrived:
-            self.text_arrived(now)
         meta = payload.get("meta_info")
         if not isinstance(meta, dict):
             raise ValueError("a /generate event has no meta_info")
-        if "completion_tokens" in meta:
-            self.usage_seen = True
-            self.record.prompt_tokens = int(meta.get("prompt_tokens") or 0)
-            self.record.completion_tokens = int(meta["completion_tokens"])
+        total = meta.get("completion_tokens")
+        tokens = self._count(meta, total) if isinstance(total, int) else None
+        if arrived:
+            self.text_arrived(now, tokens)
         reason = meta.get("finish_reason")
         if isinstance(reason, dict):
             self.finish = str(reason.get("type"))
@@ -196,6 +226,11 @@ class _Stream:
                 "no token counts in the stream (usage chunk / meta_info.completion_tokens)",
             )
         r.e2e = now - r.start
+        if self.uncounted:
+            # no per-chunk counts: the tokens after the first chunk spread evenly over the gaps
+            per_chunk = (r.completion_tokens - 1) / len(self.uncounted)
+            r.itls.extend(g / per_chunk if per_chunk > 0 else g for g in self.uncounted)
+            r.itl_counts = "even spread"
 
 
 class _Failed(Exception):
@@ -240,8 +275,9 @@ async def _exchange(
     model: str,
     output_tokens: int,
     record: RequestRecord,
+    per_chunk_usage: bool,
 ) -> None:
-    path, body = _body(workload, prompt, model, output_tokens)
+    path, body = _body(workload, prompt, model, output_tokens, per_chunk_usage)
     parser = _Stream(record, workload.api)
     payload = json.dumps(body).encode()
     async with session.post(
@@ -267,11 +303,15 @@ async def _one(
     prompt: str,
     model: str,
     output_tokens: int,
+    per_chunk_usage: bool = True,
 ) -> RequestRecord:
     record = RequestRecord(start=time.perf_counter())
+    exchange = _exchange(
+        session, base_url, workload, prompt, model, output_tokens, record, per_chunk_usage
+    )
     try:
         await asyncio.wait_for(
-            _exchange(session, base_url, workload, prompt, model, output_tokens, record),
+            exchange,
             workload.request_timeout_s,
         )
     except _Failed as exc:
@@ -321,8 +361,8 @@ async def fetch_prometheus(session: aiohttp.ClientSession, base_url: str) -> Sam
     return parse_prometheus(text) or None
 
 
-async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: str) -> float | None:
-    """``internal_states[0].avg_spec_accept_length`` from /server_info (None when absent)."""
+async def _server_info(session: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
+    """/server_info (or the older /get_server_info) as a dict; None when neither answers."""
     for path in ("/server_info", "/get_server_info"):
         try:
             async with session.get(
@@ -333,11 +373,7 @@ async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: s
                 info = await response.json(content_type=None)
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, OSError):
             continue
-        states = info.get("internal_states") if isinstance(info, dict) else None
-        if isinstance(states, list) and states and isinstance(states[0], dict):
-            value = states[0].get("avg_spec_accept_length")
-            return float(value) if isinstance(value, (int, float)) else None
-        return None
+        return info if isinstance(info, dict) else None
     return None
 
 
@@ -405,6 +441,31 @@ def finish(raw: RawRun) -> BenchResult:
     return result
 
 
+async def fetch_server_accept_length(session: aiohttp.ClientSession, base_url: str) -> float | None:
+    """``internal_states[0].avg_spec_accept_length`` from /server_info (None when absent)."""
+    info = await _server_info(session, base_url)
+    states = info.get("internal_states") if info else None
+    if isinstance(states, list) and states and isinstance(states[0], dict):
+        value = states[0].get("avg_spec_accept_length")
+        return float(value) if isinstance(value, (int, float)) else None
+    return None
+
+
+async def _chunks_carry_several_tokens(session: aiohttp.ClientSession, base_url: str) -> bool:
+    """Whether the OpenAI streams need usage on every chunk to count tokens per chunk.
+
+    Yes under speculative decoding (``speculative_algorithm`` in /server_info's server args),
+    or when the server does not say. Without it every chunk is one decode step of one token,
+    and the final usage spread over the chunks gives the same per-token ITL, without parsing
+    a usage object per chunk (a quarter more client CPU per token at 256 streams,
+    benchmarks/client_ceiling.py).
+    """
+    info = await _server_info(session, base_url)
+    return (
+        info is None or "speculative_algorithm" not in info or bool(info["speculative_algorithm"])
+    )
+
+
 async def run_workload_async(
     base_url: str,
     workload: Workload,
@@ -443,9 +504,18 @@ async def generate(
     async with aiohttp.ClientSession(
         connector=connector, timeout=unbounded, trace_configs=[_send_clock()]
     ) as session:
+        per_chunk = workload.api == "generate" or await _chunks_carry_several_tokens(
+            session, base_url
+        )
         for _ in range(workload.warmup_requests):
             await _one(
-                session, base_url, workload, requests[0][0], model, min(workload.output_tokens, 16)
+                session,
+                base_url,
+                workload,
+                requests[0][0],
+                model,
+                min(workload.output_tokens, 16),
+                per_chunk,
             )
         # concurrently, and within the run's deadline: a server that stalls GETs costs little
         scrape_before: Sample | None = None
@@ -463,7 +533,9 @@ async def generate(
         async def gated(prompt: str, output_tokens: int) -> None:
             async with gate:
                 # kept as each finishes: at the run's deadline, what finished still counts
-                record = await _one(session, base_url, workload, prompt, model, output_tokens)
+                record = await _one(
+                    session, base_url, workload, prompt, model, output_tokens, per_chunk
+                )
                 records.append(record)
                 if on_record is not None and on_record(record) and not stopped:
                     stopped.append(launcher)
@@ -520,7 +592,7 @@ async def generate(
         duration = time.perf_counter() - began
         scrape_after = await fetch_prometheus(session, base_url) if scrape_before else None
         accept = None
-        if workload.api == "chat" and any(r.ok for r in records):
+        if workload.api != "generate" and any(r.ok for r in records):
             accept = await fetch_server_accept_length(session, base_url)
     return RawRun(records, duration, began, scrape_before, scrape_after, accept)
 

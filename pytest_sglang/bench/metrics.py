@@ -1,4 +1,5 @@
-"""A run's figures, named as in bench_serving's results file (sglang-facts.md section 6).
+"""A run's figures, named and defined as in bench_serving's results file (sglang-facts.md
+section 6); docs/metrics.md has the table, and how AIPerf and vLLM's ``bench serve`` differ.
 
 Why token counts come only from the server (the final ``usage`` chunk, or ``meta_info.
 completion_tokens`` on ``/generate``): a chunk may carry several tokens (speculative decoding
@@ -7,9 +8,18 @@ Definitions, as bench_serving's:
 
 - ``output_throughput`` = completion tokens of completed requests / ``duration``;
   ``total_throughput`` adds their prompt tokens; ``request_throughput`` = completed / duration.
-- TTFT: request start to the first chunk with generated text. ITL: gaps between consecutive
-  chunks with text after the first. TPOT: (E2E - TTFT) / (completion tokens - 1), for requests
-  with more than one token. E2E: request start to the end of the stream.
+  Prompt tokens are the server's count (a chat template's tokens included), not the dataset's.
+- TTFT: request start to the first chunk with generated text. TPOT: (E2E - TTFT) /
+  (completion tokens - 1), for requests with more than one token. E2E: request start to the
+  end of the stream.
+- ITL (``*_itl_ms``) is per token, as bench_serving's ``sglang`` backend computes it: each
+  chunk after the first spreads its gap (since the previous chunk) over the tokens it carried,
+  one value per token. The count per chunk is the change of the server's running count
+  (``usage`` on every chunk with ``continuous_usage_stats``, asked for under speculative
+  decoding; ``meta_info.completion_tokens`` on ``/generate``); otherwise the gaps are spread
+  evenly over the final count (``itl_token_counts`` says which). Under speculative decoding
+  the gap between chunks is 2-4x the per-token figure; it is kept as ``*_chunk_gap_ms``, what
+  a streaming reader waits between two pieces of text.
 - Request start is the moment just before the request's bytes are written to its (already
   open, pooled) connection. Why not when the client decided to send it, as bench_serving does:
   when 256 requests start together, the client spends milliseconds serialising the ones ahead
@@ -18,6 +28,9 @@ Definitions, as bench_serving's:
 - ``server_metrics``: the server's own Prometheus figures for the run when it exposes
   ``/metrics`` (flat names, see :mod:`.prometheus`), else empty.
 - Latencies are in milliseconds; percentiles interpolate linearly (numpy's default).
+
+``METRICS_VERSION`` numbers these definitions; baselines store it, and a baseline of another
+version is not compared (version 1 had ``*_itl_ms`` as the gap between chunks).
 """
 
 from __future__ import annotations
@@ -28,9 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BenchResult", "RequestRecord", "compute_metrics", "percentile"]
+__all__ = ["METRICS_VERSION", "BenchResult", "RequestRecord", "compute_metrics", "percentile"]
 
 MAX_ERROR_SAMPLES = 10
+#: The version of the definitions above; bump it when a figure's meaning changes.
+METRICS_VERSION = 2
 
 
 @dataclass
@@ -39,7 +54,12 @@ class RequestRecord:
 
     start: float = 0.0
     ttft: float | None = None
+    #: per-token inter-token latencies, s (each chunk's gap spread over its tokens)
     itls: list[float] = field(default_factory=list)
+    #: gaps between consecutive chunks with text, s
+    chunk_gaps: list[float] = field(default_factory=list)
+    #: where the per-chunk token counts came from: "server" or "even spread"
+    itl_counts: str = "server"
     e2e: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -107,6 +127,7 @@ class BenchResult:
     failures: dict[str, int]
     errors: list[str]
     server_metrics: dict[str, float] = field(default_factory=dict)
+    itl_token_counts: str = "server"
 
     def __getattr__(self, name: str) -> Any:
         # mean_ttft_ms etc. read like bench_serving's attributes
@@ -134,6 +155,8 @@ class BenchResult:
         out["failures"] = dict(self.failures)
         out["errors"] = list(self.errors)
         out["server_metrics"] = dict(self.server_metrics)
+        out["itl_token_counts"] = self.itl_token_counts
+        out["metrics_version"] = METRICS_VERSION
         return out
 
 
@@ -184,7 +207,8 @@ def compute_metrics(
     input_tokens = sum(r.prompt_tokens for r in ok)
     output_tokens = sum(r.completion_tokens for r in ok)
     ttfts = [r.ttft for r in ok if r.ttft is not None]
-    itls = [gap for r in ok for gap in r.itls]
+    itls = [itl for r in ok for itl in r.itls]
+    gaps = [gap for r in ok for gap in r.chunk_gaps]
     e2es = [r.e2e for r in ok if r.e2e is not None]
     tpots = [
         (r.e2e - r.ttft) / (r.completion_tokens - 1)
@@ -194,6 +218,7 @@ def compute_metrics(
     latencies: dict[str, float | None] = {}
     latencies.update(_summary("ttft", ttfts))
     latencies.update(_summary("itl", itls))
+    latencies.update(_summary("chunk_gap", gaps))
     latencies.update(_summary("tpot", tpots))
     latencies.update(_summary("e2e_latency", e2es))
     accept = request_accept_length(records)
@@ -216,4 +241,11 @@ def compute_metrics(
         accept_length_source=source,
         failures=dict(Counter(r.reason for r in bad)),
         errors=[r.error for r in bad][:MAX_ERROR_SAMPLES],
+        itl_token_counts=_itl_token_counts(ok),
     )
+
+
+def _itl_token_counts(records: Sequence[RequestRecord]) -> str:
+    """``server`` (every chunk's count streamed), ``even spread`` or ``mixed``."""
+    kinds = {r.itl_counts for r in records if r.chunk_gaps}
+    return kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "server")

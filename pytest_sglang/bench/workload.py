@@ -35,7 +35,9 @@ __all__ = [
     "Workload",
 ]
 
-API = Literal["chat", "generate"]
+#: chat: /v1/chat/completions; completions: /v1/completions (bench_serving's ``sglang-oai``);
+#: generate: SGLang's native /generate (bench_serving's default ``sglang`` backend).
+API = Literal["chat", "completions", "generate"]
 Kind = Literal["single-stream", "concurrency", "rate"]
 
 #: The default levels of :meth:`Workload.sweep`: powers of two up to 64.
@@ -297,8 +299,8 @@ class Workload:
             problems.append(
                 f"burstiness={self.burstiness} (needs > 0; math.inf for a constant rate)"
             )
-        if self.api not in ("chat", "generate"):
-            problems.append(f"api={self.api!r} (use 'chat' or 'generate')")
+        if self.api not in ("chat", "completions", "generate"):
+            problems.append(f"api={self.api!r} (use 'chat', 'completions' or 'generate')")
         if self.warmup_requests < 0:
             problems.append(f"warmup_requests={self.warmup_requests} (needs >= 0)")
         if not (self.request_timeout_s > 0 and self.total_timeout_s > 0):

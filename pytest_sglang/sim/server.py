@@ -233,6 +233,14 @@ def _oai_templates(head: str, chat: bool) -> tuple[str, str, str]:
     return first, pre, post
 
 
+def _with_usage(post: str, req: Request, chat: bool) -> str:
+    """A token chunk's tail carrying the running usage (``continuous_usage_stats``)."""
+    usage = json.dumps(_usage(req))
+    if chat:
+        return post.replace('"usage":null}', f'"usage":{usage}}}')
+    return post.replace("}]}", f'}}],"usage":{usage}}}')
+
+
 def _oai_last_chunk(head: str, req: Request, chat: bool) -> str:
     """The streamed chunk with the finish reason and no text."""
     reason, matched = _oai_finish(req)
@@ -523,11 +531,19 @@ class SimServer:
         self.sched.submit(req)
         return req
 
-    def _include_usage(self, body: dict[str, Any]) -> bool:
-        """Usage in the stream: asked for per request, or the server default flag (0.5.10+)."""
+    def _include_usage(self, body: dict[str, Any]) -> tuple[bool, bool]:
+        """Usage in the stream: (a final usage chunk, usage on every chunk).
+
+        As SGLang's ``should_include_usage``: the final chunk when asked for per request or by
+        the server default flag (0.5.10+); every chunk only with
+        ``stream_options.continuous_usage_stats``.
+        """
         options = body.get("stream_options") or {}
-        return bool(options.get("include_usage")) or bool(
-            self.state.args.get("stream_response_default_include_usage")
+        default = bool(self.state.args.get("stream_response_default_include_usage"))
+        if not isinstance(options, dict) or not options:
+            return default, False
+        return bool(options.get("include_usage")) or default, bool(
+            options.get("continuous_usage_stats")
         )
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
@@ -575,7 +591,12 @@ class SimServer:
         return web.json_response(_oai_body(req, chat, model))
 
     async def _stream_oai(
-        self, request: web.Request, req: Request, chat: bool, model: str, include_usage: bool
+        self,
+        request: web.Request,
+        req: Request,
+        chat: bool,
+        model: str,
+        usage_flags: tuple[bool, bool],
     ) -> web.StreamResponse:
         resp = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -588,13 +609,15 @@ class SimServer:
             f'"model":{json.dumps(model)},"choices":[{{"index":0,'
         )
         first, pre, post = _oai_templates(head, chat)
+        include_usage, continuous = usage_flags
         if first:
             await resp.write(first.encode())
         try:
             while True:
                 ids, done = await _next_tokens(req)
                 if ids:
-                    await resp.write((pre + _text_of(ids) + post).encode())
+                    tail = _with_usage(post, req, chat) if continuous else post
+                    await resp.write((pre + _text_of(ids) + tail).encode())
                 if done:
                     break
             await resp.write(_oai_last_chunk(head, req, chat).encode())

@@ -231,3 +231,33 @@ def test_x():
     result.stdout.fnmatch_lines(
         ["*@pytest.mark.sglang_gate: gate for output_throughput: 'fast' is not a threshold*"]
     )
+
+
+def test_baseline_of_older_metric_definitions_is_refused_then_re_recorded(
+    pytester: pytest.Pytester, saved_baseline: Path
+) -> None:
+    with_baseline(pytester, saved_baseline)
+    [path] = baseline_files(pytester.path)
+    data = json.loads(path.read_text())
+    for entry in data["benchmarks"]:  # as saved before the definitions had a version
+        entry["extra_info"].pop("metrics_version")
+    path.write_text(json.dumps(data))
+
+    refused = pytester.runpytest(*WIDE)
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines(
+        [
+            "*baseline *.json holds metric definitions v1, this plugin measures v2 "
+            "(docs/metrics.md); not compared: re-record it with --sglang-baseline-save"
+        ]
+    )
+    assert "Traceback" not in refused.stdout.str()
+
+    again = pytester.runpytest(*WIDE, "--sglang-baseline-save")
+    again.assert_outcomes(passed=1)
+    rows = comparisons(pytester.path / "comparisons.json")
+    assert {r["verdict"] for r in rows} == {"missing"}
+    assert "re-recorded as v2" in str(rows[0]["reason"])
+    runs = json.loads(path.read_text())["benchmarks"]
+    assert [r["extra_info"]["metrics_version"] for r in runs] == [2]  # the old runs are gone
+    pytester.runpytest(*WIDE).assert_outcomes(passed=1)

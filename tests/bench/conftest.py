@@ -42,3 +42,10 @@ def fast_sim() -> Iterator[str]:
     """One EAGLE simulator at TIME_SCALE=0 shared by a module's tests."""
     with start_simulator(*SERVED, *EAGLE, env={"SGLANG_SIM_TIME_SCALE": "0"}, timeout=30) as sim:
         yield sim.url
+
+
+@pytest.fixture(scope="module")
+def eagle_sim() -> Iterator[str]:
+    """One EAGLE simulator at a real time scale (chunks of several tokens, a step apart)."""
+    with start_simulator(*SERVED, *EAGLE, env={"SGLANG_SIM_TIME_SCALE": "1"}, timeout=30) as sim:
+        yield sim.url

@@ -7,7 +7,7 @@ import pytest
 from pytest_sglang.bench import RandomPrompts, Workload, run_workload
 
 
-@pytest.mark.parametrize("api", ["chat", "generate"])
+@pytest.mark.parametrize("api", ["chat", "completions", "generate"])
 def test_single_stream_counts_tokens_from_the_server(fast_sim: str, api: str) -> None:
     w = Workload.single_stream(64, prompt_tokens=20, requests=2, api=api)
     r = run_workload(fast_sim, w, model="qwen3-8b")
@@ -19,7 +19,23 @@ def test_single_stream_counts_tokens_from_the_server(fast_sim: str, api: str) ->
     assert r.median_ttft_ms is not None and r.median_itl_ms is not None
     # EAGLE steps 2: the accept length is reported and above 1 (several tokens per chunk)
     assert r.accept_length is not None and r.accept_length > 1.5
-    assert r.accept_length_source == ("server_info" if api == "chat" else "generate meta_info")
+    assert r.accept_length_source == ("generate meta_info" if api == "generate" else "server_info")
+    assert r.itl_token_counts == "server"
+
+
+@pytest.mark.parametrize("api", ["chat", "completions", "generate"])
+def test_per_token_itl_is_the_chunk_gap_over_the_tokens_per_chunk(eagle_sim: str, api: str) -> None:
+    w = Workload.single_stream(64, requests=2, api=api)
+    r = run_workload(eagle_sim, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (2, 0), r.errors
+    # per request, the per-token ITLs add up to first chunk -> last chunk, as TPOT's numerator
+    # does, over as many tokens: with equal lengths their means agree (bench_serving's too)
+    assert r.mean_itl_ms == pytest.approx(r.mean_tpot_ms, rel=0.05)
+    # the chunk gap is a decode step, which hands out about accept_length tokens
+    assert r.accept_length is not None and r.accept_length > 1.5
+    ratio = r.mean_chunk_gap_ms / r.mean_itl_ms
+    assert ratio == pytest.approx(r.accept_length, rel=0.15)
+    assert r.median_chunk_gap_ms > 1.5 * r.median_itl_ms
 
 
 def test_fixed_concurrency(fast_sim: str) -> None:
@@ -60,6 +76,10 @@ def test_timing_matches_injected_ttft_and_itl(simulator) -> None:
     assert r.completed == 8, r.errors
     assert 40 < r.median_ttft_ms < 200
     assert 10 < r.median_itl_ms < 60
+    # no speculative decoding: one token a chunk, counted from the final usage (the chat
+    # stream carries no usage per chunk then), so per-token ITL is the chunk gap
+    assert r.itl_token_counts == "even spread"
+    assert r.median_itl_ms == pytest.approx(r.median_chunk_gap_ms, rel=0.01)
 
 
 def test_server_dying_mid_run_is_counted_not_raised(simulator) -> None:

@@ -254,3 +254,64 @@ def test_sharegpt_file_is_read_once_per_source(tmp_path) -> None:
     first = w.requests()
     path.unlink()  # later rounds (and the lengths) come from the parse already done
     assert w.requests() == first
+
+
+def _sse(payload: dict[str, object]) -> bytes:
+    import json
+
+    return json.dumps(payload).encode()
+
+
+def test_generate_itl_spreads_each_chunk_gap_over_its_tokens() -> None:
+    from pytest_sglang.bench.loadgen import _Stream
+
+    record = RequestRecord(start=0.0)
+    stream = _Stream(record, "generate")
+    # first token at 50 ms, then chunks of 3, 2 and 3 tokens 30, 20 and 30 ms apart (EAGLE)
+    for now, ids, total in ((0.05, 1, 1), (0.08, 3, 4), (0.10, 2, 6), (0.13, 3, 9)):
+        meta = {"completion_tokens": total, "prompt_tokens": 5, "finish_reason": None}
+        stream.feed(_sse({"text": "x" * total, "output_ids": [0] * ids, "meta_info": meta}), now)
+    stream.feed(b"[DONE]", 0.13)
+    stream.close(0.13)
+    assert record.ttft == pytest.approx(0.05)
+    assert record.chunk_gaps == pytest.approx([0.03, 0.02, 0.03])
+    assert record.itls == pytest.approx([0.01] * 8)  # 10 ms per token, one value per token
+    m = compute_metrics([record], duration=1.0).as_dict()
+    assert m["median_itl_ms"] == pytest.approx(10.0)
+    assert m["median_chunk_gap_ms"] == pytest.approx(30.0)
+    assert m["itl_token_counts"] == "server" and m["metrics_version"] == 2
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_openai_itl_counts_tokens_from_continuous_usage(api: str) -> None:
+    from pytest_sglang.bench.loadgen import _Stream
+
+    def chunk(text: str, total: int | None) -> bytes:
+        choice = {"text": text} if api == "completions" else {"delta": {"content": text}}
+        usage = None if total is None else {"prompt_tokens": 7, "completion_tokens": total}
+        return _sse({"choices": [choice], "usage": usage})
+
+    record = RequestRecord(start=0.0)
+    stream = _Stream(record, api)
+    for now, total in ((0.05, 1), (0.09, 5), (0.11, 7)):
+        stream.feed(chunk("abc", total), now)
+    stream.feed(b"[DONE]", 0.11)
+    stream.close(0.11)
+    assert record.itls == pytest.approx([0.01] * 6)
+    assert record.chunk_gaps == pytest.approx([0.04, 0.02])
+    assert (record.prompt_tokens, record.completion_tokens) == (7, 7)
+
+
+def test_only_a_final_count_spreads_the_gaps_evenly() -> None:
+    from pytest_sglang.bench.loadgen import _Stream
+
+    record = RequestRecord(start=0.0)
+    stream = _Stream(record, "chat")
+    for now in (0.05, 0.08, 0.11):
+        stream.feed(_sse({"choices": [{"delta": {"content": "ab"}}], "usage": None}), now)
+    stream.feed(_sse({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 7}}), 0.11)
+    stream.feed(b"[DONE]", 0.11)
+    stream.close(0.11)
+    # 6 tokens after the first over 2 gaps of 30 ms: 10 ms per token, one value per chunk
+    assert record.itls == pytest.approx([0.01, 0.01])
+    assert compute_metrics([record], 1.0).itl_token_counts == "even spread"

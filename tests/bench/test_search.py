@@ -55,7 +55,10 @@ def test_search_finds_the_known_saturation_rate_within_its_precision(simulator) 
     assert low <= SATURATION * 1.05 and high >= SATURATION * 0.95, found.describe()
     assert found.best == low
     levels = [p.level for p in found.probes]
-    assert levels[:4] == [4, 8, 16, 32]  # TTFT 50 ms of 110: not clearly under, so doubling
+    # up from ``low`` by doubling, or quadrupling after a probe clearly under (TTFT 50 ms is
+    # just under half the bound: which one a probe is depends on the machine's jitter) ...
+    climb = levels[: next(i for i, p in enumerate(found.probes) if not p.passed) + 1]
+    assert climb[0] == 4 and all(b / a in (2, 4) for a, b in zip(climb, climb[1:])), levels
     over = [p for p in found.probes if not p.passed]
     assert over and all(p.early_stop == "over" for p in over if p.level >= 32)
     assert all(p.completed < p.requests for p in over if p.level >= 32)

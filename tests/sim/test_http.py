@@ -83,6 +83,29 @@ def test_openai_chat_streaming_with_usage(seed_sim: Sim) -> None:
     assert usage.total_tokens == usage.prompt_tokens + 50
 
 
+def test_streams_usage_on_every_chunk_with_continuous_usage_stats(seed_sim: Sim) -> None:
+    client = openai.OpenAI(base_url=seed_sim.url + "/v1", api_key="none", max_retries=0)
+    stream = client.completions.create(
+        model="m",
+        prompt="one two three",
+        max_tokens=40,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True, "continuous_usage_stats": True},
+        extra_body={"ignore_eos": True},
+    )
+    chunks = list(stream)
+    texts = [c for c in chunks if c.choices and c.choices[0].text]
+    assert texts and all(c.usage is not None for c in texts)
+    counts = [c.usage.completion_tokens for c in texts if c.usage is not None]
+    assert counts == sorted(counts) and counts[-1] == 40
+    # each chunk's count grows by the tokens in its text (EAGLE: several per chunk)
+    grown = [b - a for a, b in zip([0, *counts], counts)]
+    assert grown == [count_tokens(c.choices[0].text) for c in texts]
+    assert max(grown) > 1
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+
+
 def test_completions_and_natural_stop(seed_sim: Sim) -> None:
     client = openai.OpenAI(base_url=seed_sim.url + "/v1", api_key="none", max_retries=0)
     reply = client.completions.create(
