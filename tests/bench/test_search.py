@@ -14,6 +14,7 @@ The slack and the 95 % that must meet the bound absorb a busy machine's late wak
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -58,7 +59,7 @@ def test_search_finds_the_known_saturation_rate_within_its_precision(simulator) 
     # up from ``low`` by doubling, or quadrupling after a probe clearly under (TTFT 50 ms is
     # just under half the bound: which one a probe is depends on the machine's jitter) ...
     climb = levels[: next(i for i, p in enumerate(found.probes) if not p.passed) + 1]
-    assert climb[0] == 4 and all(b / a in (2, 4) for a, b in zip(climb, climb[1:])), levels
+    assert climb[0] == 4 and all(b / a in (2, 4) for a, b in itertools.pairwise(climb)), levels
     over = [p for p in found.probes if not p.passed]
     assert over and all(p.early_stop == "over" for p in over if p.level >= 32)
     assert all(p.completed < p.requests for p in over if p.level >= 32)
