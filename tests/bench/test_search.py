@@ -144,3 +144,14 @@ def test_goodput_counts_requests_meeting_every_bound() -> None:
         "output_goodput": 5.0,
     }
     assert Slo.parse(str(slo)) == slo
+
+
+def test_itl_bounds_are_per_token_and_chunk_gap_bounds_per_chunk() -> None:
+    """Under speculative decoding a chunk of 4 tokens 20 ms after the previous one is 5 ms per
+    token (bench_serving's ITL) but 20 ms of waiting for the reader (the chunk gap)."""
+    record = RequestRecord(
+        ttft=0.05, e2e=0.11, completion_tokens=13, itls=[0.005] * 12, chunk_gaps=[0.02] * 3
+    )
+    assert Slo.parse("median_itl_ms<=10").met_by(record)
+    assert not Slo.parse("median_chunk_gap_ms<=10").met_by(record)
+    assert Slo.parse("p99_chunk_gap_ms<=20").met_by(record)
