@@ -44,7 +44,10 @@ SLO_METRICS = ("ttft", "itl", "chunk_gap", "tpot", "e2e_latency")
 _STATS = {"median": 50.0, "p50": 50.0, "p90": 90.0, "p99": 99.0}
 _NAME = re.compile(r"^(?P<stat>median|p50|p90|p99)_(?P<metric>[a-z_]+?)(?:_ms)?$")
 _ALIASES = {"e2e": "e2e_latency", "e2el": "e2e_latency"}
-_HINT = "e.g. p99_ttft_ms<=1000,median_itl_ms<=50 (stats median/p90/p99; ttft, itl, chunk_gap, tpot, e2e)"
+_HINT = (
+    "e.g. p99_ttft_ms<=1000,median_itl_ms<=50 "
+    "(stats median/p90/p99; ttft, itl, chunk_gap, tpot, e2e)"
+)
 
 
 @dataclass(frozen=True)
