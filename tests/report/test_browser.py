@@ -71,6 +71,10 @@ def scenarios_run(tools: None, tmp_path_factory: pytest.TempPathFactory) -> Path
         child_pytest_argv(
             "-q",
             str(ROOT / "scenarios"),
+            # as ``make scenarios``: the tuning searches add a minute and no report part
+            # the browser checks (tests/report/test_tuning.py covers the verdict's HTML)
+            "-m",
+            "not tuning",
             "--alluredir",
             str(out / "allure-results"),
             "--sglang-html",
