@@ -22,8 +22,13 @@ from .post_init import Resolved
 __all__ = ["Capacity", "compute_capacity", "run_startup"]
 
 LOAD_GB_PER_S_PER_GPU = 0.6  # checkpoint read + shard + copy, per GPU
-GRAPH_CAPTURE_S_PER_BS = 0.9  # one captured batch size of the target model
-DRAFT_GRAPH_CAPTURE_S_PER_BS = 1.6  # draft decode graphs cover every step: slower (issue #10088)
+# Per captured batch size. 0.5.23 captures 67 sizes for the seed model on the default GPU
+# profile (1-8, every 2 up to 32, every 4-8 up to 256, every 16 up to 512), a target verify
+# graph and the draft's for each: fitted so the seed config at TP 4 is ready in the seeds'
+# 90-120 s (measured at SGLANG_SIM_STARTUP_SCALE=0.05: steps 1 ~90 s, steps 3 ~118 s, steps 4
+# ~127 s). Before, with 0.9 / 1.6 s (set for a shorter list), steps 3 took ~360 s.
+GRAPH_CAPTURE_S_PER_BS = 0.2  # one captured batch size of the target model
+DRAFT_GRAPH_CAPTURE_S_PER_BS = 0.3  # draft decode graphs cover every step: slower (issue #10088)
 KV_HEAD_BYTES = 1024  # kv_heads * head_dim per layer (GQA, e.g. 8 x 128)
 
 
