@@ -91,21 +91,16 @@ class Plan:
 
     @classmethod
     def of(cls, workload: Workload) -> Plan:
+        """The workload's own fields of the same names (read from it, not restated, so a field
+        both have cannot be forgotten here), and its requests and gaps resolved."""
         requests = workload.requests()
-        return cls(
-            num_requests=workload.num_requests,
-            output_tokens=workload.output_tokens,
-            concurrency=workload.concurrency,
-            api=workload.api,
-            temperature=workload.temperature,
-            ignore_eos=workload.ignore_eos,
-            warmup_requests=workload.warmup_requests,
-            request_timeout_s=workload.request_timeout_s,
-            total_timeout_s=workload.total_timeout_s,
-            prompts=[p for p, _ in requests],
-            lengths=[n for _, n in requests],
-            delays=list(workload.arrival_delays()),
-        )
+        resolved: dict[str, Any] = {
+            "prompts": [p for p, _ in requests],
+            "lengths": [n for _, n in requests],
+            "delays": list(workload.arrival_delays()),
+        }
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in resolved]
+        return cls(**{name: getattr(workload, name) for name in names}, **resolved)
 
     def requests(self) -> list[tuple[str, int]]:
         return list(zip(self.prompts, self.lengths))

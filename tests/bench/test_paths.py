@@ -308,3 +308,21 @@ def test_an_ssh_drop_mid_run_on_the_host_path(
         assert again.disturbed == "" and again.result.completed == 1, again.disturbed
     finally:
         assert session.restore_all() == []
+
+
+def test_the_host_plan_carries_every_workload_field_it_names() -> None:
+    """The on-host generator's plan reads the workload's own fields, with the requests and
+    their gaps resolved here: nothing set on the workload is lost on the way to the host."""
+    import dataclasses
+
+    from pytest_sglang.bench.agent import Plan
+
+    workload = Workload.rate(
+        4.0, 6, 16, api="completions", temperature=0.5, ignore_eos=False, warmup_requests=0
+    )
+    plan = Plan.of(workload)
+    for field in dataclasses.fields(Plan):
+        if field.name not in ("prompts", "lengths", "delays"):
+            assert getattr(plan, field.name) == getattr(workload, field.name), field.name
+    assert plan.requests() == workload.requests()
+    assert plan.arrival_delays() == workload.arrival_delays()
