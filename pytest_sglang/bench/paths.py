@@ -23,6 +23,7 @@ import shlex
 import socket
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -187,9 +188,11 @@ def run_round(
     model: str,
     route: Route | None = None,
     progress: ProgressSink | None = None,
+    on_record: Callable[[RequestRecord], bool | None] | None = None,
 ) -> Round:
     """One round of ``workload`` from the host's path (or ``route``), checked for stalls;
-    ``progress`` hears how far it got (on the paths that generate the load here)."""
+    ``progress`` hears how far it got; ``on_record`` sees each request as it finishes and
+    stops the round by returning True (:func:`~.loadgen.generate`)."""
     route = route or route_for(deployment)
     deployer = deployment.deployer
     transport = deployer.transport if deployer is not None else None
@@ -214,6 +217,8 @@ def run_round(
                 workload,
                 model=model,
                 where=f"host {deployer.spec.name!r}",
+                on_record=on_record,
+                progress=progress,
             )
         except NoAiohttp as exc:
             raise ConfigError(str(exc)) from None
@@ -222,7 +227,11 @@ def run_round(
         raw, lags, lost, lost_at = run.raw, run.lags, run.lost, run.lost_at
     else:
         try:
-            raw = asyncio.run(generate(route.base_url, workload, model=model, progress=progress))
+            raw = asyncio.run(
+                generate(
+                    route.base_url, workload, model=model, progress=progress, on_record=on_record
+                )
+            )
         finally:
             link = watch.stop() if watch is not None else []
         link_began = raw.began  # the same clock here: the link's times count from the run's start

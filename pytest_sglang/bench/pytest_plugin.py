@@ -19,6 +19,7 @@ once; disturbed again, the test fails with the reason and nothing reaches the ga
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any, overload
 
 import pytest
@@ -30,9 +31,9 @@ from ..secrets import REDACTED
 from ..stash import GATES_KEY, RESULTS_KEY, bench_results, gatekeeper
 from ..terminal import Column, LiveLine, TextTable, write_lines, write_table
 from .loadgen import RunProgress
-from .metrics import BenchResult
+from .metrics import BenchResult, RequestRecord
 from .paths import run_round
-from .search import SearchResult, run_search
+from .search import ProbeDisturbed, SearchResult, search_over
 from .slo import Slo, slo_figures
 from .workload import SloSearch, Workload
 
@@ -178,12 +179,27 @@ class SglangBench:
             )
         self.used = True
         found: list[SearchResult] = []
+        paths: list[str] = []
+
+        def probe(workload: Workload, observe: Callable[[RequestRecord], bool]) -> BenchResult:
+            measured = run_round(self.deployment, workload, model=self.model, on_record=observe)
+            paths.append(measured.bench_from)
+            if measured.disturbed:
+                raise ProbeDisturbed(measured.disturbed)
+            return measured.result
 
         def one_search() -> SearchResult:
-            found.append(run_search(self.deployment.base_url, search, model=self.model))
+            found.append(search_over(probe, search))
             return found[-1]
 
-        self.benchmark.pedantic(one_search, rounds=1, iterations=1, warmup_rounds=0)
+        try:
+            self.benchmark.pedantic(one_search, rounds=1, iterations=1, warmup_rounds=0)
+        except ProbeDisturbed as exc:
+            pytest.fail(
+                f"{search.name} on {self.deployment.host}: {exc}; the search cannot place the "
+                "threshold (the figures would measure the network)",
+                pytrace=False,
+            )
         outcome = found[-1]
         best = outcome.best_probe
         # the figures of the best probe; when none passed, of the probe that failed at ``low``
@@ -194,6 +210,12 @@ class SglangBench:
             search=outcome.as_dict(),
             **{f"max_{search.kind}": outcome.best},
             search_status=outcome.status,
+            bench_from=paths[-1],
+            disturbed=[
+                f"probe at {p.level:g}: disturbed: {p.repeated} (repeated)"
+                for p in outcome.probes
+                if p.repeated
+            ],
         )
         if best is not None:
             info.update(goodput=best.goodput, output_goodput=best.output_goodput)

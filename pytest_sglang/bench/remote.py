@@ -5,6 +5,10 @@ the sources and the run on stdin (:func:`~.agent.payload`), its stdout read as i
 line's lag (arrival here minus when the host wrote it, on two clocks whose offset cancels out)
 is kept: a lag that jumps by seconds is the SSH channel stalling, which the stall check
 reports, although the host's own timings are not touched by it.
+
+A run stopped early (``on_record`` returned True: a search probe whose outcome is certain)
+ends by closing the command: the generator's next line then finds its stdout gone and it
+exits at once, which drops its requests as a cancelled local run does.
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import SglangError, TransportError
 from ..transport.base import CommandStream, Transport
-from .agent import BOOT, payload, raw_run, record_of
-from .loadgen import RawRun
+from .agent import BEAT_S, BOOT, payload, raw_run, record_of
+from .loadgen import PROGRESS_EVERY_S, ProgressSink, RawRun, RunProgress
 from .metrics import RequestRecord
 from .workload import Workload
 
@@ -51,6 +56,19 @@ def _wait_for_exit(stream: CommandStream, bound: float = EXIT_S) -> None:
         pass
 
 
+def _stopped(records: list[RequestRecord]) -> RawRun:
+    """The run of a generator stopped after ``records``: from its first request's start to
+    when its last record ended (the host's ``began`` comes only with its ``done`` line)."""
+    began = min(r.start for r in records)
+    ended = max(r.start + r.e2e if r.e2e is not None else r.last_event or r.start for r in records)
+    return RawRun(records=records, duration=max(ended - began, 0.0), began=began)
+
+
+def _progress(records: list[RequestRecord], total: int, elapsed: float) -> RunProgress:
+    tokens = sum(r.completion_tokens for r in records if r.ok)
+    return RunProgress(len(records), total, tokens, elapsed)
+
+
 def run_on_host(
     transport: Transport,
     python: list[str],
@@ -59,9 +77,13 @@ def run_on_host(
     *,
     model: str,
     where: str,
+    on_record: Callable[[RequestRecord], bool | None] | None = None,
+    progress: ProgressSink | None = None,
 ) -> HostRun:
     """Run ``workload`` with the host's ``python`` (its words, environment first) against
-    ``base_url`` as seen from the host."""
+    ``base_url`` as seen from the host; ``on_record`` sees each request as its record arrives
+    and stops the run by returning True; ``progress`` hears about once a second how far the
+    run got (as :func:`~.loadgen.generate`'s callers do)."""
     data = payload(base_url, workload, model)
     command = " ".join(["%s"] * len(python)) + " -c %s"
     try:
@@ -73,7 +95,10 @@ def run_on_host(
         ) from exc
     records: list[RequestRecord] = []
     out = HostRun(None)
-    deadline = time.monotonic() + workload.total_timeout_s + SLACK_S
+    started = time.monotonic()
+    deadline = started + workload.total_timeout_s + SLACK_S
+    told = started
+    stopped = False
     buffer = b""
     first_t: float | None = None
     with stream:
@@ -109,10 +134,22 @@ def run_on_host(
                 if "error" in item:
                     raise SglangError(f"{where}: the load generator on the host: {item['error']}")
                 if "record" in item:
-                    records.append(record_of(item["record"]))
+                    record = record_of(item["record"])
+                    records.append(record)
+                    if on_record is not None and on_record(record):
+                        out.raw, stopped = _stopped(records), True
+                        break
                 if "done" in item:
                     out.raw = raw_run(records, item["done"])
-        _wait_for_exit(stream)
+            if progress is not None and time.monotonic() - told >= PROGRESS_EVERY_S:
+                told = time.monotonic()
+                progress(_progress(records, workload.num_requests, told - started))
+        if not stopped:
+            _wait_for_exit(stream)
+    if stopped:
+        # closed: the generator's next line, a beat at the latest, finds no reader and it
+        # exits; until then its requests still load the server, so the next run waits
+        time.sleep(2 * BEAT_S)
     if out.raw is None and out.lags:
         out.lost_at = out.lags[-1][0] - (first_t or out.lags[-1][0])
     return out

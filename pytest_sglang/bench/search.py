@@ -18,6 +18,11 @@ no sustainable rate in the searched range, and 0 would read as "measured: nothin
 which end of the range was wrong. ``status``: ``"found"`` (threshold bracketed within
 ``precision``), ``"unmet"`` (fails at ``low``), ``"above range"`` (passes at ``high``),
 ``"budget"`` (the time budget ran out; the bracket so far is reported).
+
+Why probes run through a :data:`ProbeRunner`: the plugin runs each one from the host's
+``bench_from`` path with its stall check (:func:`~.paths.run_round`), as it runs every
+benchmark round. A probe the network disturbed is repeated once; disturbed again, the search
+ends with :class:`ProbeDisturbed` (a pass or a fail decided by a stall misplaces the threshold).
 """
 
 from __future__ import annotations
@@ -33,7 +38,17 @@ from .metrics import BenchResult, RequestRecord
 from .slo import Slo, slo_figures
 from .workload import SloSearch, Workload
 
-__all__ = ["Probe", "SearchResult", "run_search"]
+__all__ = ["Probe", "ProbeDisturbed", "ProbeRunner", "SearchResult", "run_search", "search_over"]
+
+#: Runs one probe's workload, calling the observer with each request as it finishes (True:
+#: stop there); returns its figures. Raises :class:`ProbeDisturbed` when the probe measured
+#: the network rather than the server.
+ProbeRunner = Callable[[Workload, Callable[[RequestRecord], bool]], BenchResult]
+
+
+class ProbeDisturbed(Exception):
+    """A probe did not measure the server (the reason: "network stall of 10.0 s at 3.2 s")."""
+
 
 #: A probe is "clearly under" when every request's figure is within this share of each bound.
 CLEARLY_UNDER = 0.5
@@ -56,6 +71,8 @@ class Probe:
     output_goodput: float
     latency_ms: float | None  # the SLO's first figure (e.g. p99_ttft_ms), for the curve
     figures: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: why the probe was run twice ("" when its first run measured the server)
+    repeated: str = ""
 
 
 @dataclass
@@ -109,24 +126,42 @@ def _clearly_under(search: SloSearch, records: list[RequestRecord]) -> bool:
     return bool(records) and all(spare.met_by(r) for r in records)
 
 
-def _probe(
-    search: SloSearch,
-    level: float,
-    run: Callable[[Workload, Callable[[RequestRecord], bool]], BenchResult],
-) -> tuple[Probe, bool]:
-    """Run one probe; returns it and whether it was clearly under."""
+class _Tally:
+    """A probe's observer: keeps its records and says stop once more of them missed the SLO
+    than the probe allows (then it cannot pass any more)."""
+
+    def __init__(self, search: SloSearch, allowed: int) -> None:
+        self.search = search
+        self.allowed = allowed
+        self.records: list[RequestRecord] = []
+        self.misses = 0
+
+    def __call__(self, record: RequestRecord) -> bool:
+        self.records.append(record)
+        self.misses += not self.search.slo.met_by(record)
+        return self.misses > self.allowed
+
+
+def _probe(search: SloSearch, level: float, run: ProbeRunner) -> tuple[Probe, bool]:
+    """Run one probe (twice when the first was disturbed); returns it and whether it was
+    clearly under."""
     workload = search.probe(level)
     allowed = math.floor((1.0 - search.fraction) * workload.num_requests + 1e-9)
-    records: list[RequestRecord] = []
-    misses = [0]
-
-    def observe(record: RequestRecord) -> bool:
-        records.append(record)
-        misses[0] += not search.slo.met_by(record)
-        return misses[0] > allowed
-
-    result = run(workload, observe)
-    over = misses[0] > allowed
+    unit = "req/s" if search.kind == "rate" else "in flight"
+    repeated = ""
+    for attempt in (1, 2):
+        tally = _Tally(search, allowed)
+        try:
+            result = run(workload, tally)
+            break
+        except ProbeDisturbed as exc:
+            if attempt == 2:
+                raise ProbeDisturbed(
+                    f"the probe at {level:g} {unit} was disturbed twice: {exc}"
+                ) from None
+            repeated = str(exc)
+    records, misses = tally.records, tally.misses
+    over = misses > allowed
     stopped = over and len(records) < workload.num_requests
     figures = result.as_dict()
     slo = slo_figures(search.slo, records, result.duration)
@@ -146,13 +181,14 @@ def _probe(
         output_goodput=float(slo["output_goodput"]),  # type: ignore[arg-type]
         latency_ms=latency if isinstance(latency, (int, float)) else None,
         figures=figures,
+        repeated=repeated,
     )
     return probe, not over and _clearly_under(search, records)
 
 
 def search_levels(
     search: SloSearch,
-    run: Callable[[Workload, Callable[[RequestRecord], bool]], BenchResult],
+    run: ProbeRunner,
     clock: Callable[[], float] = time.monotonic,
 ) -> SearchResult:
     """The search itself, over any way of running a probe (``run``)."""
@@ -209,12 +245,18 @@ def _narrow_enough(search: SloSearch, low: float, high: float) -> bool:
     return high / low - 1 <= search.precision
 
 
-def run_search(base_url: str, search: SloSearch, *, model: str = "default") -> SearchResult:
-    """Search ``base_url``'s sustainable load under ``search.slo``; one warm-up request first."""
+def search_over(run: ProbeRunner, search: SloSearch) -> SearchResult:
+    """Search the sustainable load under ``search.slo``, each probe run by ``run``; one short
+    warm-up request first (not part of any probe)."""
     warm = search.probe(search.low)
-    run_workload(base_url, Workload.single_stream(min(16, warm.output_tokens)), model=model)
+    run(Workload.single_stream(min(16, warm.output_tokens)), lambda record: False)
+    return search_levels(search, run)
+
+
+def run_search(base_url: str, search: SloSearch, *, model: str = "default") -> SearchResult:
+    """:func:`search_over` with every probe sent from here to ``base_url``."""
 
     def run(workload: Workload, observe: Callable[[RequestRecord], bool]) -> BenchResult:
         return run_workload(base_url, workload, model=model, observe=observe)
 
-    return search_levels(search, run)
+    return search_over(run, search)

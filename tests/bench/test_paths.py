@@ -9,10 +9,11 @@ real SSH to the nspawn host, the simulator as the service.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,10 @@ from helpers import FAST_SIM, SIM_LAUNCH, host_entry, save_inventory
 from testhost import SystemdTestHost
 
 from pytest_sglang.bench import Workload
+from pytest_sglang.bench.loadgen import RunProgress
+from pytest_sglang.bench.metrics import BenchResult, RequestRecord
 from pytest_sglang.bench.paths import route_for, run_round
+from pytest_sglang.bench.search import search_over
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.session import SglangSession
@@ -96,7 +100,8 @@ def test_the_default_is_the_host_said_once(
     tmp_path: Path, systemd_host: SystemdTestHost, systemd_transport: Any, cleanup: None
 ) -> None:
     """Unset, the host's Python (it has aiohttp) runs the load; said once, checked once; the
-    generator leaves no process and no file on the host."""
+    run's progress comes back as it goes; the generator leaves no process and no file on the
+    host."""
     session = _session(systemd_host, tmp_path)
     try:
         deployment = session.host("testhost").deployment(CONFIG)
@@ -104,6 +109,11 @@ def test_the_default_is_the_host_said_once(
         for _ in range(2):
             measured = run_round(deployment, Workload.single_stream(8), model="qwen3-8b")
             assert measured.bench_from == "host" and measured.result.completed == 1
+        # a run of a while reports how far it got (the live line), as here
+        seen: list[RunProgress] = []
+        workload = Workload.fixed_concurrency(2, 4, output_tokens=80, warmup_requests=0)
+        run_round(deployment, workload, model="qwen3-8b", progress=seen.append)
+        assert seen and seen[-1].total == 4 and seen[-1].elapsed_s >= 1.0, seen
         said = [line for line in session.said if "benchmark load" in line]  # type: ignore[attr-defined]
         assert len(said) == 1 and "from the host" in said[0], said
         assert route_for(deployment).kind == "host"
@@ -326,3 +336,68 @@ def test_the_host_plan_carries_every_workload_field_it_names() -> None:
             assert getattr(plan, field.name) == getattr(workload, field.name), field.name
     assert plan.requests() == workload.requests()
     assert plan.arrival_delays() == workload.arrival_delays()
+
+
+def test_a_search_probes_from_the_host_and_stops_a_probe_once_it_cannot_pass(
+    tmp_path: Path, systemd_host: SystemdTestHost, systemd_transport: Any, cleanup: None
+) -> None:
+    """A max-rate search through the host path: every probe runs on the host, a probe far over
+    the server's capacity stops as soon as its outcome is certain (its generator ends with
+    it), and the bracket holds the rate the injected timings allow (8 at once, 205 ms each:
+    39 req/s)."""
+    env = {
+        "SGLANG_SIM_STARTUP_SCALE": "0",
+        "SGLANG_SIM_TTFT_MS": "50",
+        "SGLANG_SIM_ITL_MS": "5",
+        "SGLANG_SIM_CAPACITY": "8",
+    }
+    session = _session(systemd_host, tmp_path, "host", env=env)
+    try:
+        deployment = session.host("testhost").deployment(CONFIG)
+        paths: list[str] = []
+
+        def run(workload: Workload, observe: Callable[[RequestRecord], bool]) -> BenchResult:
+            measured = run_round(deployment, workload, model="qwen3-8b", on_record=observe)
+            paths.append(measured.bench_from)
+            assert measured.disturbed == "", measured.disturbed
+            return measured.result
+
+        search = Workload.max_rate(
+            "p99_ttft_ms<=110",
+            low=8,
+            high=128,
+            output_tokens=32,
+            burstiness=math.inf,
+            precision=0.25,
+            fraction=0.95,
+            probe_time_s=2,
+            budget_s=60,
+        )
+        found = search_over(run, search)
+        assert set(paths) == {"host"}
+        assert found.status == "found", found.describe()
+        low, high = found.bracket
+        assert low is not None and high is not None and low <= 39 * 1.05 and high >= 39 * 0.95
+        stopped = [p for p in found.probes if p.early_stop == "over"]
+        assert stopped and all(p.completed < p.requests for p in stopped), found.probes
+        assert systemd_transport.run("pgrep -f '<pytest-sglang[>]'").stdout == ""
+    finally:
+        assert session.restore_all() == []
+
+
+def test_records_come_back_from_the_host_bit_for_bit() -> None:
+    """What the host sends of a record (its float lists packed) reads back as the same record."""
+    from pytest_sglang.bench.agent import _plain, record_of
+
+    record = RequestRecord(
+        start=12.5,
+        ttft=0.1 / 3,
+        itls=[1 / 7, 2e-9, 0.0],
+        chunk_gaps=[],
+        e2e=1.25,
+        completion_tokens=4,
+        output_ids=[1, 2, 3],
+        text='"quoted"\n',
+    )
+    line = json.dumps({"record": record}, default=_plain)
+    assert record_of(json.loads(line)["record"]) == record

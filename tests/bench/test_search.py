@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import pytest
 
 from pytest_sglang.bench import Workload
-from pytest_sglang.bench.metrics import RequestRecord
-from pytest_sglang.bench.search import run_search
+from pytest_sglang.bench.loadgen import run_workload
+from pytest_sglang.bench.metrics import BenchResult, RequestRecord
+from pytest_sglang.bench.search import ProbeDisturbed, ProbeRunner, run_search, search_over
 from pytest_sglang.bench.slo import Slo, slo_figures
 from pytest_sglang.errors import ConfigError
 
@@ -155,3 +157,39 @@ def test_itl_bounds_are_per_token_and_chunk_gap_bounds_per_chunk() -> None:
     assert Slo.parse("median_itl_ms<=10").met_by(record)
     assert not Slo.parse("median_chunk_gap_ms<=10").met_by(record)
     assert Slo.parse("p99_chunk_gap_ms<=20").met_by(record)
+
+
+def _disturbing_runner(url: str, disturbed: dict[float, int]) -> tuple[list[float], ProbeRunner]:
+    """Probes sent to ``url``; the first ``disturbed[rate]`` runs at a rate are disturbed."""
+    levels: list[float] = []
+
+    def run(workload: Workload, observe: Callable[[RequestRecord], bool]) -> BenchResult:
+        rate = float(workload.request_rate or 0)
+        levels.append(rate)
+        if disturbed.get(rate, 0) > 0:
+            disturbed[rate] -= 1
+            raise ProbeDisturbed("network stall of 3.0 s at 1.0 s")
+        return run_workload(url, workload, model="qwen3-8b", observe=observe)
+
+    return levels, run
+
+
+def test_a_disturbed_probe_is_repeated_and_twice_ends_the_search(simulator) -> None:
+    """A probe the network disturbed is run again (and says so); disturbed twice, the search
+    ends with the reason instead of placing the threshold on a stall."""
+    url = simulator(env=EXACT)
+    search = Workload.max_rate(
+        "p99_ttft_ms<=110", low=4, high=8, output_tokens=TOKENS, probe_time_s=1, budget_s=30
+    )
+    levels, run = _disturbing_runner(url, {4.0: 1})
+    found = search_over(run, search)
+    first = found.probes[0]
+    assert levels[1:3] == [4.0, 4.0] and first.passed, levels
+    assert first.repeated == "network stall of 3.0 s at 1.0 s"
+    assert all(p.repeated == "" for p in found.probes[1:])
+    _, run = _disturbing_runner(url, {4.0: 2})
+    with pytest.raises(ProbeDisturbed) as err:
+        search_over(run, search)
+    assert str(err.value) == (
+        "the probe at 4 req/s was disturbed twice: network stall of 3.0 s at 1.0 s"
+    )
