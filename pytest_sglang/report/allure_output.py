@@ -183,13 +183,19 @@ def attach_deployment(deployment: Deployment, redact: Any) -> None:
 
 
 def attach_bench(info: Mapping[str, Any], redact: Any) -> None:
-    """A benchmark's figures as JSON (everything) and CSV (the flat figures)."""
+    """A benchmark's figures as JSON (everything) and CSV (the flat figures), and why a round
+    was disturbed (when one was)."""
     allure = _allure()
     body = json.dumps(dict(info), indent=2, sort_keys=True, default=str)
     allure.attach(redact(body), name="benchmark", attachment_type=allure.attachment_type.JSON)
     allure.attach(
         redact(bench_csv(info)), name="benchmark.csv", attachment_type=allure.attachment_type.CSV
     )
+    notes = info.get("disturbed") or []
+    if notes:  # rounds the stall check repeated: in view, not only inside the JSON
+        allure.attach(
+            redact("\n".join(notes)), name="disturbed", attachment_type=allure.attachment_type.TEXT
+        )
 
 
 def attach_comparisons(rows: Sequence[Mapping[str, Any]]) -> None:

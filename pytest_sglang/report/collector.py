@@ -22,7 +22,7 @@ from . import allure_output
 from .environment import HostFacts, environment_properties, host_facts
 from .html_summary import render_summary, write_summary
 from .plots import PlotsUnavailable, plot_sweep
-from .records import BenchRecord
+from .records import BenchRecord, load_paths
 from .sweeps import Sweep, find_sweeps
 from .tables import comparison_table, html_document, quality_table, sweep_table
 from .tuning import DEFAULT_OBJECTIVE, Verdict, tuning_html, tuning_verdicts
@@ -212,7 +212,7 @@ class ReportSession:
         tuning = self._tuning()
         facts = list(self.facts.values())
         if self.results_dir is not None:
-            environment = environment_properties(facts, self.models)
+            environment = environment_properties(facts, self.models, load_paths(self.records))
             allure_output.write_session_files(
                 self.results_dir, environment=environment, records=self.records
             )

@@ -9,7 +9,7 @@ reported as simulated rather than as whatever GPU the developer's machine happen
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -78,8 +78,13 @@ def _escape(value: str) -> str:
     )
 
 
-def environment_properties(facts: Sequence[HostFacts], models: Sequence[str] = ()) -> str:
-    """``environment.properties`` text; several hosts are joined with ``; `` in run order."""
+def environment_properties(
+    facts: Sequence[HostFacts], models: Sequence[str] = (), bench_from: Mapping[str, str] = {}
+) -> str:
+    """``environment.properties`` text; several hosts are joined with ``; `` in run order.
+
+    ``bench_from``: where each host's benchmark load came from (:mod:`..bench.paths`), shown
+    because the same server measured through the SSH forward reads a fraction of its speed."""
 
     def joined(values: Sequence[str]) -> str:
         return "; ".join(dict.fromkeys(v for v in values if v))
@@ -90,5 +95,11 @@ def environment_properties(facts: Sequence[HostFacts], models: Sequence[str] = (
         "driver": joined([f.driver for f in facts]),
         "sglang_version": joined([f.sglang_version for f in facts]),
         "model": joined([*models, *(f.model for f in facts)]),
+        "bench_from": joined(
+            [
+                f"{host}: {kind}" if len(bench_from) > 1 else kind
+                for host, kind in bench_from.items()
+            ]
+        ),
     }
     return "".join(f"{key}={_escape(value)}\n" for key, value in pairs.items() if value)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .environment import HostFacts
-from .records import BenchRecord
+from .records import BenchRecord, load_paths
 from .sweeps import Sweep
 from .tables import (
     benchmarks_table,
@@ -28,15 +28,17 @@ from .tuning import Verdict, tuning_html
 __all__ = ["render_summary", "write_summary"]
 
 
-def _facts_list(facts: Sequence[HostFacts]) -> str:
+def _facts_list(facts: Sequence[HostFacts], bench_from: Mapping[str, str]) -> str:
     if not facts:
         return '<p class="muted">No deployment was made.</p>'
     items = []
     for f in facts:
+        load = f"; load from: {bench_from[f.host]}" if f.host in bench_from else ""
         items.append(
             "<li>"
             + html.escape(
                 f"{f.host}: {f.gpus}; driver {f.driver}; SGLang {f.sglang_version}; {f.model}"
+                + load
             )
             + "</li>"
         )
@@ -79,7 +81,8 @@ def render_summary(
     tuning: Sequence[tuple[Verdict, bytes | None]] = (),
 ) -> str:
     """The page; ``plots`` maps a sweep's slug to its PNG bytes (missing: no plot shown)."""
-    parts = ["<h1>pytest-sglang summary</h1>", "<h2>Environment</h2>", _facts_list(facts)]
+    facts_list = _facts_list(facts, load_paths(records))
+    parts = ["<h1>pytest-sglang summary</h1>", "<h2>Environment</h2>", facts_list]
     parts += [f'<p class="muted">{html.escape(note, quote=False)}</p>' for note in notes]
     parts += ["<h2>Deployments</h2>", deployments_table(deployments)]
     if tuning:

@@ -8,10 +8,11 @@ be built and tested without pytest.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LATENCY_METRICS", "BenchRecord", "scalar_metrics"]
+__all__ = ["LATENCY_METRICS", "BenchRecord", "load_paths", "scalar_metrics"]
 
 #: Latency figures in milliseconds (lower is better), in the order tables show them.
 LATENCY_METRICS: tuple[str, ...] = (
@@ -52,6 +53,17 @@ class BenchRecord:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
         return float(value)
+
+
+def load_paths(records: Sequence[BenchRecord]) -> dict[str, str]:
+    """Where each host's benchmark load came from (``bench_from``: host, direct or forward),
+    by host in run order; the last benchmark's path where a host's changed."""
+    paths: dict[str, str] = {}
+    for record in records:
+        kind = record.info.get("bench_from")
+        if isinstance(kind, str) and kind:
+            paths[record.host] = kind
+    return paths
 
 
 def scalar_metrics(info: dict[str, Any]) -> dict[str, Any]:

@@ -147,10 +147,13 @@ def sweep_table(sweep: Sweep) -> str:
 
 
 def benchmarks_table(records: Sequence[BenchRecord]) -> str:
-    """Every benchmark run of the session, in run order."""
+    """Every benchmark run of the session, in run order; a "disturbed" column (the rounds the
+    stall check repeated, and why) when any run had one, its row marked when it was not gated."""
     labels = [("test", True), ("host", True), ("config", True), ("workload", True)]
     labels += [(label, False) for _, label in _SWEEP_METRICS]
     labels += [("failed", False)]
+    disturbed = any(record.info.get("disturbed") for record in records)
+    labels += [("disturbed", True)] if disturbed else []
     tests = _test_cells([record.nodeid for record in records])
     body = []
     for record in records:
@@ -160,7 +163,10 @@ def benchmarks_table(records: Sequence[BenchRecord]) -> str:
         )
         cells += "".join(_cell(info.get(metric)) for metric, _ in _SWEEP_METRICS)
         cells += _cell(info.get("failed"))
-        body.append(f"<tr>{cells}</tr>")
+        if disturbed:
+            cells += _cell("; ".join(info.get("disturbed") or []), text=True)
+        cls = ' class="failed"' if info.get("gated") is False else ""
+        body.append(f"<tr{cls}>{cells}</tr>")
     return f'<table class="sglang-benchmarks">{_head(labels)}<tbody>{"".join(body)}</tbody></table>'
 
 

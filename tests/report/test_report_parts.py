@@ -101,6 +101,30 @@ def test_environment_properties_escape_and_join_hosts() -> None:
     assert "model=/m/a; /m\\\\b" in lines
 
 
+def test_the_environment_names_where_each_hosts_load_came_from() -> None:
+    """The same server read through the SSH forward is a fraction of its speed: the Allure
+    environment and the HTML summary say which path each host's figures took."""
+    from pytest_sglang.report.html_summary import render_summary
+    from pytest_sglang.report.records import load_paths
+
+    a, b = record(host="gpu-a"), record(host="gpu-b")
+    a.info["bench_from"], b.info["bench_from"] = "host", "forward"
+    facts = [
+        HostFacts("gpu-a", "4x NVIDIA H100", "550.54", "0.5.23", "/m/a"),
+        HostFacts("gpu-b", "8x NVIDIA H200", "550.54", "0.5.23", "/m/b"),
+    ]
+    paths = load_paths([a, b, record(host="gpu-c")])
+    assert paths == {"gpu-a": "host", "gpu-b": "forward"}
+    assert "bench_from=gpu-a: host; gpu-b: forward" in environment_properties(facts, (), paths)
+    assert "bench_from=host" in environment_properties(facts[:1], (), {"gpu-a": "host"})
+    assert "bench_from" not in environment_properties(facts)
+    page = render_summary(
+        facts=facts, deployments=[], sweeps=[], plots={}, comparisons=[], records=[a, b]
+    )
+    assert "SGLang 0.5.23; /m/a; load from: host</li>" in page
+    assert "/m/b; load from: forward</li>" in page
+
+
 def test_perf_samples_skip_missing_figures() -> None:
     samples = perf_samples([record()])
     assert {s["key"] for s in samples} == {"sglang.output_throughput", "sglang.median_ttft_ms"}
@@ -223,3 +247,19 @@ def test_html_tables_show_test_names_with_the_node_id_on_hover() -> None:
     assert "reason" not in deployments_table([ready])  # no failure: no empty why-columns
     failed = {**ready, "outcome": "failed", "reason": "oom", "message": "CUDA out of memory"}
     assert '<th class="text">reason</th>' in deployments_table([ready, failed])
+
+
+def test_disturbed_rounds_are_in_the_benchmarks_table() -> None:
+    """A round the stall check repeated shows in the HTML with its reason; a run kept out of
+    the gates (disturbed twice) is marked; without any, the table has no such column."""
+    from pytest_sglang.report.tables import benchmarks_table
+
+    clean, cut = record(config_id="a"), record(config_id="b")
+    cut.info.update(
+        disturbed=["round 1: disturbed: network stall of 3.1 s at 1.5 s (repeated)"], gated=False
+    )
+    assert "disturbed" not in benchmarks_table([clean])
+    table = benchmarks_table([clean, cut])
+    assert "disturbed</th>" in table
+    assert '<tr class="failed">' in table and table.count('<tr class="failed">') == 1
+    assert "network stall of 3.1 s at 1.5 s (repeated)</td>" in table
