@@ -39,6 +39,7 @@ from helpers import FAST_SIM, host_entry, save_inventory  # noqa: E402
 from pytest_sglang.bench import Workload  # noqa: E402
 from pytest_sglang.bench.paths import route_of, run_round  # noqa: E402
 from pytest_sglang.config import ServerConfig  # noqa: E402
+from pytest_sglang.errors import SglangError  # noqa: E402
 from pytest_sglang.session import SglangSession  # noqa: E402
 
 SERVICE = "sglang-paths-bench.service"
@@ -124,12 +125,15 @@ def cut_tries(host: Any, deployment: Any, tries: int) -> None:
 
             cutter = threading.Thread(target=cut)
             cutter.start()
-            measured = run_round(deployment, workload, model="qwen3-8b", route=route)
+            try:
+                measured = run_round(deployment, workload, model="qwen3-8b", route=route)
+                reasons.append(measured.disturbed or "(clean)")
+            except SglangError as exc:  # loud (the test fails with it), but not a verdict
+                reasons.append(f"(error: {exc})")
             cutter.join()
-            reasons.append(measured.disturbed)
             time.sleep(1.0)
-        hit = sum(bool(r) for r in reasons)
-        print(f"{kind:<8} disturbed {hit}/{tries}: " + " | ".join(r or "(clean)" for r in reasons))
+        hit = sum(not r.startswith("(") for r in reasons)
+        print(f"{kind:<8} disturbed {hit}/{tries}: " + " | ".join(reasons))
 
 
 def main() -> int:
