@@ -27,7 +27,7 @@ from ..bench.workload import API
 from ..config import ServerConfig
 from ..deployment import Deployment
 from ..errors import SglangError
-from ..stash import GATES_KEY, SESSION_KEY, bench_results, gatekeeper
+from ..stash import GATES_KEY, SESSION_KEY, bench_results, gatekeeper, quality_results
 from .evals import (
     DEFAULT_EQUIVALENCE_PROMPTS,
     AccuracyResult,
@@ -42,27 +42,17 @@ from .gate import DEFAULT_QUALITY_GATES, decide_rate, regression_line
 from .tasks import Task
 from .verdict import display_verdict, quality_marks
 
-__all__ = ["SglangQuality", "quality_results"]
+__all__ = ["SglangQuality"]
 
 T = TypeVar("T")
 #: (config digest, prompts or task digest) -> what that config produced this session.
 _REFERENCES: pytest.StashKey[dict[tuple[str, str], list[Output]]] = pytest.StashKey()
 _ACCURACIES: pytest.StashKey[dict[tuple[str, str], AccuracyResult]] = pytest.StashKey()
-_ROWS: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
 
 
 def _model(deployment: Deployment) -> str:
     cfg = deployment.config
     return str(getattr(cfg, "served_model_name", None) or cfg.model_path)
-
-
-def quality_results(config: pytest.Config) -> list[dict[str, Any]]:
-    """Every quality row of this process, in run order (also in the session summary)."""
-    sglang = config.stash.get(SESSION_KEY, None)
-    if sglang is not None:
-        rows: list[dict[str, Any]] = sglang.quality
-        return rows
-    return config.stash.setdefault(_ROWS, [])
 
 
 class SglangQuality:
