@@ -38,7 +38,7 @@ from .evals import (
     prompts_digest,
     run_accuracy,
 )
-from .gate import DEFAULT_QUALITY_GATES, decide_rate, regression_line
+from .gate import DEFAULT_QUALITY_GATES, decide_rate, floor_line, regression_line
 from .tasks import Task
 from .verdict import display_verdict, quality_marks
 
@@ -96,13 +96,13 @@ class SglangQuality:
         memory = self.config.stash.setdefault(_ACCURACIES, {})
         memory.setdefault((self.deployment.config.digest, task.digest), result)
         info = result.as_dict()
-        problem = None
-        if min_accuracy is not None and result.accuracy < min_accuracy:
-            problem = (
-                f"accuracy {result.accuracy:.1%} on {task.name} is below the floor "
-                f"{min_accuracy:.1%} ({result.correct}/{result.total}, 95% CI "
-                f"{info['ci_low']:.1%}-{info['ci_high']:.1%})"
-            )
+        problem = floor_line(
+            "accuracy",
+            result.accuracy,
+            min_accuracy,
+            f"on {task.name}",
+            f"{result.correct}/{result.total}, 95% CI {info['ci_low']:.1%}-{info['ci_high']:.1%}",
+        )
         if reference is not None:
             ref = self._reference(memory, reference, task.digest, measure)
             info["reference"] = reference.id
@@ -182,13 +182,14 @@ class SglangQuality:
         result = compare_outputs(ref, current, reference_id=reference.id)
         result.prompts_digest = digest
         info = result.as_dict()
-        problem = None
-        if min_rate is not None and result.exact_match_rate < min_rate:
-            problem = (
-                f"exact_match_rate {result.exact_match_rate:.1%} vs {reference.id} is below the "
-                f"floor {min_rate:.1%} ({result.matched}/{result.total} identical; first "
-                f"divergent token at {result.first_divergence})"
-            )
+        problem = floor_line(
+            "exact_match_rate",
+            result.exact_match_rate,
+            min_rate,
+            f"vs {reference.id}",
+            f"{result.matched}/{result.total} identical; first divergent token at "
+            f"{result.first_divergence}",
+        )
         workload = f"equivalence-{reference.id}-{digest}"
         self._finish("exact_match_rate", workload, result.matched, result.total, info, problem)
         return result
