@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from helpers import FAST_SIM, host_entry, save_inventory  # noqa: E402
+from helpers import FAST_SIM, booted_test_host, host_entry, save_inventory  # noqa: E402
 
 from pytest_sglang.bench import Workload  # noqa: E402
 from pytest_sglang.bench.paths import route_of, run_round  # noqa: E402
@@ -143,15 +143,7 @@ def main() -> int:
     parser.add_argument("--skip-cuts", action="store_true")
     parser.add_argument("--only-cuts", action="store_true")
     args = parser.parse_args()
-    from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites
-
-    missing = missing_prerequisites()
-    if missing:
-        print("bench_paths: cannot boot the test host: needs " + ", ".join(missing))
-        return 2
-    factory = TestHostFactory(STATE_ROOT)
-    try:
-        host = factory("paths")
+    with booted_test_host("bench_paths", "paths") as host:
         if args.only_cuts:
             with deployed(host, {"SGLANG_SIM_STARTUP_SCALE": "0"}) as deployment:
                 cut_tries(host, deployment, args.tries)
@@ -183,8 +175,6 @@ def main() -> int:
             )
             if not args.skip_cuts:
                 cut_tries(host, deployment, args.tries)
-    finally:
-        factory.close()
     return 0
 
 

@@ -32,7 +32,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from helpers import child_pytest_argv, file_states, host_entry, save_inventory  # noqa: E402
+from helpers import (  # noqa: E402
+    booted_test_host,
+    child_pytest_argv,
+    file_states,
+    host_entry,
+    save_inventory,
+)
 
 SERVICE = "sglang-chaos.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
@@ -229,18 +235,8 @@ def main() -> int:
         "--max-delay", type=float, default=8.0, help="seconds after the reconfiguration"
     )
     args = parser.parse_args()
-    from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites
-
-    missing = missing_prerequisites()
-    if missing:
-        print("chaos: cannot boot the test host: needs " + ", ".join(missing))
-        return 2
-    factory = TestHostFactory(STATE_ROOT)
-    try:
-        host = factory("chaos")
+    with booted_test_host("chaos", "chaos") as host:
         tally = run_chaos(host, sessions=args.sessions, seed=args.seed, max_delay=args.max_delay)
-    finally:
-        factory.close()
     return 0 if tally.ok == len(tally.rounds) else 1
 
 

@@ -20,22 +20,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import agreement  # noqa: E402
 import log_formats  # noqa: E402
 import requests  # noqa: E402
+from helpers import EAGLE_FLAGS  # noqa: E402
 
 SEED = [
     "--model-path",
     "/shared/models/Qwen3.5-122B-A10B",
     "--tp-size",
     "4",
-    "--speculative-algorithm",
-    "EAGLE",
-    "--speculative-num-steps",
-    "2",
-    "--speculative-eagle-topk",
-    "1",
+    *EAGLE_FLAGS,
     "--speculative-num-draft-tokens",
     "3",
     "--enable-metrics",

@@ -1,8 +1,8 @@
 """What the plugins share: the ``config.stash`` keys and the accessors of the session's results.
 
-The entry plugin (:mod:`.plugin`) and its sub-plugins (benchmarks, baselines, reports, and the
-pytest-xdist one) keep their state in ``config.stash``. Each may import this module, which
-imports none of them; they read each other's state only through it and call each other only
+The entry plugin (:mod:`.plugin`) and its sub-plugins (benchmarks, baselines, quality, reports,
+and the pytest-xdist one) keep their state in ``config.stash``. Each may import this module,
+which imports none of them; they read each other's state only through it and call each other only
 through hooks (:mod:`.hookspec`, :mod:`.baseline.hookspec`), never by importing one another.
 """
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # types only: the modules that define them import nothing of 
 __all__ = [
     "GATEKEEPER_KEY",
     "GATES_KEY",
+    "QUALITY_KEY",
     "REPORT_KEY",
     "RESULTS_KEY",
     "SESSION_KEY",
@@ -28,6 +29,7 @@ __all__ = [
     "comparison_results",
     "gatekeeper",
     "merge_summary",
+    "quality_results",
     "summary_of",
 ]
 
@@ -41,11 +43,22 @@ GATEKEEPER_KEY: pytest.StashKey[Gatekeeper] = pytest.StashKey()
 GATES_KEY: pytest.StashKey[dict[str, Gate]] = pytest.StashKey()
 #: The reports' collector (Allure, HTML summary).
 REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()
+#: The ``sglang_quality`` fixture's rows when the entry plugin's session is absent.
+QUALITY_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
 
 
 def bench_results(config: pytest.Config) -> list[dict[str, Any]]:
     """Every benchmark result of the session, in run order (each is the ``extra_info`` dict)."""
     return config.stash.setdefault(RESULTS_KEY, [])
+
+
+def quality_results(config: pytest.Config) -> list[dict[str, Any]]:
+    """Every quality row of this process, in run order (also in the session summary)."""
+    sglang = config.stash.get(SESSION_KEY, None)
+    if sglang is not None:
+        rows: list[dict[str, Any]] = sglang.quality
+        return rows
+    return config.stash.setdefault(QUALITY_KEY, [])
 
 
 def gatekeeper(config: pytest.Config) -> Gatekeeper | None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +24,14 @@ if TYPE_CHECKING:
     from pytest_sglang.transport.ssh import SshTransport
 
 __all__ = [
+    "EAGLE_FLAGS",
     "FAST_SIM",
     "HOSTILE",
     "PRODUCTION_UNIT",
     "SEED_FIELDS",
     "SIM_LAUNCH",
     "STRAY_KNOBS",
+    "booted_test_host",
     "child_env",
     "child_pytest_argv",
     "file_state_command",
@@ -50,6 +53,16 @@ SIM_LAUNCH = f"{sys.executable} -m pytest_sglang.sim"
 FAST_SIM = {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TIME_SCALE": "0"}
 #: Knobs a developer's shell may have set that would make a test's simulator misbehave.
 STRAY_KNOBS = ("SGLANG_SIM_FAULT", "SGLANG_SIM_IGNORE_FLAG", "SGLANG_SIM_SPEED_FACTOR")
+#: The simulator's flags for EAGLE speculative decoding (steps 2, topk 1): chunks of several
+#: tokens, an accept length above 1, and the speculative path of the diverge-after fault.
+EAGLE_FLAGS = (
+    "--speculative-algorithm",
+    "EAGLE",
+    "--speculative-num-steps",
+    "2",
+    "--speculative-eagle-topk",
+    "1",
+)
 
 #: The seeds' setup (Qwen3.5-122B-A10B at TP 4, EAGLE steps 2, topk 1) as ServerConfig fields.
 SEED_FIELDS: dict[str, Any] = dict(
@@ -175,6 +188,24 @@ HOSTILE = [
     "-n",
     "unicode ✓ ü",
 ]
+
+
+@contextmanager
+def booted_test_host(script: str, label: str) -> Iterator[SystemdTestHost]:
+    """For a benchmark script: the nspawn test host ``label`` of tests/testhost.py, booted, and
+    torn down afterwards. Without its prerequisites (root, systemd-nspawn, sshd) the script
+    cannot measure anything: one line naming what is missing, then exit status 2."""
+    from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites
+
+    missing = missing_prerequisites()
+    if missing:
+        print(f"{script}: cannot boot the test host: needs " + ", ".join(missing))
+        raise SystemExit(2)
+    factory = TestHostFactory(STATE_ROOT)
+    try:
+        yield factory(label)
+    finally:
+        factory.close()
 
 
 def ssh_transport(host: SystemdTestHost) -> SshTransport:

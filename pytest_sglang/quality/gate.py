@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..baseline.gates import Gate, Verdict
 from .stats import drop_test, min_detectable_drop
 
-__all__ = ["DEFAULT_QUALITY_GATES", "decide_rate", "regression_line"]
+__all__ = ["DEFAULT_QUALITY_GATES", "decide_rate", "floor_line", "regression_line"]
 
 #: Used when neither ``--sglang-gate`` nor a marker names the metric.
 DEFAULT_QUALITY_GATES: dict[str, Gate] = {
@@ -74,3 +74,14 @@ def regression_line(metric: str, verdict: Verdict, where: str) -> str:
         f"quality regression vs {where}: {metric} {verdict.baseline:.1%} -> {verdict.current:.1%} "
         f"({verdict.delta_pct:+.1f} points), {verdict.reason}"
     )
+
+
+def floor_line(
+    metric: str, value: float, floor: float | None, subject: str, counts: str
+) -> str | None:
+    """The one line a figure below the test's own floor (``min_accuracy``, ``min_rate``) fails
+    its test with; None when there is no floor or the figure reaches it. ``subject`` says what
+    was measured ("on arithmetic-500", "vs ref"), ``counts`` the evidence behind the figure."""
+    if floor is None or value >= floor:
+        return None
+    return f"{metric} {value:.1%} {subject} is below the floor {floor:.1%} ({counts})"

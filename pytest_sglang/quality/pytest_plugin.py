@@ -27,7 +27,7 @@ from ..bench.workload import API
 from ..config import ServerConfig
 from ..deployment import Deployment
 from ..errors import SglangError
-from ..stash import GATES_KEY, SESSION_KEY, bench_results, gatekeeper
+from ..stash import GATES_KEY, SESSION_KEY, bench_results, gatekeeper, quality_results
 from .evals import (
     DEFAULT_EQUIVALENCE_PROMPTS,
     AccuracyResult,
@@ -38,31 +38,21 @@ from .evals import (
     prompts_digest,
     run_accuracy,
 )
-from .gate import DEFAULT_QUALITY_GATES, decide_rate, regression_line
+from .gate import DEFAULT_QUALITY_GATES, decide_rate, floor_line, regression_line
 from .tasks import Task
 from .verdict import display_verdict, quality_marks
 
-__all__ = ["SglangQuality", "quality_results"]
+__all__ = ["SglangQuality"]
 
 T = TypeVar("T")
 #: (config digest, prompts or task digest) -> what that config produced this session.
 _REFERENCES: pytest.StashKey[dict[tuple[str, str], list[Output]]] = pytest.StashKey()
 _ACCURACIES: pytest.StashKey[dict[tuple[str, str], AccuracyResult]] = pytest.StashKey()
-_ROWS: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
 
 
 def _model(deployment: Deployment) -> str:
     cfg = deployment.config
     return str(getattr(cfg, "served_model_name", None) or cfg.model_path)
-
-
-def quality_results(config: pytest.Config) -> list[dict[str, Any]]:
-    """Every quality row of this process, in run order (also in the session summary)."""
-    sglang = config.stash.get(SESSION_KEY, None)
-    if sglang is not None:
-        rows: list[dict[str, Any]] = sglang.quality
-        return rows
-    return config.stash.setdefault(_ROWS, [])
 
 
 class SglangQuality:
@@ -106,13 +96,13 @@ class SglangQuality:
         memory = self.config.stash.setdefault(_ACCURACIES, {})
         memory.setdefault((self.deployment.config.digest, task.digest), result)
         info = result.as_dict()
-        problem = None
-        if min_accuracy is not None and result.accuracy < min_accuracy:
-            problem = (
-                f"accuracy {result.accuracy:.1%} on {task.name} is below the floor "
-                f"{min_accuracy:.1%} ({result.correct}/{result.total}, 95% CI "
-                f"{info['ci_low']:.1%}-{info['ci_high']:.1%})"
-            )
+        problem = floor_line(
+            "accuracy",
+            result.accuracy,
+            min_accuracy,
+            f"on {task.name}",
+            f"{result.correct}/{result.total}, 95% CI {info['ci_low']:.1%}-{info['ci_high']:.1%}",
+        )
         if reference is not None:
             ref = self._reference(memory, reference, task.digest, measure)
             info["reference"] = reference.id
@@ -192,13 +182,14 @@ class SglangQuality:
         result = compare_outputs(ref, current, reference_id=reference.id)
         result.prompts_digest = digest
         info = result.as_dict()
-        problem = None
-        if min_rate is not None and result.exact_match_rate < min_rate:
-            problem = (
-                f"exact_match_rate {result.exact_match_rate:.1%} vs {reference.id} is below the "
-                f"floor {min_rate:.1%} ({result.matched}/{result.total} identical; first "
-                f"divergent token at {result.first_divergence})"
-            )
+        problem = floor_line(
+            "exact_match_rate",
+            result.exact_match_rate,
+            min_rate,
+            f"vs {reference.id}",
+            f"{result.matched}/{result.total} identical; first divergent token at "
+            f"{result.first_divergence}",
+        )
         workload = f"equivalence-{reference.id}-{digest}"
         self._finish("exact_match_rate", workload, result.matched, result.total, info, problem)
         return result

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from ..quality.pytest_plugin import quality_results
 from ..quality.verdict import quality_holds
-from ..stash import REPORT_KEY, SESSION_KEY, bench_results
+from ..stash import REPORT_KEY, SESSION_KEY, bench_results, quality_results
 from .tuning import DEFAULT_OBJECTIVE, OBJECTIVES, tuning_verdicts, verdict_lines
 
 

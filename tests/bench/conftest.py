@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from helpers import EAGLE_FLAGS
 
 from pytest_sglang.sim.launch import LocalSimulator, start_simulator
 
@@ -27,25 +28,19 @@ def simulator() -> Iterator[SimFactory]:
         sim.stop()
 
 
-EAGLE = (
-    "--speculative-algorithm",
-    "EAGLE",
-    "--speculative-num-steps",
-    "2",
-    "--speculative-eagle-topk",
-    "1",
-)
-
-
 @pytest.fixture(scope="module")
 def fast_sim() -> Iterator[str]:
     """One EAGLE simulator at TIME_SCALE=0 shared by a module's tests."""
-    with start_simulator(*SERVED, *EAGLE, env={"SGLANG_SIM_TIME_SCALE": "0"}, timeout=30) as sim:
+    with start_simulator(
+        *SERVED, *EAGLE_FLAGS, env={"SGLANG_SIM_TIME_SCALE": "0"}, timeout=30
+    ) as sim:
         yield sim.url
 
 
 @pytest.fixture(scope="module")
 def eagle_sim() -> Iterator[str]:
     """One EAGLE simulator at a real time scale (chunks of several tokens, a step apart)."""
-    with start_simulator(*SERVED, *EAGLE, env={"SGLANG_SIM_TIME_SCALE": "1"}, timeout=30) as sim:
+    with start_simulator(
+        *SERVED, *EAGLE_FLAGS, env={"SGLANG_SIM_TIME_SCALE": "1"}, timeout=30
+    ) as sim:
         yield sim.url

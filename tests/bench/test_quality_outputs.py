@@ -5,20 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from helpers import EAGLE_FLAGS
 
 from pytest_sglang.quality.evals import collect_outputs, compare_outputs, run_accuracy
 from pytest_sglang.quality.tasks import Task
 from pytest_sglang.sim.quality import QualityModel, accuracy_of
 
 FAST = {"SGLANG_SIM_TIME_SCALE": "0"}
-EAGLE = (
-    "--speculative-algorithm",
-    "EAGLE",
-    "--speculative-num-steps",
-    "2",
-    "--speculative-eagle-topk",
-    "1",
-)
 PROMPTS = [f"tell me about item {i} of the list" for i in range(24)]
 
 
@@ -53,7 +46,7 @@ def test_greedy_outputs_repeat_and_the_fault_changes_only_speculative_ones(
     assert all(len(o.ids) == 24 and not o.error for o in first)
 
     faulty = {**FAST, "SGLANG_SIM_FAULT": "diverge-after=5"}
-    spec = collect_outputs(simulator(*EAGLE, env=faulty), PROMPTS, output_tokens=24)
+    spec = collect_outputs(simulator(*EAGLE_FLAGS, env=faulty), PROMPTS, output_tokens=24)
     result = compare_outputs(first, spec)
     assert result.exact_match_rate == 0.0 and result.first_divergence == 5
     assert result.pairs[0]["position"] == 5 and len(result.pairs) == len(PROMPTS)

@@ -8,6 +8,7 @@ that print it in 0.5.23 (every rank, rank 0 only, or the main process).
 from __future__ import annotations
 
 import pytest
+from helpers import EAGLE_FLAGS
 from log_formats import check_startup
 
 from pytest_sglang.sim.launch import start_simulator
@@ -15,18 +16,7 @@ from pytest_sglang.sim.launch import start_simulator
 CASES = {
     "seed-eagle-tp4": (
         "/shared/models/Qwen3.5-122B-A10B",
-        [
-            "--tp-size",
-            "4",
-            "--speculative-algorithm",
-            "EAGLE",
-            "--speculative-num-steps",
-            "2",
-            "--speculative-eagle-topk",
-            "1",
-            "--speculative-num-draft-tokens",
-            "3",
-        ],
+        ["--tp-size", "4", *EAGLE_FLAGS, "--speculative-num-draft-tokens", "3"],
         4,
     ),
     "llama-tp1": ("/models/Llama-3.1-8B-Instruct", [], 1),
