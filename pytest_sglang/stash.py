@@ -25,6 +25,8 @@ __all__ = [
     "REPORT_KEY",
     "RESULTS_KEY",
     "SESSION_KEY",
+    "all_bench_results",
+    "all_quality_results",
     "bench_results",
     "comparison_results",
     "gatekeeper",
@@ -59,6 +61,22 @@ def quality_results(config: pytest.Config) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = sglang.quality
         return rows
     return config.stash.setdefault(QUALITY_KEY, [])
+
+
+def all_bench_results(config: pytest.Config) -> list[dict[str, Any]]:
+    """:func:`bench_results`, and on the xdist controller every worker's after its own (what
+    the terminal's tables and verdicts read: the controller runs no benchmark itself)."""
+    return [*bench_results(config), *_merged(config, "benchmarks")]
+
+
+def all_quality_results(config: pytest.Config) -> list[dict[str, Any]]:
+    """:func:`quality_results`, and on the xdist controller every worker's after its own."""
+    return [*quality_results(config), *_merged(config, "quality")]
+
+
+def _merged(config: pytest.Config, key: str) -> list[dict[str, Any]]:
+    sglang = config.stash.get(SESSION_KEY, None)
+    return list(sglang.merged.get(key, [])) if sglang is not None else []
 
 
 def gatekeeper(config: pytest.Config) -> Gatekeeper | None:

@@ -145,8 +145,11 @@ def test_decode(sglang_bench):
     result.assert_outcomes(passed=12)
     assert {r["host"] for r in records} == {"sim-a", "sim-b"}
     page = html.read_text()
+    # the controller's terminal lists the workers' benchmarks (it runs none itself)
+    table = result.stdout.str().split("sglang benchmarks", 1)[1].split("\n=", 1)[0]
     for steps in (1, 2, 3, 4):
         assert f"eagle-s{steps}-k1" in page
+        assert f"eagle-s{steps}-k1" in table, table
     summaries = [
         p for p in alluredir.glob("*-result.json") if "sglang sweep summary" in p.read_text()
     ]

@@ -28,7 +28,7 @@ from ..deployment import Deployment
 from ..errors import SglangError
 from ..options import number
 from ..secrets import REDACTED
-from ..stash import GATES_KEY, RESULTS_KEY, bench_results, gatekeeper
+from ..stash import GATES_KEY, RESULTS_KEY, all_bench_results, bench_results, gatekeeper
 from ..terminal import Column, LiveLine, TextTable, write_lines, write_table
 from .loadgen import RunProgress
 from .metrics import BenchResult, RequestRecord
@@ -405,7 +405,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    results = bench_results(config)
+    results = all_bench_results(config)
     write_table(terminalreporter, "sglang benchmarks", benchmarks_table(results))
     where = {r["host"]: r.get("bench_from", "") for r in results if r.get("bench_from")}
     if where:

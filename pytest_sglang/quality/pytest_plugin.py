@@ -27,7 +27,13 @@ from ..bench.workload import API
 from ..config import ServerConfig
 from ..deployment import Deployment
 from ..errors import SglangError
-from ..stash import GATES_KEY, SESSION_KEY, bench_results, gatekeeper, quality_results
+from ..stash import (
+    GATES_KEY,
+    all_bench_results,
+    all_quality_results,
+    gatekeeper,
+    quality_results,
+)
 from .evals import (
     DEFAULT_EQUIVALENCE_PROMPTS,
     AccuracyResult,
@@ -353,12 +359,10 @@ def sglang_quality(request: pytest.FixtureRequest, sglang_server: Deployment) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    sglang = config.stash.get(SESSION_KEY, None)
-    merged = sglang.merged.get("quality", []) if sglang is not None else []  # xdist workers'
-    rows = [*quality_results(config), *merged]
+    rows = all_quality_results(config)
     if not rows:
         return
-    bench = bench_results(config)
+    bench = all_bench_results(config)
     marks = quality_marks(rows, bench)
     speeds: dict[str, float] = {}
     for r in bench:

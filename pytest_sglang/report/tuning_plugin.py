@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ..quality.verdict import quality_holds
-from ..stash import REPORT_KEY, SESSION_KEY, bench_results, quality_results
+from ..stash import REPORT_KEY, SESSION_KEY, all_bench_results, all_quality_results
 from .tuning import DEFAULT_OBJECTIVE, OBJECTIVES, tuning_verdicts, verdict_lines
 
 
@@ -41,8 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     objective = str(config.getoption("sglang_objective", DEFAULT_OBJECTIVE))
-    holds = quality_holds(quality_results(config))
-    verdicts = tuning_verdicts(bench_results(config), objective, holds)
+    holds = quality_holds(all_quality_results(config))
+    verdicts = tuning_verdicts(all_bench_results(config), objective, holds)
     if not verdicts:
         return
     terminalreporter.section("sglang tuning")
