@@ -48,7 +48,6 @@ import selectors
 import socket
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -170,33 +169,19 @@ def _on_test_host(
     """The simulator as the test host's service; runs go through the on-host generator (no
     raw-socket floor: the server is not reachable from here)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from helpers import host_entry, save_inventory
-    from testhost import STATE_ROOT, TestHostFactory
+    from helpers import booted_test_host, deployed_on
 
     from pytest_sglang.bench.paths import route_of, run_round
     from pytest_sglang.config import ServerConfig
-    from pytest_sglang.session import SglangSession
 
-    factory = TestHostFactory(STATE_ROOT)
-    try:
-        host = factory("acc")
-        with tempfile.TemporaryDirectory() as tmp:
-            entry = host_entry(
-                "testhost", host, "sglang-acc.service", {**env, "SGLANG_SIM_STARTUP_SCALE": "0"}
-            )
-            inventory = save_inventory(Path(tmp) / "hosts.toml", entry)
-            session = SglangSession(
-                ["testhost"], inventory=inventory, ssh_config=None, ready_timeout=60
-            )
-            try:
-                config = ServerConfig(model_path="sim", extra_args=("--enable-metrics",))
-                deployment = session.host("testhost").deployment(config)
-                route = route_of(deployment, "host")
-                yield (lambda w: run_round(deployment, w, model="sim", route=route).result), None
-            finally:
-                session.restore_all()
-    finally:
-        factory.close()
+    config = ServerConfig(model_path="sim", extra_args=("--enable-metrics",))
+    knobs = {**env, "SGLANG_SIM_STARTUP_SCALE": "0"}
+    with (
+        booted_test_host("bench_accuracy", "acc") as host,
+        deployed_on(host, "sglang-acc.service", config, knobs) as deployment,
+    ):
+        route = route_of(deployment, "host")
+        yield (lambda w: run_round(deployment, w, model="sim", route=route).result), None
 
 
 @contextlib.contextmanager

@@ -28,15 +28,25 @@ peer is skipped with that hint. It needs a tokenizer on disk: one is built from 
 vocabulary with the ``tokenizers`` and ``transformers`` of AIPerf's own environment, and
 ``--use-server-token-count`` makes it count tokens from the server's usage as we do.
 ``--httpx-python PY`` adds a minimal httpx client (the HTTP library choice, see loadgen.py).
+
+``--via-host`` puts the simulator on the systemd test host of tests/testhost.py (as its service,
+reachable at its address) and runs our client two ways against it, alternating: from here
+straight to that address ("ours") and as the on-host generator of ``bench_from = "host"``
+("on-host": started over SSH, run from memory, its records sent back as JSON lines). Its CPU is
+that of the generator's process tree on the host (visible here: the container's processes are
+in this machine's process table). Same figures, so the two rows say whether the generator keeps
+the client's ceiling and its cost per token. Needs root, systemd-nspawn and sshd; AIPerf is
+not run there.
 Usage: ``python benchmarks/client_ceiling.py [--concurrency 256] [--requests 1024] [--tokens 128]
 [--trials 3] [--phase both|ceiling|agreement] [--paced-rate 20] [--paced-itl 200]
-[--httpx-python /tmp/aiperf-venv/bin/python]``.
+[--httpx-python /tmp/aiperf-venv/bin/python] [--via-host]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -44,11 +54,15 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import requests
 
+from pytest_sglang.bench import RandomPrompts, Workload
 from pytest_sglang.bench.prometheus import parse_prometheus
 from pytest_sglang.sim.launch import start_simulator
 
@@ -156,6 +170,14 @@ class Sample:
 class Window:
     samples: list[Sample] = field(default_factory=list)
 
+    def take(self, url: str, client: ProcessTree, server: ProcessTree) -> None:
+        """One sample now (the last token count again when /metrics did not answer)."""
+        try:
+            tokens = _server_tokens(url)
+        except requests.RequestException:
+            tokens = self.samples[-1].server_tokens if self.samples else 0.0
+        self.samples.append(Sample(time.perf_counter(), tokens, client.cpu_s(), server.cpu_s()))
+
     def streaming(self) -> tuple[float, float, float, float] | None:
         """(seconds, server tokens, client CPU s, server CPU s) between the first and the last
         sample in which the server's token counter moved."""
@@ -248,13 +270,7 @@ def _run_sampled(
 
     def sample() -> None:
         while not stop.is_set():
-            try:
-                tokens = _server_tokens(url)
-            except requests.RequestException:
-                tokens = window.samples[-1].server_tokens if window.samples else 0.0
-            window.samples.append(
-                Sample(time.perf_counter(), tokens, client_tree.cpu_s(), server_tree.cpu_s())
-            )
+            window.take(url, client_tree, server_tree)
             stop.wait(SAMPLE_S)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -421,6 +437,147 @@ def _aiperf_run(
         return Run("aiperf", tok_s, window, f"exit {rc}, {note}")
 
 
+def _pid_ns(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
+def _pids_matching(needle: str, namespace: str) -> list[int]:
+    """Processes of the PID ``namespace`` (a container's) whose command line contains
+    ``needle`` and whose parent's does not (the root of each matching tree: ``bash -c`` on the
+    host may or may not exec the command); other test hosts may run the same commands."""
+    found: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or _pid_ns(int(entry)) != namespace:
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if needle.encode() in cmdline:
+            found[int(entry)] = int(raw[raw.rindex(")") + 2 :].split()[1])
+    return sorted(pid for pid, parent in found.items() if parent not in found)
+
+
+def _container_namespace(machine: str) -> str:
+    """The PID namespace of the nspawn container ``machine`` (its init's: nspawn's child)."""
+    from testhost import _nspawn_pids
+
+    nspawn = set(_nspawn_pids(machine))
+    for entry in os.listdir("/proc"):
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text() if entry.isdigit() else ""
+        except OSError:
+            continue
+        if raw and int(raw[raw.rindex(")") + 2 :].split()[1]) in nspawn:
+            return _pid_ns(int(entry))
+    raise SystemExit(f"client_ceiling: no container of {machine} found")
+
+
+def _workload(args: argparse.Namespace) -> Workload:
+    """What OURS_SCRIPT runs, as a Workload (the on-host generator gets the same)."""
+    options: dict[str, Any] = dict(
+        output_tokens=args.tokens, prompts=RandomPrompts(32), warmup_requests=args.warmup
+    )
+    if args.rate:
+        return Workload.rate(
+            args.rate,
+            args.requests,
+            max_concurrency=args.concurrency,
+            burstiness=math.inf,
+            **options,
+        )
+    return Workload.fixed_concurrency(args.concurrency, num_requests=args.requests, **options)
+
+
+def _host_run(
+    deployment: Any, route: Any, url: str, server_pid: int, ns: str, args: argparse.Namespace
+) -> Run:
+    """One run of the on-host generator, sampled like a client process here: the server's
+    token counter through its address, the CPU of the generator's process tree on the host."""
+    from pytest_sglang.bench.paths import run_round
+
+    done: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            done["round"] = run_round(deployment, _workload(args), model=MODEL, route=route)
+        except Exception as exc:  # reported in the row
+            done["error"] = f"{type(exc).__name__}: {exc}"
+
+    runner = threading.Thread(target=go)
+    runner.start()
+    window, server_tree = Window(), ProcessTree(server_pid)
+    client_tree: ProcessTree | None = None
+    while runner.is_alive():
+        if client_tree is None:
+            roots = _pids_matching("<pytest-sglang>/", ns)
+            client_tree = ProcessTree(roots[0]) if roots else None
+        if client_tree is not None:  # samples only once its CPU can be read
+            window.take(url, client_tree, server_tree)
+        time.sleep(SAMPLE_S)
+    runner.join()
+    if "error" in done:
+        return Run("on-host", None, window, done["error"][:200])
+    result = done["round"].result
+    note = f"completed {result.completed}, failed {result.failed}"
+    if result.median_ttft_ms is not None:
+        note += f", p50 TTFT {result.median_ttft_ms:.1f} ms, p50 ITL {result.median_itl_ms:.2f} ms"
+    if done["round"].disturbed:
+        note += f", disturbed: {done['round'].disturbed}"
+    return Run("on-host", result.output_throughput, window, note)
+
+
+@contextmanager
+def _local_server(knobs: dict[str, str]) -> Iterator[tuple[str, int, Callable[[], Run] | None]]:
+    """The simulator here: its URL, its PID, and no on-host run."""
+    flags = ("--served-model-name", MODEL, "--enable-metrics", "--max-running-requests", "1024")
+    with start_simulator(*flags, env=knobs) as sim:
+        yield sim.url, sim.pid, None
+
+
+def _test_host_server(
+    args: argparse.Namespace,
+) -> Callable[[dict[str, str]], Any]:
+    """The simulator as the systemd test host's service (listening on its address): its URL,
+    its PID in this machine's process table, and a run of the on-host generator."""
+
+    @contextmanager
+    def server(knobs: dict[str, str]) -> Iterator[tuple[str, int, Callable[[], Run] | None]]:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from helpers import booted_test_host, deployed_on
+
+        from pytest_sglang.bench.paths import route_of
+        from pytest_sglang.config import ServerConfig
+
+        config = ServerConfig(
+            model_path="/models/sim",
+            served_model_name=MODEL,
+            host="0.0.0.0",
+            max_running_requests=1024,
+            extra_args=("--enable-metrics",),
+        )
+        env = {**knobs, "SGLANG_SIM_STARTUP_SCALE": "0"}
+        with (
+            booted_test_host("client_ceiling", "ceil") as host,
+            deployed_on(host, "sglang-ceiling.service", config, env) as deployment,
+        ):
+            route = route_of(deployment, "host")
+            direct = route_of(deployment, "direct").base_url
+            ns = _container_namespace(host.name)
+            (server_pid,) = _pids_matching("-m pytest_sglang.sim", ns)
+            yield (
+                direct,
+                server_pid,
+                lambda: _host_run(deployment, route, direct, server_pid, ns, args),
+            )
+
+    return server
+
+
 def _best(runs: list[Run], client: str) -> float | None:
     figures = [r.tok_s for r in runs if r.client == client and r.tok_s]
     return max(figures) if figures else None
@@ -435,18 +592,19 @@ def _phase(
 ) -> list[Run]:
     """Run every client ``trials`` times, alternating, against one fresh simulator."""
     env = dict(os.environ)
-    flags = ("--served-model-name", MODEL, "--enable-metrics", "--max-running-requests", "1024")
     runs: list[Run] = []
-    with start_simulator(*flags, env=knobs) as sim:
-        url = sim.url
+    server = _test_host_server(args) if args.via_host else _local_server
+    with server(knobs) as (url, server_pid, on_host):
         for _ in range(max(1, trials)):
             ours_argv = _client_argv(sys.executable, OURS_SCRIPT, url, args)
-            runs.append(_script_run("ours", ours_argv, url, env, sim.pid))
+            runs.append(_script_run("ours", ours_argv, url, env, server_pid))
+            if on_host is not None:
+                runs.append(on_host())
             if args.httpx_python and not args.rate:
                 httpx_argv = _client_argv(args.httpx_python, HTTPX_SCRIPT, url, args)
-                runs.append(_script_run("httpx", httpx_argv, url, env, sim.pid))
+                runs.append(_script_run("httpx", httpx_argv, url, env, server_pid))
             if aiperf is not None:
-                runs.append(_aiperf_run(aiperf, url, env, sim.pid, args))
+                runs.append(_aiperf_run(aiperf, url, env, server_pid, args))
     knob_text = " ".join(f"{k}={v}" for k, v in knobs.items())
     arrivals = f"constant {args.rate:g} req/s, at most " if args.rate else ""
     print(
@@ -507,7 +665,15 @@ def main() -> None:
         help="a Python with httpx installed: adds a minimal httpx client row (for the choice "
         "of HTTP library; AIPerf's venv has httpx)",
     )
+    parser.add_argument(
+        "--via-host",
+        action="store_true",
+        help="the simulator on the systemd test host; our client from here and as the on-host "
+        "generator (bench_from = host), side by side",
+    )
     args = parser.parse_args()
+    if args.via_host:
+        args.skip_peer = True
     args.rate = 0.0  # the ceiling phase: fixed concurrency, every stream at once
     args.warmup = 1
     aiperf = None if args.skip_peer else _find_aiperf(args.aiperf)
@@ -527,18 +693,24 @@ def main() -> None:
         paced_args.warmup = 0
         knobs = {"SGLANG_SIM_TTFT_MS": str(PACED_TTFT_MS), "SGLANG_SIM_ITL_MS": str(args.paced_itl)}
         agreement = _phase("agreement (server-paced)", knobs, paced_args, aiperf, 1)
-    ours, peer = _best(ceiling, "ours"), _best(ceiling, "aiperf")
-    if ours and peer:
-        gap = ours / peer - 1
+    _side_by_side(ceiling, agreement, "on-host", "ours")
+    _side_by_side(ceiling, agreement, "ours", "aiperf")
+
+
+def _side_by_side(ceiling: list[Run], agreement: list[Run], client: str, peer: str) -> None:
+    """``client``'s best ceiling tok/s against ``peer``'s, and their agreement (when both ran)."""
+    mine, theirs = _best(ceiling, client), _best(ceiling, peer)
+    if mine and theirs:
+        gap = mine / theirs - 1
         print(
-            f"\nceiling, best tok/s: ours {ours:.0f}, aiperf {peer:.0f} ({gap:+.1%}); "
-            f"ours at least as fast: {'yes' if gap >= 0 else 'NO'}"
+            f"\nceiling, best tok/s: {client} {mine:.0f}, {peer} {theirs:.0f} ({gap:+.1%}); "
+            f"{client} at least as fast: {'yes' if gap >= 0 else 'NO'}"
         )
-    ours, peer = _best(agreement, "ours"), _best(agreement, "aiperf")
-    if ours and peer:
-        gap = ours / peer - 1
+    mine, theirs = _best(agreement, client), _best(agreement, peer)
+    if mine and theirs:
+        gap = mine / theirs - 1
         print(
-            f"agreement, tok/s: ours {ours:.0f}, aiperf {peer:.0f} ({gap:+.1%}); "
+            f"agreement, tok/s: {client} {mine:.0f}, {peer} {theirs:.0f} ({gap:+.1%}); "
             f"agree within 3 %: {'yes' if abs(gap) <= 0.03 else 'NO'}"
         )
 

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import pytest
     from testhost import SystemdTestHost
 
+    from pytest_sglang.config import ServerConfig
+    from pytest_sglang.deployment import Deployment
     from pytest_sglang.transport.ssh import SshTransport
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "booted_test_host",
     "child_env",
     "child_pytest_argv",
+    "deployed_on",
     "file_state_command",
     "file_states",
     "host_args",
@@ -206,6 +209,28 @@ def booted_test_host(script: str, label: str) -> Iterator[SystemdTestHost]:
         yield factory(label)
     finally:
         factory.close()
+
+
+@contextmanager
+def deployed_on(
+    host: SystemdTestHost, service: str, config: ServerConfig, env: Mapping[str, str]
+) -> Iterator[Deployment]:
+    """For a benchmark script: ``config`` deployed as ``service`` on the test host (the
+    simulator as the service, ``env`` its knobs) by a session of its own, restored after."""
+    import tempfile
+
+    from pytest_sglang.session import SglangSession
+
+    with tempfile.TemporaryDirectory() as tmp:
+        entry = host_entry("testhost", host, service, env)
+        inventory = save_inventory(Path(tmp) / "hosts.toml", entry)
+        session = SglangSession(
+            ["testhost"], inventory=inventory, ssh_config=None, ready_timeout=60
+        )
+        try:
+            yield session.host("testhost").deployment(config)
+        finally:
+            session.restore_all()
 
 
 def ssh_transport(host: SystemdTestHost) -> SshTransport:
