@@ -74,6 +74,11 @@ class Deployment:
         """The host's deployer (its ``transport`` reaches the host), None once restored."""
         return self._deployer
 
+    @property
+    def api_key(self) -> str | None:
+        """The server's ``--api-key`` (None without one): every client of it must send it."""
+        return self.plan.api_key if self.plan is not None else None
+
     def url(self, path: str) -> str:
         return self.base_url + (path if path.startswith("/") else "/" + path)
 

@@ -111,11 +111,13 @@ class Plan:
         return list(self.delays)
 
 
-def payload(base_url: str, workload: Workload, model: str) -> bytes:
-    """What the host's Python reads on stdin: the sources and the run."""
+def payload(base_url: str, workload: Workload, model: str, api_key: str | None = None) -> bytes:
+    """What the host's Python reads on stdin: the sources and the run (and the server's
+    ``--api-key``: on stdin, never on a command line the host's process list shows)."""
     here = Path(__file__).resolve().parent
     modules = [(name, (here / f"{name}.py").read_text(encoding="utf-8")) for name in MODULES]
-    spec = {"base_url": base_url, "model": model, "plan": dataclasses.asdict(Plan.of(workload))}
+    plan = dataclasses.asdict(Plan.of(workload))
+    spec = {"base_url": base_url, "model": model, "plan": plan, "api_key": api_key}
     return json.dumps({"package": PACKAGE, "modules": modules, "spec": spec}).encode()
 
 
@@ -235,6 +237,7 @@ def main(spec: dict[str, Any]) -> int:
                 cast("Workload", plan),
                 model=spec["model"],
                 on_record=lambda r: writer.put({"record": r}),
+                api_key=spec.get("api_key"),
             )
         )
     except Exception as exc:  # reported as one line; the client makes it one error

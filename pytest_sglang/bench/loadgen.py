@@ -83,6 +83,12 @@ def _body(
     return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": prompt}]}
 
 
+def _auth_headers(api_key: str | None) -> dict[str, str]:
+    """What a server started with ``--api-key`` wants on every request (SGLang answers 401
+    without it, except on /health and /metrics)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     """The ``data:`` payloads of an SSE stream, whatever the chunking of the TCP reads."""
     buffer = b""
@@ -473,6 +479,7 @@ async def run_workload_async(
     model: str = "default",
     progress: ProgressSink | None = None,
     observe: Callable[[RequestRecord], bool] | None = None,
+    api_key: str | None = None,
 ) -> BenchResult:
     """Run ``workload`` against ``base_url``; bounded by ``workload.total_timeout_s``.
 
@@ -481,7 +488,9 @@ async def run_workload_async(
     there (the rest is cancelled and not counted): how a probe of the sustainable-rate search
     ends as soon as its outcome is certain.
     """
-    raw = await generate(base_url, workload, model=model, on_record=observe, progress=progress)
+    raw = await generate(
+        base_url, workload, model=model, on_record=observe, progress=progress, api_key=api_key
+    )
     return finish(raw)
 
 
@@ -492,9 +501,11 @@ async def generate(
     model: str = "default",
     on_record: Callable[[RequestRecord], bool | None] | None = None,
     progress: ProgressSink | None = None,
+    api_key: str | None = None,
 ) -> RawRun:
     """Send ``workload``'s requests and time them; ``on_record`` sees each as it finishes and
-    stops the run by returning True; ``progress`` hears about once a second how far it got."""
+    stops the run by returning True; ``progress`` hears about once a second how far it got;
+    ``api_key`` (the server's ``--api-key``) goes with every request as a bearer token."""
     base_url = base_url.rstrip("/")
     requests = workload.requests()
     limit = workload.concurrency or workload.num_requests
@@ -502,7 +513,10 @@ async def generate(
     # requests are bounded by wait_for; aiohttp's own 5-minute default would cut long runs
     unbounded = aiohttp.ClientTimeout(total=None, sock_connect=30)
     async with aiohttp.ClientSession(
-        connector=connector, timeout=unbounded, trace_configs=[_send_clock()]
+        connector=connector,
+        timeout=unbounded,
+        trace_configs=[_send_clock()],
+        headers=_auth_headers(api_key),
     ) as session:
         per_chunk = workload.api == "generate" or await _chunks_carry_several_tokens(
             session, base_url
@@ -604,15 +618,18 @@ def run_workload(
     model: str = "default",
     progress: ProgressSink | None = None,
     observe: Callable[[RequestRecord], bool] | None = None,
+    api_key: str | None = None,
 ) -> BenchResult:
     """Synchronous :func:`run_workload_async` on a fresh event loop (for pytest tests)."""
     return asyncio.run(
-        run_workload_async(base_url, workload, model=model, progress=progress, observe=observe)
+        run_workload_async(
+            base_url, workload, model=model, progress=progress, observe=observe, api_key=api_key
+        )
     )
 
 
 async def complete_prompts_async(
-    base_url: str, workload: Workload, *, model: str = "default"
+    base_url: str, workload: Workload, *, model: str = "default", api_key: str | None = None
 ) -> list[RequestRecord]:
     """Each of the workload's requests once, at most ``workload.concurrency`` in flight, no
     warmup and no arrival gaps; the records (with their text) in request order.
@@ -625,7 +642,9 @@ async def complete_prompts_async(
     limit = max(workload.concurrency or len(requests), 1)
     connector = aiohttp.TCPConnector(limit=limit + 2)
     unbounded = aiohttp.ClientTimeout(total=None, sock_connect=30)
-    async with aiohttp.ClientSession(connector=connector, timeout=unbounded) as session:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=unbounded, headers=_auth_headers(api_key)
+    ) as session:
         gate = asyncio.Semaphore(limit)
 
         async def gated(prompt: str, output_tokens: int) -> RequestRecord:
@@ -649,7 +668,7 @@ async def complete_prompts_async(
 
 
 def complete_prompts(
-    base_url: str, workload: Workload, *, model: str = "default"
+    base_url: str, workload: Workload, *, model: str = "default", api_key: str | None = None
 ) -> list[RequestRecord]:
     """Synchronous :func:`complete_prompts_async` on a fresh event loop."""
-    return asyncio.run(complete_prompts_async(base_url, workload, model=model))
+    return asyncio.run(complete_prompts_async(base_url, workload, model=model, api_key=api_key))

@@ -219,6 +219,7 @@ def run_round(
                 where=f"host {deployer.spec.name!r}",
                 on_record=on_record,
                 progress=progress,
+                api_key=deployment.api_key,
             )
         except NoAiohttp as exc:
             raise ConfigError(str(exc)) from None
@@ -229,7 +230,12 @@ def run_round(
         try:
             raw = asyncio.run(
                 generate(
-                    route.base_url, workload, model=model, progress=progress, on_record=on_record
+                    route.base_url,
+                    workload,
+                    model=model,
+                    progress=progress,
+                    on_record=on_record,
+                    api_key=deployment.api_key,
                 )
             )
         finally:

@@ -79,12 +79,13 @@ def run_on_host(
     where: str,
     on_record: Callable[[RequestRecord], bool | None] | None = None,
     progress: ProgressSink | None = None,
+    api_key: str | None = None,
 ) -> HostRun:
     """Run ``workload`` with the host's ``python`` (its words, environment first) against
     ``base_url`` as seen from the host; ``on_record`` sees each request as its record arrives
     and stops the run by returning True; ``progress`` hears about once a second how far the
     run got (as :func:`~.loadgen.generate`'s callers do)."""
-    data = payload(base_url, workload, model)
+    data = payload(base_url, workload, model, api_key)
     command = " ".join(["%s"] * len(python)) + " -c %s"
     try:
         stream = transport.stream(command, *python, BOOT, stdin=data)

@@ -85,10 +85,11 @@ def collect_outputs(
     concurrency: int = 16,
     api: API = "generate",
     ignore_eos: bool = True,
+    api_key: str | None = None,
 ) -> list[Output]:
     """Each prompt's greedy output, in prompt order."""
     workload = _workload(prompts, output_tokens, concurrency, api, ignore_eos)
-    records = complete_prompts(base_url, workload, model=model)
+    records = complete_prompts(base_url, workload, model=model, api_key=api_key)
     return [_output(p, r) for p, r in zip(prompts, records)]
 
 
@@ -241,6 +242,7 @@ def run_accuracy(
     model: str = "default",
     concurrency: int = 32,
     api: API = "generate",
+    api_key: str | None = None,
 ) -> AccuracyResult:
     """Ask every item once at temperature 0 (stopping at the model's end of answer) and score."""
     began = time.perf_counter()
@@ -252,6 +254,7 @@ def run_accuracy(
         concurrency=concurrency,
         api=api,
         ignore_eos=False,
+        api_key=api_key,
     )
     correct = failed = 0
     wrong: list[dict[str, Any]] = []

@@ -96,6 +96,7 @@ class SglangQuality:
                 model=_model(deployment),
                 concurrency=concurrency,
                 api=api,
+                api_key=deployment.api_key,
             )
 
         result = measure(self.deployment)
@@ -210,6 +211,7 @@ class SglangQuality:
             output_tokens=tokens,
             concurrency=concurrency,
             api=api,
+            api_key=deployment.api_key,
         )
 
     # -- gate, record, report -----------------------------------------------------------------

@@ -71,7 +71,9 @@ async def _warmup(port: int, state: ServerState, settings: SimSettings) -> None:
     await asyncio.sleep(1.0 * settings.startup_scale)
     base = f"http://127.0.0.1:{port}"
     info = "/model_info"  # 0.5.9+ (every simulated version)
-    async with ClientSession(timeout=ClientTimeout(total=600)) as session:
+    key = state.args.get("api_key")  # as _execute_server_warmup: its own requests carry it
+    auth = {"Authorization": f"Bearer {key}"} if key else {}
+    async with ClientSession(timeout=ClientTimeout(total=600), headers=auth) as session:
         for _ in range(120):
             try:
                 async with session.get(base + info) as resp:

@@ -14,6 +14,7 @@ response shapes that need no state are module functions below.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import time
 import uuid
@@ -109,10 +110,30 @@ def _log_access(request: web.Request, status: int) -> None:
     access_log(where, request.method, request.path_qs, status)
 
 
+#: ``--api-key`` (empty: none). Paths SGLang serves without it, so that probes and Prometheus
+#: need no secret (``decide_request_auth`` in sglang/srt/utils/auth.py, 0.5.23).
+API_KEY = web.AppKey("sglang_sim_api_key", str)
+OPEN_PREFIXES = ("/health", "/ready", "/metrics")
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """With ``--api-key``, as SGLang: every request but OPTIONS and the probes carries
+    ``Authorization: Bearer <key>``, else 401 ``{"error": "Unauthorized"}``. A client that
+    forgets the key fails here as it would against the real server."""
+    key = request.app[API_KEY]
+    if key and request.method != "OPTIONS" and not request.path.startswith(OPEN_PREFIXES):
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), key.encode()):
+            return web.json_response({"error": "Unauthorized"}, status=401)
+    return await handler(request)
+
+
 def build_app(state: ServerState) -> web.Application:
     """The aiohttp application with every simulated route."""
-    app = web.Application(middlewares=[_access], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[_access, _auth], client_max_size=64 * 1024 * 1024)
     app[ARRIVAL_CLOCK] = ArrivalClock()
+    app[API_KEY] = str(state.args.get("api_key") or "")
     app.router.add_routes(SimServer(state).routes())
     return app
 

@@ -106,6 +106,30 @@ def test_server_dying_mid_run_is_counted_not_raised(simulator) -> None:
     }
 
 
+def test_a_server_with_an_api_key_is_measured_with_it(simulator) -> None:
+    """SGLang with ``--api-key`` answers 401 to a request without the bearer token (but not to
+    its probes, /health and /metrics); the load generator sends the key it is given."""
+    import requests
+
+    url = simulator(
+        "--api-key", "sk-bench-1", "--enable-metrics", env={"SGLANG_SIM_TIME_SCALE": "0"}
+    )
+    refused = requests.get(url + "/v1/models", timeout=5)
+    assert (refused.status_code, refused.json()) == (401, {"error": "Unauthorized"})
+    wrong = {"Authorization": "Bearer sk-bench-2"}
+    assert requests.get(url + "/v1/models", headers=wrong, timeout=5).status_code == 401
+    right = {"Authorization": "Bearer sk-bench-1"}
+    assert requests.get(url + "/v1/models", headers=right, timeout=5).status_code == 200
+    for probe in ("/health", "/metrics"):
+        assert requests.get(url + probe, timeout=5).status_code == 200, probe
+    workload = Workload.fixed_concurrency(2, num_requests=4, output_tokens=8)
+    without = run_workload(url, workload, model="qwen3-8b")
+    assert without.completed == 0 and set(without.failures) == {"HTTP 401"}
+    measured = run_workload(url, workload, model="qwen3-8b", api_key="sk-bench-1")
+    assert measured.completed == 4 and measured.failed == 0, measured.errors
+    assert measured.server_metrics, "the scrape of /metrics around the run"
+
+
 def test_sweep_is_one_fixed_concurrency_workload_per_level() -> None:
     levels = Workload.sweep([16, 1, 4], rounds=2, output_tokens=8, api="generate")
     assert [str(w) for w in levels] == ["concurrency-1", "concurrency-4", "concurrency-16"]

@@ -31,8 +31,14 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.session import SglangSession
 
 SERVICE = "sglang-paths.service"
-#: Reachable from this machine, so that every path can be tried on it.
-CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b", host="0.0.0.0")
+#: Reachable from this machine, so that every path can be tried on it; with an ``--api-key``,
+#: which every path's requests must carry (the server answers 401 without it).
+CONFIG = ServerConfig(
+    model_path="/models/Qwen3-8B",
+    served_model_name="qwen3-8b",
+    host="0.0.0.0",
+    extra_args=("--api-key", "sk-paths-7"),
+)
 PACED = {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TTFT_MS": "40", "SGLANG_SIM_ITL_MS": "10"}
 #: A launcher whose interpreter (the system Python) has no aiohttp: it hands over to the
 #: simulator of this checkout, so the service itself still runs.
