@@ -437,46 +437,6 @@ def _aiperf_run(
         return Run("aiperf", tok_s, window, f"exit {rc}, {note}")
 
 
-def _pid_ns(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
-    except OSError:
-        return ""
-
-
-def _pids_matching(needle: str, namespace: str) -> list[int]:
-    """Processes of the PID ``namespace`` (a container's) whose command line contains
-    ``needle`` and whose parent's does not (the root of each matching tree: ``bash -c`` on the
-    host may or may not exec the command); other test hosts may run the same commands."""
-    found: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or _pid_ns(int(entry)) != namespace:
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if needle.encode() in cmdline:
-            found[int(entry)] = int(raw[raw.rindex(")") + 2 :].split()[1])
-    return sorted(pid for pid, parent in found.items() if parent not in found)
-
-
-def _container_namespace(machine: str) -> str:
-    """The PID namespace of the nspawn container ``machine`` (its init's: nspawn's child)."""
-    from testhost import _nspawn_pids
-
-    nspawn = set(_nspawn_pids(machine))
-    for entry in os.listdir("/proc"):
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text() if entry.isdigit() else ""
-        except OSError:
-            continue
-        if raw and int(raw[raw.rindex(")") + 2 :].split()[1]) in nspawn:
-            return _pid_ns(int(entry))
-    raise SystemExit(f"client_ceiling: no container of {machine} found")
-
-
 def _workload(args: argparse.Namespace) -> Workload:
     """What OURS_SCRIPT runs, as a Workload (the on-host generator gets the same)."""
     options: dict[str, Any] = dict(
@@ -498,6 +458,8 @@ def _host_run(
 ) -> Run:
     """One run of the on-host generator, sampled like a client process here: the server's
     token counter through its address, the CPU of the generator's process tree on the host."""
+    from helpers import pids_matching  # tests/ is on the path since the host was booted
+
     from pytest_sglang.bench.paths import run_round
 
     done: dict[str, Any] = {}
@@ -514,7 +476,7 @@ def _host_run(
     client_tree: ProcessTree | None = None
     while runner.is_alive():
         if client_tree is None:
-            roots = _pids_matching("<pytest-sglang>/", ns)
+            roots = pids_matching("<pytest-sglang>/", ns)
             client_tree = ProcessTree(roots[0]) if roots else None
         if client_tree is not None:  # samples only once its CPU can be read
             window.take(url, client_tree, server_tree)
@@ -548,7 +510,7 @@ def _test_host_server(
     @contextmanager
     def server(knobs: dict[str, str]) -> Iterator[tuple[str, int, Callable[[], Run] | None]]:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-        from helpers import booted_test_host, deployed_on
+        from helpers import booted_test_host, container_namespace, deployed_on, pids_matching
 
         from pytest_sglang.bench.paths import route_of
         from pytest_sglang.config import ServerConfig
@@ -567,8 +529,8 @@ def _test_host_server(
         ):
             route = route_of(deployment, "host")
             direct = route_of(deployment, "direct").base_url
-            ns = _container_namespace(host.name)
-            (server_pid,) = _pids_matching("-m pytest_sglang.sim", ns)
+            ns = container_namespace(host.name)
+            (server_pid,) = pids_matching("-m pytest_sglang.sim", ns)
             yield (
                 direct,
                 server_pid,

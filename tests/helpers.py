@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,12 +36,17 @@ __all__ = [
     "booted_test_host",
     "child_env",
     "child_pytest_argv",
+    "container_namespace",
     "deployed_on",
     "file_state_command",
     "file_states",
     "host_args",
     "host_entry",
     "local_entry",
+    "pids_matching",
+    "pin",
+    "pin_server_apart",
+    "processes_in",
     "save_inventory",
     "sim_knobs",
     "ssh_transport",
@@ -231,6 +236,94 @@ def deployed_on(
             yield session.host("testhost").deployment(config)
         finally:
             session.restore_all()
+
+
+# -- processes of a test host, seen from this machine (benchmarks) ------------------------------
+
+
+def _pid_ns(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int:
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    return int(raw[raw.rindex(")") + 2 :].split()[1])
+
+
+def container_namespace(machine: str) -> str:
+    """The PID namespace of the nspawn test host ``machine`` (its init's: nspawn's child). Its
+    processes are in this machine's process table too, so a benchmark can read their CPU time
+    and set their CPUs."""
+    from testhost import _nspawn_pids
+
+    nspawn = set(_nspawn_pids(machine))
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and _parent(int(entry)) in nspawn:
+                return _pid_ns(int(entry))
+        except (OSError, ValueError):
+            continue
+    raise RuntimeError(f"no container of the test host {machine} is running")
+
+
+def pids_matching(needle: str, namespace: str) -> list[int]:
+    """Processes of the PID ``namespace`` (a container's) whose command line contains
+    ``needle`` and whose parent's does not: the root of each matching tree (``bash -c`` on the
+    host may or may not exec the command; other test hosts may run the same commands)."""
+    found: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or _pid_ns(int(entry)) != namespace:
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            parent = _parent(int(entry))
+        except (OSError, ValueError):
+            continue
+        if needle.encode() in cmdline:
+            found[int(entry)] = parent
+    return sorted(pid for pid, parent in found.items() if parent not in found)
+
+
+def processes_in(namespace: str) -> list[int]:
+    """Every process of the PID ``namespace``."""
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _pid_ns(int(e)) == namespace]
+
+
+def pin_server_apart(machine: str, server: str = "-m pytest_sglang.sim") -> str:
+    """The test host's ``server`` processes on the first half of this machine's CPUs, every
+    other process of the test host (sshd, and what it starts later: an on-host load generator)
+    and this process on the other half; what was done, for the benchmark's header.
+
+    Why: at full speed a client and the server on the same few cores share them as the
+    scheduler happens to split them, and the figures then say who got more CPU, not what the
+    path between them costs. Apart, each has its own."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return "not pinned (one CPU)"
+    half = len(cpus) // 2
+    servers, rest = set(cpus[:half]), set(cpus[half:])
+    ns = container_namespace(machine)
+    roots = pids_matching(server, ns)
+    pin([p for p in processes_in(ns) if p not in roots], rest)
+    pin(roots, servers)
+    pin([os.getpid()], rest)
+    return f"server on CPU {sorted(servers)}, clients, sshd and this process on CPU {sorted(rest)}"
+
+
+def pin(pids: Iterable[int], cpus: set[int]) -> None:
+    """Every thread of ``pids`` to ``cpus`` (the threads they start later inherit it). A
+    process that is gone meanwhile is skipped."""
+    for pid in pids:
+        try:
+            threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue
+        for tid in threads:
+            with suppress(OSError):
+                os.sched_setaffinity(tid, cpus)
 
 
 def ssh_transport(host: SystemdTestHost) -> SshTransport:
