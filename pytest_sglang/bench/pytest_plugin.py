@@ -137,6 +137,8 @@ class SglangBench:
             for attempt in (1, 2):
                 try:
                     measured = run_round(self.deployment, workload, model=self.model, progress=show)
+                except SglangError as exc:  # a path that cannot work, a host gone: one line
+                    pytest.fail(str(exc), pytrace=False)
                 finally:
                     live.clear()
                 paths.append(measured.bench_from)
@@ -182,7 +184,10 @@ class SglangBench:
         paths: list[str] = []
 
         def probe(workload: Workload, observe: Callable[[RequestRecord], bool]) -> BenchResult:
-            measured = run_round(self.deployment, workload, model=self.model, on_record=observe)
+            try:
+                measured = run_round(self.deployment, workload, model=self.model, on_record=observe)
+            except SglangError as exc:
+                pytest.fail(str(exc), pytrace=False)
             paths.append(measured.bench_from)
             if measured.disturbed:
                 raise ProbeDisturbed(measured.disturbed)

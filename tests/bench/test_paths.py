@@ -295,6 +295,33 @@ def test_a_round_disturbed_twice_fails_the_test_with_the_reason(
     assert cut["gated"] is False
 
 
+def test_a_path_that_cannot_work_fails_the_benchmark_in_one_line(
+    pytester: pytest.Pytester, systemd_host: SystemdTestHost, cleanup: None
+) -> None:
+    """Through the plugin: ``bench_from = "direct"`` to a server on the host's loopback fails
+    the test with the one line that says why, not a traceback of the plugin."""
+    pytester.makepyfile(
+        """
+import pytest
+from pytest_sglang import ServerConfig
+from pytest_sglang.bench import Workload
+
+LOOPBACK = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+
+@pytest.mark.parametrize("sglang_server", [LOOPBACK], indirect=True)
+def test_bench(sglang_server, sglang_bench):
+    sglang_bench(Workload.single_stream(8), rounds=1)
+"""
+    )
+    entry = host_entry("testhost", systemd_host, SERVICE, PACED) + 'bench_from = "direct"\n'
+    inv = save_inventory(pytester.path / "hosts.toml", entry)
+    result = pytester.runpytest("--sglang-host", "testhost", "--sglang-inventory", str(inv))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(['*bench_from = "direct" cannot work: the server binds 127.0.0.1*'])
+    assert "run_round(" not in out and "raise ConfigError" not in out, out
+
+
 def test_an_ssh_drop_mid_run_on_the_host_path(
     tmp_path: Path, systemd_host: SystemdTestHost, systemd_transport: Any, cleanup: None
 ) -> None:
