@@ -33,6 +33,7 @@ from .production import apply_production, is_production
 from .quality.verdict import quality_holds
 from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
+from .stash import bench_from_by_host
 
 __all__ = ["HostLease", "SglangSession"]
 
@@ -412,9 +413,7 @@ class SglangSession:
             "comparisons": list(comparisons or []) + self.merged.get("comparisons", []),
         }
         # where each host's benchmark load came from (host, direct or forward)
-        data["bench_from"] = {
-            row["host"]: row["bench_from"] for row in data["benchmarks"] if row.get("bench_from")
-        }
+        data["bench_from"] = bench_from_by_host(data["benchmarks"])
         quality = self.quality + self.merged.get("quality", [])
         holds = quality_holds(quality)
         if quality:

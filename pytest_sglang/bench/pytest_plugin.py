@@ -28,7 +28,14 @@ from ..deployment import Deployment
 from ..errors import SglangError
 from ..options import number
 from ..secrets import REDACTED
-from ..stash import GATES_KEY, RESULTS_KEY, all_bench_results, bench_results, gatekeeper
+from ..stash import (
+    GATES_KEY,
+    RESULTS_KEY,
+    all_bench_results,
+    bench_from_by_host,
+    bench_results,
+    gatekeeper,
+)
 from ..terminal import Column, LiveLine, TextTable, write_lines, write_table
 from .loadgen import RunProgress
 from .metrics import BenchResult, RequestRecord
@@ -412,7 +419,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     results = all_bench_results(config)
     write_table(terminalreporter, "sglang benchmarks", benchmarks_table(results))
-    where = {r["host"]: r.get("bench_from", "") for r in results if r.get("bench_from")}
+    where = bench_from_by_host(results)
     if where:
         paths = ", ".join(f"{host}: {path}" for host, path in where.items())
         write_lines(terminalreporter, f"load from: {paths}")
