@@ -10,7 +10,11 @@ the hosts. This boots the host's own image as a container in about 1.5 s:
   Paths that live on another filesystem than ``/`` (the overlay does not descend into mounts)
   are bind-mounted read-only at the same path.
 - network: its own namespace (``ct_ip``) joined to the root namespace (``host_ip``) by a veth
-  pair ``vh-<name>``/``host0``; nothing else is reachable.
+  pair ``vh-<name>``/``host0``; nothing else is reachable. A blackhole route for its subnet
+  (:data:`FALLBACK_METRIC`) stays when the veth is taken down (a test's link cut): without it
+  the kernel drops the veth's route with the link, and a reconnect during the cut went out by
+  the default route to whatever answers ``ct_ip`` there (an HTTP proxy did, seen in the SSH
+  banner). With it, what is sent during a cut is lost, as on a cut cable.
 - PID 1 is the real ``systemd``; the image's enabled units (postgresql, getty, timers, ...) are
   masked except sshd, which gets a fresh ed25519 host key and the client key made here.
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import ipaddress
 import os
 import shutil
 import signal
@@ -54,6 +59,8 @@ __all__ = [
 #: Units the host image enables that must not start in the container (all but sshd).
 _WANTS_DIRS = ("multi-user", "timers", "getty", "sysinit")
 _KEEP_UNITS = {"ssh.service", "sshd.service"}
+#: Metric of the blackhole route behind each test host's subnet: above any the kernel gives.
+FALLBACK_METRIC = 65535
 
 
 class TestHostError(RuntimeError):
@@ -302,10 +309,16 @@ class SystemdTestHost:
                 _quiet("umount", "-l", point)
         _quiet("ip", "netns", "del", self.name)  # also destroys the veth pair
         _quiet("ip", "link", "del", self._veth)
+        _quiet("ip", "route", "del", *self._fallback_route())
         if self.state_dir.exists() and not any(
             p == str(self._ct) or p.startswith(str(self._ct) + "/") for _s, p in _mounts()
         ):
             shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def _fallback_route(self) -> list[str]:
+        """``ip route`` words of the blackhole behind the veth's route (module docstring)."""
+        subnet = ipaddress.ip_interface(f"{self.host_ip}/24").network
+        return ["blackhole", str(subnet), "metric", str(FALLBACK_METRIC)]
 
     def _up(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -320,6 +333,7 @@ class SystemdTestHost:
         _checked(*f"ip link add {self._veth} type veth peer name host0 netns {self.name}".split())
         _checked("ip", "addr", "add", f"{self.host_ip}/24", "dev", self._veth)
         _checked("ip", "link", "set", self._veth, "up")
+        _checked("ip", "route", "replace", *self._fallback_route())
         _checked("ip", "-n", self.name, "addr", "add", f"{self.ct_ip}/24", "dev", "host0")
         _checked("ip", "-n", self.name, "link", "set", "host0", "up")
         _checked("ip", "-n", self.name, "link", "set", "lo", "up")

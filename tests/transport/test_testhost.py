@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -28,6 +29,10 @@ def leftovers(host: SystemdTestHost) -> list[str]:
         found.append("mounts")
     if host.state_dir.exists():
         found.append(f"state dir {host.state_dir}")
+    routes = subprocess.run(["ip", "route", "show"], capture_output=True, text=True).stdout
+    subnet = host.host_ip.rsplit(".", 1)[0] + ".0/24"
+    if any(line.startswith(f"blackhole {subnet}") for line in routes.splitlines()):
+        found.append(f"route blackhole {subnet}")
     return found
 
 
@@ -41,6 +46,23 @@ def test_booted_host_is_a_real_systemd_with_sshd(systemd_host: SystemdTestHost) 
     journal = systemd_host.ssh("journalctl -t sgl-probe --no-pager -o cat").stdout
     assert tag in journal
     assert systemd_host.ssh("cat ~/.bashrc").stdout == ""  # no pyenv init per command
+
+
+def test_a_cut_link_sends_nothing_off_this_machine(systemd_host: SystemdTestHost) -> None:
+    """With the veth down (a test's link cut) the kernel drops its route: a connection to the
+    host must then go nowhere, not out by the default route to whatever answers there."""
+    veth = f"vh-{systemd_host.name}"
+    subprocess.run(["ip", "link", "set", veth, "down"], check=True)
+    try:
+        route = subprocess.run(
+            ["ip", "route", "get", systemd_host.ip], capture_output=True, text=True
+        )
+        assert "dev eth" not in route.stdout and " via " not in route.stdout, route.stdout
+        with pytest.raises(OSError), socket.create_connection((systemd_host.ip, 22), timeout=1.0):
+            pass
+    finally:
+        subprocess.run(["ip", "link", "set", veth, "up"], check=True)
+    assert systemd_host.ssh("true").returncode == 0
 
 
 def test_project_venv_runs_inside_the_container(systemd_host: SystemdTestHost) -> None:
