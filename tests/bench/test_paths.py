@@ -275,8 +275,16 @@ def test_a_round_disturbed_twice_fails_the_test_with_the_reason(
         pytester.path / "hosts.toml", host_entry("testhost", systemd_host, SERVICE, env)
     )
     out = pytester.path / "summary.json"
-    result = pytester.runpytest(
-        "--sglang-host", "testhost", "--sglang-inventory", str(inv), "--sglang-summary", str(out)
+    allure = pytester.path / "allure-results"
+    result = pytester.runpytest_subprocess(
+        "--sglang-host",
+        "testhost",
+        "--sglang-inventory",
+        str(inv),
+        "--sglang-summary",
+        str(out),
+        "--alluredir",
+        str(allure),
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -293,6 +301,16 @@ def test_a_round_disturbed_twice_fails_the_test_with_the_reason(
     assert clean["disturbed"] == [] and clean["bench_from"] == "host"
     assert [n.split(":")[0] for n in cut["disturbed"]] == ["round 1", "round 1"]
     assert cut["gated"] is False
+    # in Allure too: the cut test's rounds as their own attachment, none for the clean one
+    notes = {}
+    for path in allure.glob("*-result.json"):
+        data = json.loads(path.read_text())
+        for att in data.get("attachments", []):
+            if att["name"] == "disturbed":
+                notes[data["name"]] = (allure / att["source"]).read_text()
+    assert list(notes) == ["test_cut[base]"], notes
+    lines = notes["test_cut[base]"].splitlines()
+    assert len(lines) == 2 and all("network stall of " in line for line in lines), lines
 
 
 def test_a_path_that_cannot_work_fails_the_benchmark_in_one_line(
