@@ -137,7 +137,7 @@ def _pytest(workdir: Path, inventory: Path, *extra: str) -> list[str]:
 
 def _reconfigured(host: Any) -> bool:
     """The session's own drop-in is in place (what it writes says pytest-sglang)."""
-    return host.ssh(f"grep -q pytest-sglang '{OURS}'").returncode == 0
+    return bool(host.ssh(f"grep -q pytest-sglang '{OURS}'").returncode == 0)
 
 
 def one_round(

@@ -257,9 +257,9 @@ def container_namespace(machine: str) -> str:
     """The PID namespace of the nspawn test host ``machine`` (its init's: nspawn's child). Its
     processes are in this machine's process table too, so a benchmark can read their CPU time
     and set their CPUs."""
-    from testhost import _nspawn_pids
+    from testhost import nspawn_pids
 
-    nspawn = set(_nspawn_pids(machine))
+    nspawn = set(nspawn_pids(machine))
     for entry in os.listdir("/proc"):
         try:
             if entry.isdigit() and _parent(int(entry)) in nspawn:

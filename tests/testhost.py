@@ -54,6 +54,7 @@ __all__ = [
     "TestHostError",
     "TestHostFactory",
     "missing_prerequisites",
+    "nspawn_pids",
 ]
 
 #: Units the host image enables that must not start in the container (all but sshd).
@@ -112,8 +113,9 @@ def _mounts() -> list[tuple[str, str]]:
     return out
 
 
-def _nspawn_pids(machine: str) -> list[int]:
-    """PIDs of systemd-nspawn processes started for ``--machine=<machine>`` (stale runs)."""
+def nspawn_pids(machine: str) -> list[int]:
+    """PIDs of systemd-nspawn processes started for ``--machine=<machine>`` (a stale run's, or
+    the running host's: a benchmark reads its container's processes from them)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -298,7 +300,7 @@ class SystemdTestHost:
 
     def _clean_stale(self) -> None:
         """Remove whatever a run of this name left behind: nspawn, mounts, netns, veth, state."""
-        for pid in _nspawn_pids(self.name):
+        for pid in nspawn_pids(self.name):
             _stop(pid, grace=10.0)
         # Innermost first: the overlay (and anything nspawn leaked) sits on the tmpfs.
         tmpfs_points = {p for src, p in _mounts() if src == f"ct-{self.name}"}
