@@ -24,8 +24,10 @@ path's run and the direct one next to it move together, so their ratio holds sti
    path within 3 % of the direct client's, TTFT for the same server as above. Why there too:
    the 32 requests of each wave arrive together, and how the server splits a burst into
    prefill batches moves its own TTFT. Through the forward the burst arrives spread out (one
-   SSH connection carries it), and the server's own mean TTFT was 432-444 ms against 447-459
-   with the direct client, while the forward added 1.8 ms less than the direct path.
+   SSH connection carries it): the server's own mean TTFT was about 3 % lower than with the
+   direct client in two runs (437-440 ms against 452-454), and the forward's raw median TTFT
+   5 % lower, while what the forward added to the server's TTFT was within 2 ms of what the
+   direct path added.
 3. a 10-s cut of the host's veth 2 s into a single-stream run, ``--tries`` times per path: the
    rounds reported as disturbed (target: all of them), with the reason of each.
 
