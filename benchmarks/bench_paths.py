@@ -14,12 +14,13 @@ path's run and the direct one next to it move together, so their ratio holds sti
 
    Why TTFT is judged against the server's own: at full speed TTFT is the wait in the
    server's queue, and that moves with the run. The server's own mean TTFT (its
-   ``time_to_first_token_seconds`` histogram, ``--enable-metrics``) went from 141 to 287 ms
-   between back-to-back runs of the same client, so two runs' medians differ by up to 40 %
-   whoever sends the load. What a path adds is the client's mean TTFT minus the server's of
-   the same run; the target holds when the plugin's path adds no more than 10 % of the
-   direct client's median TTFT beyond what the direct client's adds (for the same server
-   state, its median TTFT is then within 10 %). The raw ratio is printed too.
+   ``time_to_first_token_seconds`` histogram, ``--enable-metrics``) moved 184-286 ms
+   between back-to-back runs of the same direct client (two runs of this script), so two
+   runs' medians differ by up to 40 % whoever sends the load. What a path adds is the
+   client's mean TTFT minus the server's of the same run; the target holds when the
+   plugin's path adds no more than 10 % of the direct client's median TTFT beyond what the
+   direct client's adds (for the same server state, its median TTFT is then within 10 %).
+   The raw ratio is printed too.
 2. realistic pacing (the simulator's performance model), concurrency 32: every metric of every
    path within 3 % of the direct client's, TTFT for the same server as above. Why there too:
    the 32 requests of each wave arrive together, and how the server splits a burst into
