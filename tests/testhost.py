@@ -14,7 +14,8 @@ the hosts. This boots the host's own image as a container in about 1.5 s:
   (:data:`FALLBACK_METRIC`) stays when the veth is taken down (a test's link cut): without it
   the kernel drops the veth's route with the link, and a reconnect during the cut went out by
   the default route to whatever answers ``ct_ip`` there (an HTTP proxy did, seen in the SSH
-  banner). With it, what is sent during a cut is lost, as on a cut cable.
+  banner). With it, nothing leaves this machine: what the open connections send is dropped
+  here, and a new connect fails at once (EINVAL) instead of waiting for an answer.
 - PID 1 is the real ``systemd``; the image's enabled units (postgresql, getty, timers, ...) are
   masked except sshd, which gets a fresh ed25519 host key and the client key made here.
 
@@ -53,6 +54,7 @@ __all__ = [
     "TestHostBusy",
     "TestHostError",
     "TestHostFactory",
+    "fallback_route",
     "missing_prerequisites",
     "nspawn_pids",
 ]
@@ -111,6 +113,13 @@ def _mounts() -> list[tuple[str, str]]:
         source = right.split()[1] if len(right.split()) > 1 else ""
         out.append((source, point))
     return out
+
+
+def fallback_route(host_ip: str) -> list[str]:
+    """``ip route`` words of the blackhole behind the veth's route of the test host whose
+    root-namespace end is ``host_ip`` (module docstring)."""
+    subnet = ipaddress.ip_interface(f"{host_ip}/24").network
+    return ["blackhole", str(subnet), "metric", str(FALLBACK_METRIC)]
 
 
 def nspawn_pids(machine: str) -> list[int]:
@@ -311,16 +320,12 @@ class SystemdTestHost:
                 _quiet("umount", "-l", point)
         _quiet("ip", "netns", "del", self.name)  # also destroys the veth pair
         _quiet("ip", "link", "del", self._veth)
-        _quiet("ip", "route", "del", *self._fallback_route())
+        if self.host_ip:  # a dead holder's host is cleared by name: its slot clears the routes
+            _quiet("ip", "route", "del", *fallback_route(self.host_ip))
         if self.state_dir.exists() and not any(
             p == str(self._ct) or p.startswith(str(self._ct) + "/") for _s, p in _mounts()
         ):
             shutil.rmtree(self.state_dir, ignore_errors=True)
-
-    def _fallback_route(self) -> list[str]:
-        """``ip route`` words of the blackhole behind the veth's route (module docstring)."""
-        subnet = ipaddress.ip_interface(f"{self.host_ip}/24").network
-        return ["blackhole", str(subnet), "metric", str(FALLBACK_METRIC)]
 
     def _up(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -335,7 +340,7 @@ class SystemdTestHost:
         _checked(*f"ip link add {self._veth} type veth peer name host0 netns {self.name}".split())
         _checked("ip", "addr", "add", f"{self.host_ip}/24", "dev", self._veth)
         _checked("ip", "link", "set", self._veth, "up")
-        _checked("ip", "route", "replace", *self._fallback_route())
+        _checked("ip", "route", "replace", *fallback_route(self.host_ip))
         _checked("ip", "-n", self.name, "addr", "add", f"{self.ct_ip}/24", "dev", "host0")
         _checked("ip", "-n", self.name, "link", "set", "host0", "up")
         _checked("ip", "-n", self.name, "link", "set", "lo", "up")
@@ -490,6 +495,12 @@ _SLOTS = 28  # 16 + 8*27 + 7 = 239: third octets stay inside 10.200.16.0 - 10.20
 _PER_SLOT = 8
 
 
+def _addresses(slot: int, index: int) -> tuple[str, str]:
+    """(host_ip, ct_ip) of host ``index`` of ``slot``: its own /24."""
+    octet = 16 + _PER_SLOT * slot + index
+    return f"10.200.{octet}.1", f"10.200.{octet}.2"
+
+
 def _unavailable(reason: str) -> None:
     """Skip, or fail under CI=true (where these tests must run)."""
     if os.environ.get("CI") == "true":
@@ -532,6 +543,8 @@ class TestHostFactory:
         names.update(w for w in netns.split() if w.startswith(prefix))
         for name in sorted(names):
             SystemdTestHost(name, "", "", self.root / name).down()
+        for index in range(_PER_SLOT):
+            _quiet("ip", "route", "del", *fallback_route(_addresses(slot, index)[0]))
 
     def reserve(self, label: str, index: int) -> tuple[str, str, str, Path]:
         """(name, host_ip, ct_ip, state_dir) for host ``index`` (0-7) of this session's slot.
@@ -542,9 +555,9 @@ class TestHostFactory:
         if not 0 <= index < _PER_SLOT:
             raise RuntimeError(f"at most {_PER_SLOT} test hosts per session")
         slot = self._claim_slot()
-        octet = 16 + _PER_SLOT * slot + index
         name = f"sgl{slot}-{label}"
-        return name, f"10.200.{octet}.1", f"10.200.{octet}.2", self.root / name
+        host_ip, ct_ip = _addresses(slot, index)
+        return name, host_ip, ct_ip, self.root / name
 
     def __call__(self, label: str = "a") -> SystemdTestHost:
         """The booted host for ``label`` (1-6 characters [a-z0-9]), booting it on first use."""
