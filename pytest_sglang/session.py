@@ -31,9 +31,9 @@ from .hosts import HostSpec, resolve_host, transport_for
 from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
 from .quality.verdict import quality_holds
+from .report.records import bench_from_by_host
 from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
-from .stash import bench_from_by_host
 
 __all__ = ["HostLease", "SglangSession"]
 

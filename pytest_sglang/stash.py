@@ -8,7 +8,6 @@ through hooks (:mod:`.hookspec`, :mod:`.baseline.hookspec`), never by importing 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -28,7 +27,6 @@ __all__ = [
     "SESSION_KEY",
     "all_bench_results",
     "all_quality_results",
-    "bench_from_by_host",
     "bench_results",
     "comparison_results",
     "gatekeeper",
@@ -79,12 +77,6 @@ def all_quality_results(config: pytest.Config) -> list[dict[str, Any]]:
 def _merged(config: pytest.Config, key: str) -> list[dict[str, Any]]:
     sglang = config.stash.get(SESSION_KEY, None)
     return list(sglang.merged.get(key, [])) if sglang is not None else []
-
-
-def bench_from_by_host(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Where each host's benchmark load came from (``bench_from``: host, direct or forward), by
-    host in run order, from benchmark rows; the last row's path where a host's changed."""
-    return {str(r["host"]): str(r["bench_from"]) for r in rows if r.get("bench_from")}
 
 
 def gatekeeper(config: pytest.Config) -> Gatekeeper | None:

@@ -392,6 +392,12 @@ class RunProgress:
     output_tokens: int
     elapsed_s: float
 
+    @classmethod
+    def of(cls, records: list[RequestRecord], total: int, elapsed_s: float) -> RunProgress:
+        """Where a run stands after ``records`` (finished so far, wherever the load runs)."""
+        tokens = sum(r.completion_tokens for r in records if r.ok)
+        return cls(len(records), total, tokens, elapsed_s)
+
     @property
     def tokens_per_s(self) -> float:
         return self.output_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
@@ -416,8 +422,7 @@ async def _report_progress(
     untouched: this reads the records the requests append)."""
     while True:
         await asyncio.sleep(PROGRESS_EVERY_S)
-        tokens = sum(r.completion_tokens for r in records if r.ok)
-        progress(RunProgress(len(records), total, tokens, time.perf_counter() - began))
+        progress(RunProgress.of(records, total, time.perf_counter() - began))
 
 
 @dataclass

@@ -27,12 +27,12 @@ import pytest
 from ..deployment import Deployment
 from ..errors import SglangError
 from ..options import number
+from ..report.records import bench_from_by_host
 from ..secrets import REDACTED
 from ..stash import (
     GATES_KEY,
     RESULTS_KEY,
     all_bench_results,
-    bench_from_by_host,
     bench_results,
     gatekeeper,
 )

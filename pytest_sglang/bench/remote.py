@@ -64,11 +64,6 @@ def _stopped(records: list[RequestRecord]) -> RawRun:
     return RawRun(records=records, duration=max(ended - began, 0.0), began=began)
 
 
-def _progress(records: list[RequestRecord], total: int, elapsed: float) -> RunProgress:
-    tokens = sum(r.completion_tokens for r in records if r.ok)
-    return RunProgress(len(records), total, tokens, elapsed)
-
-
 def run_on_host(
     transport: Transport,
     python: list[str],
@@ -144,7 +139,7 @@ def run_on_host(
                     out.raw = raw_run(records, item["done"])
             if progress is not None and time.monotonic() - told >= PROGRESS_EVERY_S:
                 told = time.monotonic()
-                progress(_progress(records, workload.num_requests, told - started))
+                progress(RunProgress.of(records, workload.num_requests, told - started))
         if not stopped:
             _wait_for_exit(stream)
     if stopped:

@@ -27,6 +27,7 @@ ends with :class:`ProbeDisturbed` (a pass or a fail decided by a stall misplaces
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -249,7 +250,8 @@ def search_over(run: ProbeRunner, search: SloSearch) -> SearchResult:
     """Search the sustainable load under ``search.slo``, each probe run by ``run``; one short
     warm-up request first (not part of any probe)."""
     warm = search.probe(search.low)
-    run(Workload.single_stream(min(16, warm.output_tokens)), lambda record: False)
+    with contextlib.suppress(ProbeDisturbed):  # it measures nothing: a stall there costs nothing
+        run(Workload.single_stream(min(16, warm.output_tokens)), lambda record: False)
     return search_levels(search, run)
 
 

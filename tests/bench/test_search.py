@@ -193,3 +193,16 @@ def test_a_disturbed_probe_is_repeated_and_twice_ends_the_search(simulator) -> N
     assert str(err.value) == (
         "the probe at 4 req/s was disturbed twice: network stall of 3.0 s at 1.0 s"
     )
+
+
+def test_a_disturbed_warm_up_does_not_end_the_search(simulator) -> None:
+    """The warm-up request before the first probe measures nothing: a stall there is no reason
+    to give up the search (its probes run and are judged as usual)."""
+    url = simulator(env=EXACT)
+    search = Workload.max_rate(
+        "p99_ttft_ms<=110", low=4, high=8, output_tokens=TOKENS, probe_time_s=1, budget_s=30
+    )
+    levels, run = _disturbing_runner(url, {0.0: 1})  # the warm-up is one stream, no rate
+    found = search_over(run, search)
+    assert levels[:2] == [0.0, 4.0] and found.probes[0].passed, levels
+    assert all(p.repeated == "" for p in found.probes)
