@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: scenarios test lint typecheck unit testhost-deps report-deps conformance clean
+.PHONY: scenarios test test-real lint typecheck unit testhost-deps report-deps conformance clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,8 +59,8 @@ conformance: $(CONFORMANCE_VENV)/.installed
 	$(CONFORMANCE_VENV)/bin/python conformance/harness.py --out $(CONFORMANCE_OUT)
 
 lint: $(STAMP)
-	$(BIN)/ruff check pytest_sglang tests scenarios benchmarks conformance
-	$(BIN)/ruff format --check pytest_sglang tests scenarios benchmarks conformance
+	$(BIN)/ruff check pytest_sglang tests tests_real scenarios benchmarks conformance
+	$(BIN)/ruff format --check pytest_sglang tests tests_real scenarios benchmarks conformance
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -70,6 +70,15 @@ unit: $(STAMP)
 
 test: $(STAMP) testhost-deps report-deps lint typecheck
 	$(BIN)/pytest tests/ scenarios/
+
+# The real-SGLang tier (tests_real/, docs/real-sglang.md): the real package, installed once into
+# a venv of its own outside the project (reused while the release matches), serving a tiny model
+# built here on this CPU-only machine. The first run downloads about 11 GB.
+REAL_SGLANG_VERSION ?= 0.5.23
+REAL_VENV ?= $(HOME)/.cache/pytest-sglang/real-$(REAL_SGLANG_VERSION)
+test-real: $(STAMP) testhost-deps
+	@sh tests_real/install_sglang.sh $(REAL_SGLANG_VERSION) $(REAL_VENV) $(PYTHON)
+	PYTEST_SGLANG_REAL_VENV=$(REAL_VENV) $(BIN)/pytest tests_real/
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .argv_parse import split_flags
 from .config import PRODUCTION_MODEL, ServerConfig, did_you_mean
 from .errors import ConfigError
 from .sweep import change_label
 
-__all__ = ["apply_production", "is_production", "production"]
+__all__ = ["apply_production", "is_production", "merged_extra_args", "production"]
 
 _PLACEHOLDER_KEYS = {"model_path", "name"}
 
@@ -56,9 +57,44 @@ def apply_production(placeholder: ServerConfig, base: ServerConfig, *, host: str
         for key, value in placeholder.model_dump(exclude_defaults=True).items()
         if key not in _PLACEHOLDER_KEYS
     }
+    if "extra_args" in changes:
+        changes["extra_args"] = merged_extra_args(base.extra_args, tuple(changes["extra_args"]))
+    if "env" in changes:
+        changes["env"] = {**base.env, **changes["env"]}
     try:
         return base.replace(**changes, name=placeholder.name)
     except ConfigError as exc:
         raise ConfigError(
             f"host {host!r}: production with {changes or 'no changes'} is not a valid config: {exc}"
         ) from None
+
+
+def _destination(flag: str, matches: tuple[str, ...]) -> str:
+    """What a flag sets: the catalog's destination of the one flag it stands for, else itself
+    (``--enable-x`` and ``--no-enable-x`` set the same one)."""
+    from .versions import cli_catalog
+
+    target = matches[0] if len(matches) == 1 else flag
+    for arg in cli_catalog():
+        if target in arg["flags"]:
+            return str(arg["dest"])
+    return target
+
+
+def merged_extra_args(base: tuple[str, ...], change: tuple[str, ...]) -> tuple[str, ...]:
+    """Production's pass-through flags with a change's: "production, with these flags too".
+
+    A flag the change sets replaces production's flag of the same destination (in any of its
+    spellings); production's other flags stay, in their order, before the change's. Replacing
+    production's flags wholesale would silently drop what production needs to run (its
+    ``--device``, ``--max-total-tokens``, a parser), which no test of "production with a change"
+    means.
+    """
+    changed = {_destination(g.flag, g.matches) for g in split_flags(change) if g.flag}
+    kept = [
+        word
+        for group in split_flags(base)
+        if not group.flag or _destination(group.flag, group.matches) not in changed
+        for word in group.words
+    ]
+    return (*kept, *change)

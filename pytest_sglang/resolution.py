@@ -10,9 +10,13 @@ on a healthy server, so checks compare against the values computed here. Sources
 
 from __future__ import annotations
 
+import itertools
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .argv_parse import human_readable_int
 from .versions import cli_catalog, has, log_field
 
 __all__ = [
@@ -129,8 +133,40 @@ class ExpectedJournal:
     notes: dict[str, str] = field(default_factory=dict)
 
 
+#: How a pass-through flag's words become the value SGLang logs, by the catalog's ``type``
+#: (SGLang's own argparse ``type=`` callables): a flag of a type not listed here is not checked.
+_VALUE_READERS: dict[str | None, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    None: str,
+    "human_readable_int": human_readable_int,
+    "nullable_str": lambda raw: None if not raw or raw == "None" else raw,
+    "loads": json.loads,
+    "json_list_type": json.loads,
+}
+
+
+def _read_value(arg: Mapping[str, Any], words: list[str]) -> tuple[bool, Any]:
+    """``(True, value)`` as SGLang's parser reads ``words`` for ``arg``; ``(False, None)`` for a
+    type the catalog names but no reader here knows, or words it would refuse."""
+    reader = _VALUE_READERS.get(arg["type"])
+    if reader is None:
+        return False, None
+    try:
+        values = [reader(word) for word in words]
+    except (ValueError, TypeError):
+        return False, None
+    if arg["nargs"] in ("+", "*"):
+        return True, values
+    return (True, values[0]) if len(values) == 1 else (False, None)
+
+
 def _extra_arg_values(extra_args: tuple[str, ...]) -> dict[str, Any]:
-    """Values that pass-through flags set, where the flag catalog says how to read them."""
+    """Values that pass-through flags set, read as SGLang's parser reads them: every value type
+    of the flag catalog (``int``, ``float``, ``str``, ``human_readable_int`` such as
+    ``--max-total-tokens 16k``, ``nullable_str``, JSON ``loads``/``json_list_type``), lists for
+    ``nargs`` ``+``/``*``, store-true and ``--flag``/``--no-flag`` switches."""
     by_flag = {flag: arg for arg in cli_catalog() for flag in arg["flags"]}
     values: dict[str, Any] = {}
     tokens = list(extra_args)
@@ -149,22 +185,19 @@ def _extra_arg_values(extra_args: tuple[str, ...]) -> dict[str, Any]:
             values[arg["dest"]] = True
         elif action == "BooleanOptionalAction" and not eq:
             values[arg["dest"]] = not flag.startswith("--no-")
-        elif action == "_StoreAction" and arg["nargs"] is None:
-            raw = inline if eq else (tokens[i] if i < len(tokens) else None)
-            if not eq:
-                i += 1
-            if raw is None:
+        elif action == "_StoreAction" and arg["nargs"] in (None, "+", "*"):
+            if eq:
+                words = [inline]
+            elif arg["nargs"] is None:
+                words = tokens[i : i + 1]
+            else:
+                words = list(itertools.takewhile(lambda w: not w.startswith("--"), tokens[i:]))
+            i += 0 if eq else len(words)
+            if not words and arg["nargs"] != "*":
                 continue
-            kind = arg["type"]
-            try:
-                if kind == "int":
-                    values[arg["dest"]] = int(raw)
-                elif kind == "float":
-                    values[arg["dest"]] = float(raw)
-                elif kind == "str":
-                    values[arg["dest"]] = raw
-            except ValueError:
-                continue
+            known, value = _read_value(arg, words)
+            if known:
+                values[arg["dest"]] = value
     return values
 
 

@@ -102,3 +102,26 @@ def test_prod(sglang_server):
         ["*host 'local' has no production command line: set production = *[hosts.local]*"]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+def test_changed_pass_through_flags_keep_productions_others() -> None:
+    """A change to ``extra_args`` adds to production's pass-through flags and replaces only the
+    flags it sets (in any spelling): production's --device and KV pool size stay."""
+    base = ServerConfig.from_argv(
+        "--model-path /m --device cpu --max-total-tokens 16384 --enable-tf32-matmul "
+        "--schedule-policy fcfs".split()
+    )
+    full = apply_production(
+        production(extra_args=("--no-enable-tf32-matmul", "--schedule-policy", "lpm")),
+        base,
+        host="h",
+    )
+    assert full.extra_args == (
+        "--device", "cpu", "--max-total-tokens", "16384",
+        "--no-enable-tf32-matmul", "--schedule-policy", "lpm",
+    )  # fmt: skip
+    with_env = ServerConfig(model_path="/m", env={"A": "1", "B": "2"})
+    assert apply_production(production(env={"B": "3"}), with_env, host="h").env == {
+        "A": "1",
+        "B": "3",
+    }

@@ -349,7 +349,8 @@ class ProcessDeployer(Deployer):
         return _state_from_exit("killed", int(signal.SIGKILL))
 
     def stop(self) -> None:
-        """SIGTERM to the whole process group, SIGKILL after ``stop_timeout`` seconds."""
+        """SIGTERM to the server's main process, SIGKILL to its whole process group after it
+        ended or after ``stop_timeout`` seconds (systemd's ``KillMode=mixed``)."""
         if self.local:
             self._stop_local()
         elif self._started:
@@ -360,7 +361,11 @@ class ProcessDeployer(Deployer):
         if proc is None:
             return
         if proc.poll() is None:
-            _killpg(proc.pid, signal.SIGTERM)
+            # The main process only, as systemd's KillMode=mixed does: SGLang's server stops its
+            # scheduler and detokenizer itself; a SIGTERM to the whole group makes it log
+            # "Subprocess scheduler_0 ... crashed" and "SIGQUIT received", which read as a crash.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
@@ -380,13 +385,15 @@ class ProcessDeployer(Deployer):
         pgid = self._remote_pgid()
         if not pgid:
             return
-        # `kill -SIG -PGID`: dash, the usual /bin/sh, refuses `kill -- -PGID`
-        self.transport.run("kill -TERM -%s 2>/dev/null", pgid)
+        # The wrapper (the group's leader) passes SIGTERM on to the server's main process alone,
+        # as systemd's KillMode=mixed does (see _stop_local); the group gets SIGKILL at the end.
+        self.transport.run("kill -TERM %s 2>/dev/null", pgid)
         deadline = time.monotonic() + self.stop_timeout
         while time.monotonic() < deadline:
             if self.state().exited:
                 break
             time.sleep(0.1)
+        # `kill -SIG -PGID`: dash, the usual /bin/sh, refuses `kill -- -PGID`
         self.transport.run("kill -KILL -%s 2>/dev/null", pgid)
 
     def restore(self) -> None:
