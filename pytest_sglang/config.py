@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .argv_parse import read_launch
+from .aliases import choice_error
+from .argv_parse import read_launch, split_flags
 from .errors import ConfigError
-from .resolution import ExpectedJournal, expected_journal, resolve
+from .resolution import ExpectedJournal, expected_journal, extra_arg_values, resolve
 from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_flags
 
 __all__ = ["PRODUCTION_MODEL", "FileSpec", "ServerConfig", "SpeculativeAlgorithm"]
@@ -142,7 +143,8 @@ class ServerConfig(BaseModel):
     cuda_graph_max_bs: int | None = Field(default=None, ge=1)
     speculative_algorithm: SpeculativeAlgorithm | None = None
     speculative_draft_model_path: str | None = None
-    speculative_num_steps: int | None = Field(default=None, ge=1)
+    #: 0 only under NGRAM, whose steps SGLang derives as draft tokens // BFS breadth
+    speculative_num_steps: int | None = Field(default=None, ge=0)
     speculative_eagle_topk: int | None = Field(default=None, ge=1)
     speculative_num_draft_tokens: int | None = Field(default=None, ge=1)
 
@@ -165,6 +167,7 @@ class ServerConfig(BaseModel):
     def _check(self) -> ServerConfig:
         self._check_strings()
         self._check_env_and_files()
+        self._check_choices()
         if self.model_path != PRODUCTION_MODEL:  # changes alone: checked once applied
             self._check_speculative()
         self._check_extra_args()
@@ -218,6 +221,8 @@ class ServerConfig(BaseModel):
             return
         if algo == "NGRAM":
             return
+        if steps == 0:
+            raise ValueError("speculative_num_steps: must be >= 1 (got 0); only NGRAM runs 0 steps")
         if steps is None and (topk is not None or draft is not None):
             # SGLang asserts on this combination at startup.
             raise ValueError(
@@ -236,6 +241,28 @@ class ServerConfig(BaseModel):
                     f"speculative_num_draft_tokens: must be >= speculative_num_steps + 1 "
                     f"({steps + 1}) when speculative_eagle_topk > 1, got {draft}"
                 )
+
+    def _check_choices(self) -> None:
+        """Values outside a flag's fixed choices, refused as SGLang's parser refuses them.
+
+        A typed field is checked under its current spelling; a pass-through flag under the one
+        it stands for (an argparse abbreviation), each of its words (``--lora-target-modules``
+        takes several). Flags without a fixed set of choices take any value.
+        """
+        for field in SGLANG_FIELDS:
+            value = getattr(self, field)
+            if value is not None:
+                problem = choice_error(field_flag(field), value)
+                if problem is not None:
+                    raise ValueError(f"{field}: {problem}")
+        for group in split_flags(self.extra_args):
+            flag = group.resolved
+            if flag is None:
+                continue
+            for value in group.values:
+                problem = choice_error(flag, value)
+                if problem is not None:
+                    raise ValueError(f"extra_args: {problem}")
 
     def _check_extra_args(self) -> None:
         typed = _typed_flags()
@@ -293,8 +320,8 @@ class ServerConfig(BaseModel):
 
     def resolved(self, sglang_version: str = DEFAULT_SGLANG_VERSION) -> ServerConfig:
         """The configuration SGLang will actually run with, after its own resolution rules."""
-        values, _warnings = resolve(self.tuned(), sglang_version)
-        return self.replace(**values)
+        values, _warnings = resolve(self.tuned(), sglang_version, extra_arg_values(self.extra_args))
+        return self.replace(**{k: v for k, v in values.items() if k in SGLANG_FIELDS})
 
     def expected_journal(self, sglang_version: str = DEFAULT_SGLANG_VERSION) -> ExpectedJournal:
         """What the startup log must show: resolved ``server_args`` values and warnings."""

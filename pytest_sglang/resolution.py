@@ -3,19 +3,20 @@
 SGLang rewrites part of what it is given before it logs ``server_args`` (``ServerArgs``
 post-init; ``arg_groups/speculative_hook.py`` in 0.5.18+): NEXTN becomes EAGLE, the draft-token
 count follows the step count under topk 1, ``max_running_requests`` drops to 48 under speculative
-decoding. A journal check that compared the *requested* values with the *logged* ones would fail
-on a healthy server, so checks compare against the values computed here. Sources:
-``shared/reference/sglang-facts.md`` section 2.
+decoding, deprecated spellings become their new names (:mod:`.aliases`). A journal check that
+compared the *requested* values with the *logged* ones would fail on a healthy server, so checks
+compare against the values computed here. Sources: ``shared/reference/sglang-facts.md`` section 2.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .aliases import rename_deprecated
 from .argv_parse import human_readable_int
 from .versions import cli_catalog, has, log_field
 
@@ -26,6 +27,7 @@ __all__ = [
     "NGRAM_MIXED_CHUNK_WARNING",
     "ExpectedJournal",
     "expected_journal",
+    "extra_arg_values",
     "resolve",
 ]
 
@@ -66,14 +68,19 @@ def _auto_speculative_params(model_path: str, algorithm: str, version: str) -> t
     return (3, 1, 4) if has("auto_spec_params_3_1_4", version) else (5, 4, 8)
 
 
-def resolve(tuned: dict[str, Any], version: str) -> tuple[dict[str, Any], list[str]]:
+def resolve(
+    tuned: Mapping[str, Any], version: str, passthrough: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Apply SGLang's rules to the explicitly set fields.
 
-    Returns the values that change (or get filled in) and the warnings SGLang logs for them,
-    in the order it logs them.
+    ``passthrough`` holds the values that pass-through flags set (:func:`extra_arg_values`):
+    some rules read them (NGRAM's BFS breadth, a deprecated ``--tool-call-parser``). Returns the
+    values that change (or get filled in), pass-through fields among them, and the warnings
+    SGLang logs for them, in the order it logs them.
     """
-    values: dict[str, Any] = {}
-    warnings: list[str] = []
+    given = {**(passthrough or {}), **tuned}
+    values, warnings = rename_deprecated(given)
+    tuned = {**tuned, **{k: v for k, v in values.items() if k in tuned}}
     if tuned.get("served_model_name") is None:
         values["served_model_name"] = tuned["model_path"]
     algo = tuned.get("speculative_algorithm")
@@ -91,10 +98,12 @@ def resolve(tuned: dict[str, Any], version: str) -> tuple[dict[str, Any], list[s
             draft = values["speculative_num_draft_tokens"] = 12
             warnings.append(NGRAM_DRAFT_TOKENS_WARNING)
         if ngram_48:
-            # the flag that sets the breadth is not a typed field: its default applies
-            values["speculative_eagle_topk"] = NGRAM_BFS_BREADTH
+            # topk is the BFS breadth whatever was given, and the steps follow from it: fewer
+            # draft tokens than the breadth make 0 steps, which SGLang runs
+            breadth = int(given.get("speculative_ngram_max_bfs_breadth") or NGRAM_BFS_BREADTH)
+            values["speculative_eagle_topk"] = breadth
             if tuned.get("speculative_num_steps") is None and draft is not None:
-                values["speculative_num_steps"] = int(draft) // NGRAM_BFS_BREADTH
+                values["speculative_num_steps"] = int(draft) // breadth
             warnings.append(NGRAM_MIXED_CHUNK_WARNING)
         return values, warnings
     if algo in EAGLE_FAMILY and tuned.get("max_running_requests") is None:
@@ -162,7 +171,7 @@ def _read_value(arg: Mapping[str, Any], words: list[str]) -> tuple[bool, Any]:
     return (True, values[0]) if len(values) == 1 else (False, None)
 
 
-def _extra_arg_values(extra_args: tuple[str, ...]) -> dict[str, Any]:
+def extra_arg_values(extra_args: Sequence[str]) -> dict[str, Any]:
     """Values that pass-through flags set, read as SGLang's parser reads them: every value type
     of the flag catalog (``int``, ``float``, ``str``, ``human_readable_int`` such as
     ``--max-total-tokens 16k``, ``nullable_str``, JSON ``loads``/``json_list_type``), lists for
@@ -205,10 +214,11 @@ def expected_journal(
     tuned: dict[str, Any], extra_args: tuple[str, ...], version: str
 ) -> ExpectedJournal:
     """The facts a server started with ``tuned`` + ``extra_args`` must log."""
-    changes, warnings = resolve(tuned, version)
+    passthrough = extra_arg_values(extra_args)
+    changes, warnings = resolve(tuned, version, passthrough)
     effective = {**tuned, **changes}
     server_args = {log_field(k, version): v for k, v in effective.items()}
-    for key, value in _extra_arg_values(extra_args).items():
+    for key, value in passthrough.items():
         server_args.setdefault(key, value)
     dp = server_args.get("dp_size")
     if (

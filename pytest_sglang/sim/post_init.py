@@ -8,6 +8,9 @@ implements the rules independently; the project's own ``ServerConfig.resolved()`
 cuda_graph_hook.py), in its pipeline order, so the warnings come out in the order the real
 server logs them. What the simulator cannot know (a model's full config.json) comes from the
 model family read off the path (:mod:`.perf`); docs/simulator.md lists what still differs.
+The deprecated spellings ``handle_deprecated_args`` rewrites are one table shared with the
+plugin (:func:`pytest_sglang.aliases.rename_deprecated`): it is data read off the real source,
+not a rule the plugin could get wrong in a way the simulator should catch.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..aliases import rename_deprecated
 from ..versions import has
 from .fields import DICT_FIELDS, EXTRA_DEFAULTS, REPR_FIELDS, RESOLVED_DEFAULTS
 from .perf import GpuSpec, ModelSpec, SpecConfig, parse_model
@@ -307,6 +311,10 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             args[key] = resolved_auto
     if args.get("speculative_draft_model_quantization") is None:
         args["speculative_draft_model_quantization"] = args.get("quantization")
+    # handle_deprecated_args: the first hook that warns, before any reads a renamed value
+    renamed, deprecated = rename_deprecated(args)
+    args.update(renamed)
+    warnings.extend(deprecated)
     model = parse_model(args["model_path"], args.get("quantization"))
     arch = model.architecture
     mla = arch in MLA_ARCHS
