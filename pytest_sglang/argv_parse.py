@@ -21,13 +21,13 @@ fields become values; every other flag stays, with its words verbatim and in ord
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
 
+from .cmdline import flag_groups, join_shell, split_at_first_flag, split_shell
 from .errors import ConfigError
 from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_flags, parse_version
 
@@ -127,28 +127,21 @@ def split_flags(flags: Sequence[str], typed: Mapping[str, str] | None = None) ->
     """
     typed = typed or {}
     options = _options(typed)
+    leading, _rest = split_at_first_flag(flags)
     groups: list[FlagWords] = []
-    i = 0
-    if flags and not flags[0].startswith("--"):
-        while i < len(flags) and not flags[i].startswith("--"):
-            i += 1
-        groups.append(FlagWords(words=tuple(flags[:i]), flag="", values=(), stray=tuple(flags[:i])))
-    while i < len(flags):
-        start = i
-        flag, eq, inline = flags[i].partition("=")
-        i += 1
-        while i < len(flags) and not flags[i].startswith("--"):
-            i += 1
-        following = tuple(flags[start + 1 : i])
-        matches = _matches(flag, options)
+    if leading:
+        groups.append(FlagWords(words=tuple(leading), flag="", values=(), stray=tuple(leading)))
+    for group in flag_groups(flags):
+        matches = _matches(group.flag, options)
         most = _most(matches[0] if len(matches) == 1 else None, typed)
+        following = group.following
         values: tuple[str, ...]
-        if eq:
-            values, stray = (inline,), following
+        if group.inline is not None:
+            values, stray = (group.inline,), following
         else:
             cut = len(following) if most is None else most
             values, stray = following[:cut], following[cut:]
-        groups.append(FlagWords(tuple(flags[start:i]), flag, values, stray, matches))
+        groups.append(FlagWords(group.words, group.flag, values, stray, matches))
     return groups
 
 
@@ -158,18 +151,15 @@ def split_launch(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     A command line without ``--model-path`` (or ``--model``, or a prefix of it) is not an
     SGLang launch: a one-line ConfigError.
     """
-    argv = list(argv)
-    first = next((i for i, word in enumerate(argv) if word.startswith("--")), len(argv))
-    launcher, flags = argv[:first], argv[first:]
+    launcher, flags = split_at_first_flag(argv)
     options = _options({})
-    for word in flags:
-        if word.startswith("--"):
-            matches = _matches(word.partition("=")[0], options)
-            if len(matches) == 1 and options[matches[0]] == "model_path":
-                return launcher, flags
-    names = ", ".join(w.partition("=")[0] for w in flags if w.startswith("--")) or "none"
+    for group in flag_groups(flags):
+        matches = _matches(group.flag, options)
+        if len(matches) == 1 and options[matches[0]] == "model_path":
+            return launcher, flags
+    names = ", ".join(group.flag for group in flag_groups(flags)) or "none"
     raise ConfigError(
-        f"not an SGLang launch: no --model-path flag in {shlex.join(launcher)!r} "
+        f"not an SGLang launch: no --model-path flag in {join_shell(launcher)!r} "
         f"(flags: {names}); give the command line of sglang.launch_server"
     )
 
@@ -207,7 +197,7 @@ def read_launch(
     """
     try:
         parse_version(sglang_version)
-        words = shlex.split(argv) if isinstance(argv, str) else list(argv)
+        words = split_shell(argv) if isinstance(argv, str) else list(argv)
     except ValueError as exc:
         raise ConfigError(f"cannot read the command line: {exc}") from None
     launcher, flags = split_launch(words)
@@ -227,11 +217,11 @@ def read_launch(
                     raise ConfigError(f"{ambiguous}; spell the flag out")
                 notes.append(f"{ambiguous}: SGLang refuses it")
             if group.stray:
-                notes.append(f"{shlex.join(group.stray)} after {group.flag}: SGLang refuses it")
+                notes.append(f"{join_shell(group.stray)} after {group.flag}: SGLang refuses it")
             extra.extend(group.words)
             continue
         if len(group.values) != 1 or group.stray:
-            raise ConfigError(f"{group.flag} ({name}) takes one value: {shlex.join(group.words)!r}")
+            raise ConfigError(f"{group.flag} ({name}) takes one value: {join_shell(group.words)!r}")
         raw = group.values[0]
         if _catalog_by_flag().get(resolved or "", {}).get("type") == "human_readable_int":
             try:

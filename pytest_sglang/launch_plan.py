@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .secrets import api_key, secret_flag_values
+from .cmdline import api_key, flag_values, has_flag, secret_flag_values
 
 if TYPE_CHECKING:
     from .config import FileSpec, ServerConfig
@@ -110,7 +110,7 @@ def make_launch_plan(
     deployed = config
     if local:
         deployed = config.replace(host="127.0.0.1", port=free_port())
-    elif pick_port and config.port is None and not _has_port(launcher):
+    elif pick_port and config.port is None and not has_flag(launcher, "--port"):
         deployed = config.replace(port=free_port())
     flags = tuple(deployed.to_argv(sglang_version))
     return LaunchPlan(
@@ -126,17 +126,7 @@ def make_launch_plan(
     )
 
 
-def _has_port(argv: Sequence[str]) -> bool:
-    return any(word == "--port" or word.startswith("--port=") for word in argv)
-
-
 def _port_in(argv: Sequence[str]) -> int | None:
-    """The last ``--port`` in ``argv`` (argparse keeps the last one), if any is a number."""
-    found: int | None = None
-    for i, word in enumerate(argv):
-        value = word.partition("=")[2] if word.startswith("--port=") else None
-        if word == "--port" and i + 1 < len(argv):
-            value = argv[i + 1]
-        if value is not None and value.isdigit():
-            found = int(value)
-    return found
+    """The last ``--port`` in ``argv`` (argparse keeps the last one) that is a number, if any."""
+    ports = [value for value in flag_values(argv, "--port") if value.isdigit()]
+    return int(ports[-1]) if ports else None

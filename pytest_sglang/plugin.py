@@ -18,6 +18,7 @@ from .config import ServerConfig
 from .deployment import PHASE_LINE, Deployment
 from .errors import ConfigError, SglangError
 from .options import number
+from .output_paths import check_output_paths
 from .session import HostLease, SglangSession
 from .stash import SESSION_KEY, bench_results, comparison_results, merge_summary, summary_of
 from .terminal import Column, LiveLine, TextTable, write_table
@@ -181,8 +182,11 @@ def _make_session(config: pytest.Config, progress: Any = None) -> SglangSession:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """``--sglang-restore``: put the hosts back from their intent records, run no tests."""
+    """``--sglang-restore``: put the hosts back from their intent records, run no tests.
+    Otherwise the output paths are checked here, before any plugin configures (allure-pytest
+    creates its folder then) and before anything is deployed."""
     if not config.getoption("sglang_restore"):
+        _check_output_paths(config)
         return None
     if not config.getoption("sglang_host"):
         print("[sglang] --sglang-restore needs --sglang-host NAME (repeatable)")
@@ -194,6 +198,22 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
             failed = failed or "restore failed" in line
             print(f"[sglang] {line}")
     return int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK)
+
+
+def _check_output_paths(config: pytest.Config) -> None:
+    """An unwritable summary, HTML report or Allure folder: one usage error naming it."""
+    if config.option.help:
+        return
+    try:
+        check_output_paths(
+            [
+                ("--sglang-summary", config.getoption("sglang_summary"), False),
+                ("--sglang-html", getattr(config.option, "sglang_html", None), False),
+                ("--alluredir", getattr(config.option, "allure_report_dir", None), True),
+            ]
+        )
+    except SglangError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @contextlib.contextmanager

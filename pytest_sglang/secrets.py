@@ -5,7 +5,8 @@ Why values, not names: a secret leaks through text that has no name next to it (
 redactor learns every secret *value* the session deploys (the config's and the host's ``env``
 entries whose names look secret, and the values of ``--api-key``-like flags) and replaces each
 occurrence, in its plain, JSON-escaped, ``repr`` and shell-quoted spellings, wherever the plugin
-produces output.
+produces output. Which flags carry secrets, and how a unit spells a value, is
+:mod:`pytest_sglang.cmdline`'s to say.
 
 Which names are secret: shell-style patterns matched case-insensitively against the variable
 name. The defaults (``*_TOKEN``, ``*_KEY``, ``*PASSWORD*``, ``*SECRET*``, ``*AUTH*``, ...) can be
@@ -17,17 +18,23 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from .cmdline import (
+    quote_shell,
+    read_env_file,
+    secret_flag_values,
+    split_environment,
+    split_exec_start,
+    unit_assignments,
+    unit_spellings,
+)
 
 __all__ = [
     "DEFAULT_SECRET_PATTERNS",
     "REDACTED",
     "Redactor",
-    "api_key",
-    "secret_flag_values",
 ]
 
 REDACTED = "<redacted>"
@@ -43,39 +50,8 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
     "*PRIVATE*",
     "HF_TOKEN",
 )
-#: Flags whose value is a secret: the flag's *last word* names one (``--api-key X``,
-#: ``--admin-api-key=X``, ``--hf-token X``, ``--ssl-keyfile-password X``). Matching the word
-#: anywhere would hide ``--max-total-tokens 16384`` or ``--tokenizer-mode auto``, and with them
-#: every 16384 and "auto" in the reports.
-_SECRET_FLAG = re.compile(r"^--(?:\w+[-_])*(?:key|token|secret|password|passwd)$", re.I)
 #: Shorter values would blank out ordinary text ("1", "on"): too short to be a real secret.
 MIN_SECRET_LEN = 4
-
-
-def secret_flag_values(argv: Sequence[str]) -> list[tuple[int, str, bool]]:
-    """(index in ``argv``, value, inline) of every secret flag's value: ``--api-key X`` gives
-    the index of ``X``, ``--api-key=X`` the index of the word itself (inline). A flag followed
-    by another flag has no value here (``--api-key --port 30000`` hides nothing)."""
-    found: list[tuple[int, str, bool]] = []
-    for i, word in enumerate(argv):
-        flag, eq, inline = word.partition("=")
-        if not _SECRET_FLAG.match(flag):
-            continue
-        if eq:
-            found.append((i, inline, True))
-        elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-            found.append((i + 1, argv[i + 1], False))
-    return found
-
-
-def api_key(argv: Sequence[str]) -> str | None:
-    """The value of ``--api-key`` in ``argv`` (the last one, as argparse keeps), if any."""
-    found: str | None = None
-    for i, value, inline in secret_flag_values(argv):
-        flag = argv[i].partition("=")[0] if inline else argv[i - 1]
-        if flag == "--api-key":
-            found = value
-    return found
 
 
 class Redactor:
@@ -102,7 +78,8 @@ class Redactor:
             json.dumps(value)[1:-1],
             json.dumps(value, ensure_ascii=False)[1:-1],
             repr(value)[1:-1],
-            shlex.quote(value),
+            quote_shell(value),
+            *unit_spellings(value),  # a dry run's diff shows unit text
         }
         self._spellings = sorted(
             {*self._spellings, *(s for s in spellings if len(s) >= MIN_SECRET_LEN)},
@@ -122,26 +99,24 @@ class Redactor:
             self.add(value)
 
     def add_unit_text(self, text: str | None) -> None:
-        """Learn the secrets in a unit file or EnvironmentFile found on a host: values of
-        secret-looking ``Environment=``/``KEY=value`` names and of secret flags in
-        ``ExecStart=``. For what the host already had (a dry run diffs against it), which this
-        session never passed in itself."""
-        for raw in (text or "").splitlines():
-            line = raw.strip()
-            if not line or line.startswith(("#", ";", "[")):
-                continue
-            key, _, rest = line.partition("=")
-            try:
-                words = shlex.split(rest if key in ("Environment", "ExecStart") else line)
-            except ValueError:
-                words = rest.split()
-            if key == "ExecStart":
-                self.add_argv(words)
-                continue
-            for word in words:
-                name, eq, value = word.partition("=")
-                if eq:
-                    self.add_env({name: value})
+        """Learn the secrets in a unit file found on a host (``systemctl cat`` output): values
+        of secret-looking ``Environment=`` names and of secret flags in ``ExecStart=``, as the
+        service receives them (systemd's escapes undone). For what the host already had (a dry
+        run diffs against it), which this session never passed in itself."""
+        for key, value in unit_assignments(text or ""):
+            if key == "Environment":
+                self.add_env(split_environment(value))
+            elif key == "ExecStart":
+                try:
+                    commands = split_exec_start(value)
+                except ValueError:  # unbalanced quotes: learn every word rather than none
+                    commands = [value.split()]
+                for argv in commands:
+                    self.add_argv(argv)
+
+    def add_env_file_text(self, text: str | None) -> None:
+        """Learn the secret-looking values of an EnvironmentFile found on a host."""
+        self.add_env(read_env_file(text or ""))
 
     @property
     def active(self) -> bool:

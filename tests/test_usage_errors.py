@@ -144,3 +144,41 @@ def test_b(sglang_server):
     assert section == message
     assert summary.startswith(f"ERROR test_direct.py - {message[:40]}")
     assert "test_b" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "reason"),
+    [
+        ("--sglang-summary", "afile/summary.json", "{tmp}/afile is not a folder"),
+        ("--sglang-summary", "adir", "it is a folder"),
+        ("--sglang-html", "afile/deeper/report.html", "{tmp}/afile is not a folder"),
+        ("--alluredir", "afile", "it is not a folder"),
+        ("--alluredir", "afile/allure", "{tmp}/afile is not a folder"),
+    ],
+)
+def test_an_unwritable_output_path_is_one_usage_error_before_anything_runs(
+    pytester: pytest.Pytester, option: str, name: str, reason: str
+) -> None:
+    """Checked at the start, not when written after the whole run (a summary lost in a
+    traceback), and before allure-pytest creates its folder (an INTERNALERROR)."""
+    pytester.makepyfile(SIX_TESTS)
+    (pytester.path / "afile").write_text("")
+    (pytester.path / "adir").mkdir()
+    path = pytester.path / name
+    result = pytester.runpytest(option, str(path))
+    assert_usage_error(
+        result,
+        f"{option} {path}: cannot be written ({reason.format(tmp=pytester.path)}); "
+        "give a writable path",
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_writable_output_path_that_does_not_exist_yet_is_fine(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    summary = pytester.path / "new" / "dir" / "summary.json"
+    result = pytester.runpytest("--sglang-summary", str(summary))
+    result.assert_outcomes(passed=1)
+    assert summary.exists()

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..argv_parse import split_launch
+from ..cmdline import join_shell, split_shell
 from ..config import ServerConfig
 from ..errors import ConfigError, PreflightError, TransportError
 from ..launch_plan import LaunchPlan, make_launch_plan
@@ -96,7 +96,7 @@ def parse_help_flags(text: str) -> frozenset[str]:
 def launch_argv(spec: HostSpec) -> list[str]:
     """The host's ``launch`` command as an argv (shell-style words)."""
     try:
-        argv = shlex.split(spec.launch)
+        argv = split_shell(spec.launch)
     except ValueError as exc:
         raise PreflightError(
             f"host {spec.name!r}: cannot parse launch {spec.launch!r}: {exc}"
@@ -175,7 +175,7 @@ class Deployer(ABC):
         the inventory's ``production`` wins)."""
         if self.spec.production:
             try:
-                return shlex.split(self.spec.production)
+                return split_shell(self.spec.production)
             except ValueError as exc:
                 raise ConfigError(
                     f"host {self.spec.name!r}: cannot read 'production' in {self.spec.source}: "
@@ -320,7 +320,7 @@ class Deployer(ABC):
                 return stored.flags
             launcher = self.launcher()
             self.say(
-                f"[sglang] {self.spec.name}: reading the launcher's flags ({shlex.join(launcher)}"
+                f"[sglang] {self.spec.name}: reading the launcher's flags ({join_shell(launcher)}"
                 " --help)"
             )
             rc, out, err = self._run_launcher([*launcher, "--help"], timeout=300)
@@ -328,7 +328,7 @@ class Deployer(ABC):
             if rc != 0 or not flags:
                 tail = ((err or out).strip().splitlines() or ["no output"])[-1]
                 raise PreflightError(
-                    f"host {self.spec.name!r}: '{shlex.join(launcher)} --help' failed (rc={rc}: "
+                    f"host {self.spec.name!r}: '{join_shell(launcher)} --help' failed (rc={rc}: "
                     f"{tail}); check 'launch' in {self.spec.source}"
                 )
             _HELP_CACHE[key] = flags
@@ -395,7 +395,7 @@ class Deployer(ABC):
     def dry_run(self, plan: LaunchPlan) -> str:
         """What ``deploy(plan)`` would change, for ``--sglang-dry-run``; changes nothing."""
         self.preflight(plan)
-        lines = [f"would start: {shlex.join(plan.argv)}"]
+        lines = [f"would start: {join_shell(plan.argv)}"]
         lines += [f"would write: {dest}" for dest in plan.files]
         return self.redact("\n".join(lines))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
+from ..cmdline import flag_groups
+
 __all__ = ["render_diff", "render_flag_diff"]
 
 
@@ -26,13 +28,7 @@ def render_diff(path: str, old: str | None, new: str) -> str:
 def _flag_groups(argv: Sequence[str]) -> list[str]:
     """``--flag value ...`` groups of an argv, one string each (words before the first flag,
     the launcher, are left out)."""
-    groups: list[list[str]] = []
-    for word in argv:
-        if word.startswith("--"):
-            groups.append([word])
-        elif groups:
-            groups[-1].append(word)
-    return [" ".join(group) for group in groups]
+    return [" ".join(group.words) for group in flag_groups(argv)]
 
 
 def render_flag_diff(old_argv: Sequence[str], new_argv: Sequence[str]) -> str:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
-import shlex
 import signal
 import subprocess
 import tempfile
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ..cmdline import shell_assignments
 from ..errors import DeployError, RestoreError, TransportError
 from .backup import HostBackup
 from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
@@ -268,8 +268,7 @@ class ProcessDeployer(Deployer):
         self._exit_watch.start()
 
     def _start_remote(self, argv: list[str], env: dict[str, str]) -> None:
-        env_sh = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
-        self.transport.put(env_sh.encode(), f"{self.state_dir}/env.sh", mode=0o600)
+        self.transport.put(shell_assignments(env).encode(), f"{self.state_dir}/env.sh", mode=0o600)
         self.transport.put(_WRAPPER.encode(), f"{self.state_dir}/run.sh", mode=0o700)
         command = "sh -c %s sh %s" + " %s" * len(argv)
         result = self.transport.run(command, _START, self.state_dir, *argv)

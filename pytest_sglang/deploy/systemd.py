@@ -17,12 +17,12 @@ service again only if it was running.
 from __future__ import annotations
 
 import json
-import shlex
 import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cmdline import split_exec_start, unit_assignments
 from ..errors import ConfigError, DeployError, JournalError, RestoreError, TransportError
 from ..launch_plan import LOCAL_ADDRESSES
 from .backup import HostBackup
@@ -265,7 +265,7 @@ class SystemdDeployer(Deployer):
         current = self._current_text(self.written_path)
         current_env = self._current_text(self.env_path)
         self.redactor.add_unit_text(current)
-        self.redactor.add_unit_text(current_env)
+        self.redactor.add_env_file_text(current_env)
         targets: list[tuple[str, str | None, str]] = [
             (self.written_path, current, text),
             (self.env_path, current_env, masked),
@@ -441,44 +441,20 @@ class SystemdDeployer(Deployer):
 def effective_exec_start(unit_text: str) -> list[list[str]]:
     """The ``ExecStart=`` command lines that ``systemctl cat`` output (the unit, then its
     drop-ins in order) leaves in force: an empty ``ExecStart=`` resets the list, others add to
-    it. Words are split the way systemd quotes them (close to the shell's); the executable's
-    prefix characters (``-``, ``@``, ``+``, ``!``, ``:``) are dropped."""
+    it. Each is the argv its process receives (:func:`pytest_sglang.cmdline.split_exec_start`:
+    systemd's quoting, ``%%`` and ``$$`` undone, the executable's prefix characters dropped)."""
     found: list[list[str]] = []
-    for raw in _logical_lines(unit_text):
-        key, eq, value = raw.strip().partition("=")
-        if not eq or key.strip() != "ExecStart":
+    for key, value in unit_assignments(unit_text):
+        if key != "ExecStart":
             continue
-        value = value.strip()
         if not value:
             found = []
             continue
         try:
-            words = shlex.split(value)
-        except ValueError:
-            words = value.split()
-        if words:
-            words[0] = words[0].lstrip("-@+!:")
-            found.append(words)
+            found.extend(split_exec_start(value))
+        except ConfigError:
+            continue  # unbalanced quotes: systemd ignores the line too
     return found
-
-
-def _logical_lines(text: str) -> list[str]:
-    """Unit-file lines with systemd's continuations joined: a line ending in a backslash goes
-    on with the next one (the backslash read as a space); comment lines inside are skipped."""
-    lines: list[str] = []
-    pending: list[str] = []
-    for raw in text.splitlines():
-        stripped = raw.strip()
-        if pending and stripped.startswith(("#", ";")):
-            continue
-        if stripped.endswith("\\"):
-            pending.append(stripped[:-1])
-            continue
-        lines.append(" ".join([*pending, stripped]) if pending else raw)
-        pending = []
-    if pending:
-        lines.append(" ".join(pending))
-    return lines
 
 
 def _without_our_dropin(cat_text: str) -> str:

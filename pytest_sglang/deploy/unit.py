@@ -1,24 +1,26 @@
 """Render the systemd unit and its EnvironmentFile; pure functions, no I/O.
 
-Quoting follows systemd's own rules, not the shell's (systemd.syntax(7) "Quoting",
-systemd.service(5) "Command lines"): every ExecStart argument is double-quoted with ``\\`` and
-``"`` backslash-escaped, ``%`` doubled (specifiers) and ``$`` doubled (no variable expansion), so
-what the server receives is exactly the argv we built. Environment values never appear in the unit
+Quoting follows systemd's own rules, not the shell's, and is :mod:`pytest_sglang.cmdline`'s,
+whose readers undo it: what the server receives is exactly the argv we built. Environment
+values never appear in the unit
 (``systemctl show`` and ``systemctl cat`` would print them); they live in an EnvironmentFile
 written with mode 0600.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
+from ..cmdline import (
+    check_unit_text,
+    env_file_line,
+    join_exec_start,
+    quote_exec_arg,
+)
 from ..errors import ConfigError
 
 __all__ = [
     "EXIT_MARKER",
-    "quote_env_value",
-    "quote_exec_arg",
     "render_dropin",
     "render_env_file",
     "render_unit",
@@ -29,55 +31,11 @@ EXIT_MARKER = "pytest-sglang: main process ended:"
 EXIT_MARKER_COMMAND = (
     f'echo "{EXIT_MARKER} result=$SERVICE_RESULT code=$EXIT_CODE status=$EXIT_STATUS"'
 )
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _control_chars(text: str, *, allow_tab: bool = False) -> list[str]:
-    return [
-        repr(c) for c in text if (ord(c) < 0x20 and not (allow_tab and c == "\t")) or ord(c) == 0x7F
-    ]
-
-
-def _check_text(what: str, text: str, *, allow_tab: bool = False) -> None:
-    bad = _control_chars(text, allow_tab=allow_tab)
-    if bad:
-        raise ConfigError(f"{what}: control character {bad[0]} cannot be written to a unit")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(f"{what}: not valid UTF-8 text") from None
-
-
-def quote_exec_arg(arg: str) -> str:
-    """One ExecStart argument, double-quoted by systemd's rules (``%``/``$`` made literal)."""
-    _check_text("ExecStart argument", arg)  # no value: it may be a secret
-    if arg == ";":
-        # systemd treats a lone ";" word as a command separator even when quoted.
-        raise ConfigError("ExecStart argument ';' cannot be passed through systemd")
-    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
-    return f'"{escaped}"'
-
-
-def quote_env_value(value: str) -> str:
-    """One EnvironmentFile value, double-quoted (``\\ " $ ` `` escaped)."""
-    out = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
-    return f'"{out}"'
 
 
 def _one_line(what: str, text: str) -> str:
-    _check_text(what, text)
+    check_unit_text(what, text)
     return text
-
-
-def _exec_start(exec_argv: Sequence[str]) -> str:
-    if not exec_argv:
-        raise ConfigError("ExecStart: the command line is empty; check the host's 'launch'")
-    if not exec_argv[0].startswith("/"):
-        raise ConfigError(
-            f"ExecStart: the executable {exec_argv[0]!r} must be an absolute path; "
-            f"fix the host's 'launch'"
-        )
-    return " ".join(quote_exec_arg(a) for a in exec_argv)
 
 
 def _header(config_id: str, digest: str, fate: str) -> list[str]:
@@ -125,7 +83,7 @@ def render_unit(
 ) -> str:
     """The text of ``<service>.service`` that runs ``exec_argv`` under systemd, for a host
     where the service does not exist yet (elsewhere: :func:`render_dropin`)."""
-    exec_start = _exec_start(exec_argv)
+    exec_start = join_exec_start(exec_argv)
     lines = [
         *_header(
             config_id, digest, "It is replaced with the original unit when the test session ends."
@@ -154,7 +112,7 @@ def render_dropin(
     drop-in, sorted last, only replaces the command line (``ExecStart=`` empty first resets
     production's) and sets what the plugin must own.
     """
-    exec_start = _exec_start(exec_argv)
+    exec_start = join_exec_start(exec_argv)
     return "\n".join(
         [
             *_header(config_id, digest, "Removed when the test session ends."),
@@ -172,18 +130,5 @@ def render_env_file(env: Mapping[str, str]) -> str:
     represent (a newline would be read as line continuation or a new assignment)."""
     lines = ["# Written by pytest-sglang; mode 0600 (values may be secrets)."]
     for name, value in env.items():
-        if not _ENV_NAME.match(name):
-            raise ConfigError(f"env.{name!r}: not a valid environment variable name")
-        if not isinstance(value, str):
-            raise ConfigError(f"env.{name}: value must be a string")
-        bad = _control_chars(value, allow_tab=True)
-        if bad:
-            raise ConfigError(
-                f"env.{name}: control character {bad[0]} cannot be written to an EnvironmentFile"
-            )
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ConfigError(f"env.{name}: not valid UTF-8 text") from None
-        lines.append(f"{name}={quote_env_value(value)}")
+        lines.append(env_file_line(name, value))
     return "\n".join(lines) + "\n"

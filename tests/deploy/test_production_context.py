@@ -34,7 +34,11 @@ WORKDIR = "/srv/sglang"
 WATCHED = [UNIT, PROD_DROPIN, OURS, PROD_ENV, WORKDIR, "/etc/pytest-sglang"]
 
 
-def production_unit(launch: str) -> str:
+def production_unit(launch: str, flags: str = "", environment: str = "") -> str:
+    """Production's unit; ``flags`` end its ExecStart, ``environment`` is one more
+    ``Environment=`` line (both as written in the unit, systemd escapes and all)."""
+    extra_env = f"Environment={environment}\n" if environment else ""
+    flags = f" {flags}" if flags else ""
     return f"""[Unit]
 Description=SGLang production (stand-in)
 After=network-online.target
@@ -44,10 +48,10 @@ Group=sglang
 WorkingDirectory={WORKDIR}
 Environment=NCCL_P2P_DISABLE=1 HF_HOME=/srv/sglang/hf
 Environment=SGLANG_SIM_STARTUP_SCALE=0
-EnvironmentFile={PROD_ENV}
+{extra_env}EnvironmentFile={PROD_ENV}
 LimitNOFILE=12345
 ExecStart={launch} --model-path /models/prod --served-model-name prod --port 30000 \\
-  --speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-eagle-topk 1
+  --speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-eagle-topk 1{flags}
 [Install]
 WantedBy=multi-user.target
 """
@@ -75,9 +79,13 @@ def _main_process(transport: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def production(systemd_transport: Any, launcher: Launcher) -> Iterator[dict[str, str]]:
-    """A running production service of user ``sglang``; yields the host's file states."""
+def production(
+    request: pytest.FixtureRequest, systemd_transport: Any, launcher: Launcher
+) -> Iterator[dict[str, str]]:
+    """A running production service of user ``sglang``; yields the host's file states.
+    Parametrized indirectly, a dict of :func:`production_unit`'s ``flags``/``environment``."""
     t = systemd_transport
+    unit = production_unit(launcher.launch, **getattr(request, "param", {}))
     t.run("id sglang >/dev/null 2>&1 || useradd --system --no-create-home sglang")
     # The launcher's interpreter may live under /root (pyenv): let the service user reach it.
     # The container's / is an overlay on a tmpfs, so this changes nothing outside it.
@@ -85,7 +93,7 @@ def production(systemd_transport: Any, launcher: Launcher) -> Iterator[dict[str,
     for parent in python.parents:
         t.run("chmod o+x -- %s 2>/dev/null", parent)
     t.check_output("mkdir -p %s /etc/sglang %s.d && chown sglang: %s", WORKDIR, UNIT, WORKDIR)
-    t.put(production_unit(launcher.launch).encode(), UNIT, mode=0o644)
+    t.put(unit.encode(), UNIT, mode=0o644)
     t.put(PROD_DROPIN_TEXT.encode(), PROD_DROPIN, mode=0o644)
     t.put(PROD_ENV_TEXT.encode(), PROD_ENV, mode=0o640)
     t.check_output("systemctl daemon-reload && systemctl restart -- %s", SERVICE)
@@ -351,3 +359,87 @@ def test_a_unit_changed_but_not_restarted_is_said(
         "[sglang] testhost production: its command line sets speculative_num_steps=3, the "
         "running server reports 2 (changed and not restarted?)"
     ]
+
+
+#: Production's API key and HF token as its server receives them. Its unit spells them with
+#: systemd's escapes (``$$`` and ``%%`` in ExecStart=, ``%%`` in Environment=); the child
+#: session spells them in pieces, so that no source listing shows them whole.
+PROD_KEY = "".join(("k", "$", "9", "%", "z"))
+PROD_TOKEN = "".join(("hf", "$", "Tok", "%", "en7"))
+ESCAPED = {"flags": '--api-key "k$$9%%z"', "environment": '"HF_TOKEN=hf$Tok%%en7"'}
+#: Every spelling of them that must appear in no output: as received, and as the unit has them.
+PROD_SPELLINGS = (PROD_KEY, PROD_TOKEN, "k$$9%%z", "hf$Tok%%en7")
+
+ESCAPED_SESSION = f"""
+import pytest
+import requests
+from pytest_sglang import production, sweep
+
+KEY = "".join({list(PROD_KEY)!r})
+TOKEN = "".join({list(PROD_TOKEN)!r})
+
+def test_attach(sglang_production):
+    assert sglang_production.get("/v1/models").status_code == 200
+    print("careless:", KEY, TOKEN, sglang_production.server_args)
+
+@pytest.mark.parametrize(
+    "sglang_server", sweep(production(), speculative_num_steps=[3]), indirect=True
+)
+def test_tuned(sglang_server):
+    auth = {{"Authorization": "Bearer " + KEY}}
+    reply = requests.get(sglang_server.base_url + "/v1/models", headers=auth, timeout=10)
+    print("careless:", KEY, TOKEN, sglang_server.journal.text)
+    assert reply.status_code == 200  # the test server has production's exact key
+"""
+
+
+def _leaks(text: str) -> list[str]:
+    return [spelling for spelling in PROD_SPELLINGS if spelling in text]
+
+
+@pytest.mark.parametrize("production", [ESCAPED], indirect=True)
+def test_production_secrets_in_systemd_escapes_stay_secret_and_exact(
+    pytester: pytest.Pytester,
+    systemd_transport: Any,
+    systemd_host: Any,
+    production: dict[str, str],
+) -> None:
+    """A production unit whose ``--api-key`` and ``HF_TOKEN`` carry ``$`` and ``%``: the
+    values its server receives (systemd's escapes undone) are what the session attaches with,
+    what a production() sweep starts with, and what no output, summary, report or Allure
+    result shows; a dry run shows them in no spelling either."""
+    inventory = _inventory(pytester, systemd_host)
+    pytester.makepyfile(ESCAPED_SESSION)
+    out = pytester.path / "out"
+    out.mkdir()
+    host = ("--sglang-host", "prod", "--sglang-inventory", str(inventory))
+    dry = pytester.run(*child_pytest_argv("--sglang-dry-run", *host), timeout=300)
+    assert not _leaks(dry.stdout.str() + dry.stderr.str()), "a secret in the dry run"
+    result = pytester.run(
+        *child_pytest_argv(
+            "-v",
+            "-rA",
+            *host,
+            f"--sglang-summary={out / 'summary.json'}",
+            f"--sglang-html={out / 'report.html'}",
+            f"--alluredir={out / 'allure'}",
+            f"--junitxml={out / 'junit.xml'}",
+        ),
+        timeout=300,
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert not _leaks(text), f"secret in the session's output: {_leaks(text)}"
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert {p.name for p in written} >= {"summary.json", "report.html", "junit.xml"}
+    assert any(p.parent.name == "allure" for p in written)
+    for path in written:
+        leaks = _leaks(path.read_bytes().decode("utf-8", "replace"))
+        assert not leaks, f"secret in {path.relative_to(out)}: {leaks}"
+    assert result.ret == 0, text[-3000:]
+    result.stdout.fnmatch_lines(["*test_attach PASSED*", "*test_tuned?production-s3? PASSED*"])
+    assert "<redacted>" in text  # the careless prints were there, redacted
+    t = systemd_transport
+    wait_for(lambda: t.run("systemctl is-active --quiet -- %s", SERVICE).ok, "production back")
+    after = file_states(t.run, WATCHED)
+    after["argv"] = " ".join(_main_process(t)["argv"])
+    assert after == production

@@ -1,78 +1,40 @@
-"""The unit and EnvironmentFile renderers, checked against a small re-implementation of
-systemd's own unquoting (the real systemd reads them back in test_systemd.py)."""
+"""The unit and EnvironmentFile renderers: what they write has the strict quoted form, and
+reads back exactly (the real systemd reads them back in test_systemd.py)."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_sglang.cmdline import read_env_file, split_exec_start
 from pytest_sglang.deploy.unit import render_env_file, render_unit
 from pytest_sglang.errors import ConfigError
 
-_C_ESCAPES = {
-    "a": "\a",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-    "v": "\v",
-    "\\": "\\",
-    '"': '"',
-    "'": "'",
-    "s": " ",
-}
+#: What the writers may produce: every ExecStart= word double-quoted, only ``\\`` and ``"``
+#: backslash-escaped, every ``%`` and ``$`` doubled; EnvironmentFile values double-quoted with
+#: ``\\ " $ ` `` escaped. The codec's readers (systemd's rules, checked against systemd itself
+#: in tests/test_cmdline.py) then say what systemd makes of them.
+_QUOTED = r'"(?:[^"\\%$]|\\[\\"]|%%|\$\$)*"'
+_EXEC_START = re.compile(rf"{_QUOTED}(?: {_QUOTED})*")
+_ENV_LINE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\$`]|\\["\\$`])*"')
 
 
 def systemd_exec_words(value: str) -> list[str]:
-    """ExecStart= value -> argv, as systemd does it: specifiers (%%), quoting with C escapes,
-    then $$ -> $ (variable expansion, with none defined)."""
-    value = value.replace("%%", "\0PCT\0")
-    assert "%" not in value, "unescaped specifier"
-    value = value.replace("\0PCT\0", "%")
-    words: list[str] = []
-    i = 0
-    while i < len(value):
-        if value[i] == " ":
-            i += 1
-            continue
-        assert value[i] == '"', f"unquoted word at {i}: {value[i:]!r}"
-        i += 1
-        word = ""
-        while value[i] != '"':
-            if value[i] == "\\":
-                word += _C_ESCAPES[value[i + 1]]
-                i += 2
-            else:
-                word += value[i]
-                i += 1
-        i += 1
-        assert "$" not in word.replace("$$", ""), "unescaped variable"
-        words.append(word.replace("$$", "$"))
-    return words
+    """ExecStart= value -> argv, as systemd does it, once the value is shown to be written
+    the strict way (a missing escape would read back the same through a lenient reader)."""
+    assert _EXEC_START.fullmatch(value), value
+    (argv,) = split_exec_start(value)
+    return argv
 
 
 def systemd_env_file(text: str) -> dict[str, str]:
-    """EnvironmentFile parser (systemd env-file.c) for double-quoted values."""
-    env: dict[str, str] = {}
+    """EnvironmentFile -> variables, once every line is shown to be written the strict way."""
     for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        key, _, rest = line.partition("=")
-        assert rest[0] == '"' and rest[-1] == '"', line
-        body, value, i = rest[1:-1], "", 0
-        while i < len(body):
-            if body[i] == "\\":
-                nxt = body[i + 1]
-                value += nxt if nxt in '"\\`$' else "\\" + nxt
-                i += 2
-            else:
-                assert body[i] != '"', "unescaped quote"
-                value += body[i]
-                i += 1
-        env[key] = value
-    return env
+        assert not line or line.startswith("#") or _ENV_LINE.fullmatch(line), line
+    return read_env_file(text)
 
 
 def unit_fields(text: str) -> dict[str, list[str]]:
