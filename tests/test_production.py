@@ -109,7 +109,7 @@ def test_changed_pass_through_flags_keep_productions_others() -> None:
     flags it sets (in any spelling): production's --device and KV pool size stay."""
     base = ServerConfig.from_argv(
         "--model-path /m --device cpu --max-total-tokens 16384 --enable-tf32-matmul "
-        "--schedule-policy fcfs".split()
+        "--schedule-policy fcfs"
     )
     full = apply_production(
         production(extra_args=("--no-enable-tf32-matmul", "--schedule-policy", "lpm")),

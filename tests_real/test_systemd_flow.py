@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CPU_FLAGS, RealSglang
 from helpers import child_pytest_argv, file_states, host_entry, ssh_transport
 from testhost import SystemdTestHost, TestHostFactory
+
+from conftest import CPU_FLAGS, RealSglang
 
 SERVICE = "sglang-tiny.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
@@ -80,9 +81,7 @@ def production(transport: Any, real_sglang: RealSglang) -> Iterator[dict[str, st
     t.check_output("systemctl daemon-reload && systemctl restart -- %s", SERVICE)
     wait_for(lambda: _serving(t), "production serving")
     yield file_states(t.run, WATCHED)
-    t.run(
-        "systemctl stop -- %s; rm -rf -- %s %s.d; systemctl daemon-reload", SERVICE, UNIT, UNIT
-    )
+    t.run("systemctl stop -- %s; rm -rf -- %s %s.d; systemctl daemon-reload", SERVICE, UNIT, UNIT)
 
 
 def _inventory(path: Path, host: SystemdTestHost) -> Path:
