@@ -28,10 +28,10 @@ from .errors import (
     SglangError,
     TransportError,
 )
-from .journal import StartupJournal
+from .journal import READY_LINE, StartupJournal, find_fatal
 from .launch_plan import LaunchPlan
 from .lock import HostLockError
-from .readiness import ReadyResult, wait_until_ready
+from .readiness import ReadyResult, describe_exit, last_words, wait_until_ready
 from .secrets import Redactor
 
 __all__ = ["Deployment", "DeploymentRecord", "attach", "bring_up", "cross_check", "reason_of"]
@@ -89,6 +89,31 @@ class Deployment:
     def post(self, path: str, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("timeout", 300)
         return self.http.post(self.url(path), **kwargs)
+
+    def check_still_running(self) -> None:
+        """ServerStartError when the server ended after it was ready (it crashed, was killed,
+        ran out of memory): one line naming the cause its journal gives (the fatal record after
+        the ready line), else how the process ended and its last line."""
+        deployer = self._deployer
+        if deployer is None:
+            return
+        state = deployer.state()
+        if not state.exited:
+            return
+        lines = self.refresh_journal().lines
+        ready = next((i for i, line in enumerate(lines) if READY_LINE in line), 0)
+        fatal = find_fatal(lines, ready + 1)
+        where = f"{self.host} {self.config_id}"
+        if fatal is not None:
+            cause, reason = fatal.summary, fatal.reason
+        else:
+            cause = f"{describe_exit(state)}; its last line: {last_words(self.journal)}"
+            reason = "crashed"
+        raise ServerStartError(
+            f"{where}: the server ended after it was ready: {cause}",
+            reason=reason,
+            excerpt=self.journal.excerpt(),
+        )
 
     def refresh_journal(self) -> StartupJournal:
         """Append what the server logged since the last read (e.g. decode-batch lines)."""

@@ -28,7 +28,7 @@ from .deploy.unit import EXIT_MARKER
 from .errors import ServerStartError, TransportError
 from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
 
-__all__ = ["ReadyResult", "wait_until_ready"]
+__all__ = ["ReadyResult", "describe_exit", "last_words", "wait_until_ready"]
 
 #: How often the service's state is asked for while the journal stream is quiet.
 SAFETY_POLL_S = 2.0
@@ -79,7 +79,7 @@ def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
     return "crashed"
 
 
-def _describe_exit(state: ServiceState) -> str:
+def describe_exit(state: ServiceState) -> str:
     if state.exec_main_code == "killed":
         return f"process killed by signal {state.exec_main_status}"
     if state.exec_main_code:
@@ -87,7 +87,7 @@ def _describe_exit(state: ServiceState) -> str:
     return f"service {state.active_state}/{state.sub_state}"
 
 
-def _last_words(journal: StartupJournal) -> str:
+def last_words(journal: StartupJournal) -> str:
     """The server's last line (the deployer's own exit record is not the server's)."""
     for line in reversed(journal.lines):
         if not line.startswith(EXIT_MARKER):
@@ -235,8 +235,8 @@ def wait_until_ready(
             if exited is not None and exited_at is not None and now - exited_at >= EXIT_GRACE_S:
                 reason = _exit_reason(exited, journal)
                 raise ServerStartError(
-                    f"{where}: {reason} ({_describe_exit(exited)}) after {elapsed:.1f}s; "
-                    f"last line: {_last_words(journal)}",
+                    f"{where}: {reason} ({describe_exit(exited)}) after {elapsed:.1f}s; "
+                    f"last line: {last_words(journal)}",
                     reason=reason,
                     excerpt=journal.excerpt(),
                 )

@@ -210,6 +210,7 @@ class HostLease:
                 self.prepare()  # locked and recovered before production is read
             config = self._apply_production(requested)
             if self.current is not None and self.current.config.digest == config.digest:
+                self.current.check_still_running()
                 return self.current
             self.current = self._deploy(config)
         except SglangError as exc:

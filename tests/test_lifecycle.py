@@ -214,3 +214,34 @@ def test_unknown_host_is_a_one_line_usage_error(pytester: pytest.Pytester) -> No
     result = pytester.runpytest("--sglang-host", "no-such-host", "--sglang-ssh-config", "/dev/null")
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # before any test (tests/test_usage_errors.py)
     result.stderr.fnmatch_lines(["ERROR: host 'no-such-host' is not in*"])
+
+
+def test_a_server_that_ends_after_ready_fails_the_next_test_with_its_cause(
+    pytester: pytest.Pytester,
+) -> None:
+    """Killed under a running session (as an OOM kill or a crashed scheduler would end it), the
+    server is not handed to the next test as if it ran: that test's fixture ends with one line
+    saying how it ended and its last line, and the summary records the failure."""
+    pytester.makepyfile(
+        CONFIGS
+        + """
+import os, signal, time
+
+@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
+def test_first(sglang_server):
+    os.kill(sglang_server.deployer.state().main_pid, signal.SIGKILL)
+    while not sglang_server.deployer.state().exited:
+        time.sleep(0.05)
+
+@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
+def test_second(sglang_server):
+    pass
+"""
+    )
+    out = pytester.path / "summary.json"
+    result = pytester.runpytest("--sglang-summary", str(out))
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*the server ended after it was ready: process killed by signal 9; its last line:*"]
+    )
+    assert [r["outcome"] for r in summary(out)] == ["ready", "failed"]

@@ -1,5 +1,6 @@
 """Real start-up failures, not replays: the real server refuses or dies, on this machine, in ten
-different ways, and each deployment ends with one line that names the real cause.
+different ways, and each deployment ends with one line that names the real cause. (A value
+outside a flag's choices never reaches the server: the config is refused when it is built.)
 
 Each case is a config of the tiny model that the real SGLang 0.5.23 cannot serve here; the
 child session's test for it must error in its fixture with a reason that names what SGLang said
@@ -14,24 +15,27 @@ import json
 import re
 import shutil
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import RealSglang, local_real_entry
+from conftest import CPU_FLAGS, RealSglang, local_real_entry
 
 #: id -> (config expression in the child's scenario, what the one-line reason must say).
 CASES: dict[str, tuple[str, str]] = {
     "missing-model": (
-        'production(model_path="/nonexistent/model")',
+        'on_model("/nonexistent/model")',
         r"/nonexistent/model",
     ),
     "unknown-architecture": (
-        "production(model_path=MODELS['unknown-arch'])",
+        "on_model(MODELS['unknown-arch'])",
         r"FooForCausalLM",
     ),
     "missing-weights": (
-        "production(model_path=MODELS['no-weights'])",
+        "on_model(MODELS['no-weights'])",
         r"(?i)safetensors|weights|\.bin|\.pt",
     ),
     "bad-tokenizer": (
@@ -58,18 +62,24 @@ CASES: dict[str, tuple[str, str]] = {
         "production(extra_args=('--no-such-flag', '1'))",
         r"--no-such-flag",
     ),
-    "invalid-choice": (
-        "production(extra_args=('--schedule-policy', 'nope'))",
-        r"nope",
+    "kv-pool-too-small": (
+        "production(extra_args=('--max-total-tokens', '16'))",
+        r"(?i)memory|token",
     ),
 }
 
 SCENARIO = """
 import json
 import pytest
-from pytest_sglang import production
+from pytest_sglang import ServerConfig, production
 
 MODELS = json.loads({models!r})
+
+
+def on_model(path):  # production's flags on another model directory
+    return ServerConfig.from_argv(f"--model-path {{path}} {flags}")
+
+
 BUSY_PORT = {port}
 CASES = {{
 {cases}
@@ -97,17 +107,61 @@ def _broken_models(root: Path, model: Path) -> dict[str, str]:
     return out
 
 
+#: The child's conftest: when a fixture fails, how long after the server's log last changed
+#: (its last line, or the deployer's exit record after it) the failure was reported.
+TIMING = """
+import glob, json, os, time
+
+def pytest_runtest_logreport(report):
+    if report.when != "setup" or not report.failed:
+        return
+    logs = glob.glob(os.path.join(os.environ["TMPDIR"], "pytest-sglang-*", "server.log"))
+    last = max((os.path.getmtime(p) for p in logs), default=None)
+    with open("timing.jsonl", "a") as fh:
+        fh.write(json.dumps({"id": report.nodeid, "at": time.time(), "last": last}) + "\\n")
+"""
+#: How soon after the server's last line a failure must end its fixture.
+REACTION_S = 2.0
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _reasons(out: str) -> dict[str, str]:
+    """The first line of each ``ERROR at setup of test_start[<case>]`` section."""
+    found = {}
+    for match in re.finditer(
+        r"ERROR at setup of test_start\[(?P<case>[\w-]+)\] _+\n(?P<line>.*)", out
+    ):
+        found[match["case"]] = match["line"]
+    return found
+
+
 def test_each_real_failure_ends_its_fixture_with_the_cause(
-    pytester: pytest.Pytester, real_sglang: RealSglang
+    pytester: pytest.Pytester, real_sglang: RealSglang, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     models = _broken_models(pytester.path / "models", real_sglang.model)
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    state = pytester.path / "state"
+    state.mkdir()
+    monkeypatch.setenv("TMPDIR", str(state))  # the child's server logs, for their timing
+    port = _free_port()
+    holder = subprocess.Popen(  # another server holds the port, as on a shared host
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert time.monotonic() < deadline, "the port holder never listened"
+            time.sleep(0.1)
+        pytester.makeconftest(TIMING)
         pytester.makepyfile(
             test_failures=SCENARIO.format(
                 models=json.dumps(models),
+                flags=CPU_FLAGS,
                 port=port,
                 cases="\n".join(f"    {k!r}: {expr}," for k, (expr, _) in CASES.items()),
             )
@@ -115,14 +169,30 @@ def test_each_real_failure_ends_its_fixture_with_the_cause(
         inventory = pytester.path / "hosts.toml"
         inventory.write_text(local_real_entry("real", real_sglang, real_sglang.production_line()))
         result = pytester.runpytest_subprocess(
-            "--sglang-inventory", str(inventory), "--sglang-host", "real", "-rE",
-            timeout=1800,
-        )  # fmt: skip
+            "--sglang-inventory", str(inventory), "--sglang-host", "real", timeout=1800
+        )
+    finally:
+        holder.kill()
+        holder.wait()
     out = result.stdout.str()
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == len(CASES), out[-4000:]
+    result.assert_outcomes(errors=len(CASES))
+    reasons = _reasons(out)
+    assert set(reasons) == set(CASES), out[-3000:]
     for case, (_, cause) in CASES.items():
-        lines = [line for line in out.splitlines() if line.startswith("ERROR") and case in line]
-        assert len(lines) == 1, f"{case}: {lines or out[-3000:]}"
-        assert re.search(cause, lines[0]), f"{case}: the reason does not name {cause!r}: {lines[0]}"
-    assert "Traceback (most recent call last)" not in out.split("short test summary")[0] or True
+        assert re.search(cause, reasons[case]), (
+            f"{case}: the reason does not name {cause!r}: {reasons[case]}"
+        )
+        assert out.count(reasons[case]) == 1, f"{case}: said more than once"
+    timings = [
+        json.loads(line) for line in (pytester.path / "timing.jsonl").read_text().splitlines()
+    ]
+    slow = [
+        (t["id"], round(t["at"] - t["last"], 1))
+        for t in timings
+        if t["last"] is not None
+        and "unknown-flag" not in t["id"]
+        and t["at"] - t["last"] > REACTION_S
+    ]
+    assert not slow, (
+        f"failures reported more than {REACTION_S} s after the server's last line: {slow}"
+    )

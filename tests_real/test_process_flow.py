@@ -97,7 +97,13 @@ def test_the_whole_flow_on_the_process_deployer(
     summary = pytester.path / "summary.json"
     html = pytester.path / "summary.html"
     allure = pytester.path / "allure"
-    common = ("--sglang-inventory", str(inventory), "--sglang-host", "real")
+    # Gates wide enough for the noise of a shared 2-core CPU (TTFT of a 32-token prompt moves by
+    # half between runs there): the flow of saving and gating is under test, not the figures.
+    common = (
+        "--sglang-inventory", str(inventory), "--sglang-host", "real",
+        "--sglang-gate", "output_throughput:-60%", "--sglang-gate", "median_itl_ms:+150%",
+        "--sglang-gate", "median_ttft_ms:+300%",
+    )  # fmt: skip
     result = pytester.runpytest_subprocess(
         *common,
         "--sglang-baseline-dir", str(baselines),
@@ -111,12 +117,18 @@ def test_the_whole_flow_on_the_process_deployer(
     result.assert_outcomes(passed=2 + 6 + 2 + 2 + 2)
     data = json.loads(summary.read_text())
     deployments = data["deployments"]
-    assert [d["outcome"] for d in deployments] == ["ready"] * len(deployments)
-    assert {d["config_id"] for d in deployments} >= {"production"}
-    assert data["benchmarks"], "no benchmark in the summary"
-    assert "real" in html.read_text()
-    results = list(allure.glob("*-result.json"))
-    assert len(results) >= 14
+    assert [d["outcome"] for d in deployments] == ["ready", "ready"], deployments
+    ids = [d["config_id"] for d in deployments]
+    assert ids[0] == "production"
+    assert len(data["benchmarks"]) == 2 * 4, [b.get("name") for b in data["benchmarks"]]
+    page = html.read_text()
+    assert all(config_id in page for config_id in ids)
+    results = {
+        r["name"]: r["status"]
+        for r in (json.loads(p.read_text()) for p in allure.glob("*-result.json"))
+    }
+    assert len(results) == 14 + 1 and set(results.values()) == {"passed"}, results
+    assert "sglang sweep summary" in results
     assert list(baselines.rglob("*.json")), "no baseline saved"
 
     # The same workload again, gated against what was saved: an unchanged server passes.
