@@ -4,10 +4,13 @@
 in one place; the ``sglang_bench`` fixture calls :meth:`Gatekeeper.check` after every run:
 
 1. the fingerprint of the deployment's host (once per deployment, through the hooks);
-2. the stored runs for (fingerprint, config, workload): none -> ``missing``; only for another
-   fingerprint -> ``skipped`` with the fields that differ; ``--sglang-baseline-require`` turns
-   both into a failure; runs of another version of the metric definitions -> a one-line
-   failure saying to re-record (``--sglang-baseline-save`` replaces them);
+2. the stored runs for (fingerprint, config, workload digest), less the runs this session
+   saved itself (two tests that measure one workload are never gated against each other); an
+   old-layout file keyed by the workload's name alone is re-keyed or refused (:mod:`.legacy`);
+   none -> ``missing``; only for another fingerprint -> ``skipped`` with the fields that
+   differ; ``--sglang-baseline-require`` turns both into a failure; runs of another version of
+   the metric definitions -> a one-line failure saying to re-record (``--sglang-baseline-save``
+   replaces them);
 3. every enabled gate decided on the per-round values (:func:`.gates.decide`); a regression
    re-runs the workload ``--sglang-confirm`` times, pooling the rounds, before it stands;
 4. the rows recorded (terminal table, summary, JUnit properties) and, with
@@ -17,6 +20,7 @@ in one place; the ``sglang_bench`` fixture calls :meth:`Gatekeeper.check` after 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,9 +29,11 @@ from ..bench.metrics import METRICS_VERSION
 from ..errors import BaselineError
 from .fingerprint import diff_fingerprints, fingerprint_digest
 from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, is_quality_metric, known_metric
+from .legacy import read_legacy, rekey
 from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
 
 if TYPE_CHECKING:
+    from ..bench.identity import WorkloadIdentity
     from ..deployment import Deployment
 
 __all__ = ["GateOutcome", "Gatekeeper", "fmt"]
@@ -71,8 +77,11 @@ class Gatekeeper:
         alpha: float = DEFAULT_ALPHA,
         floor: float = DEFAULT_NOISE_FLOOR,
         version: str = "",
+        session: str = "",
     ) -> None:
         self.store = store
+        #: stamped on every run this session saves (shared by the xdist workers of a session)
+        self.session = session or uuid.uuid4().hex
         self.gates = dict(gates)
         self.fingerprint_of = fingerprint_of
         self.save = save
@@ -97,7 +106,7 @@ class Gatekeeper:
         nodeid: str,
         name: str,
         deployment: Deployment,
-        workload: str,
+        workload: WorkloadIdentity,
         rounds: RoundValues,
         extra_info: dict[str, Any],
         rerun: Callable[[], RoundValues],
@@ -109,10 +118,19 @@ class Gatekeeper:
         }  # quality gates are decided by pytest_sglang.quality on its own measurements
         fp = self.fingerprint(deployment)
         key = BaselineKey(
-            deployment.config_id, deployment.config.digest, workload, fingerprint_digest(fp)
+            deployment.config_id,
+            deployment.config.digest,
+            workload.name,
+            fingerprint_digest(fp),
+            workload.digest,
         )
-        stored = self.store.load(key)
-        base = dict(nodeid=nodeid, config_id=deployment.config_id, workload=workload)
+        stored, note = self._stored(key)
+        base = dict(
+            nodeid=nodeid,
+            config_id=deployment.config_id,
+            workload=workload.name,
+            workload_key=workload.digest,
+        )
         outcome = GateOutcome()
         outdated = stored is not None and stored.metrics_version != METRICS_VERSION
         if stored is not None and outdated:
@@ -132,7 +150,7 @@ class Gatekeeper:
                 for gate in active.values()
             ]
         elif stored is None:
-            outcome.rows = self._unmatched(base, active, key, fp)
+            outcome.rows = self._unmatched(base, active, key, fp, note)
             if self.require and not self.save:
                 outcome.failure = "baseline required (--sglang-baseline-require): " + (
                     outcome.rows[0]["reason"] if outcome.rows else "none found"
@@ -140,6 +158,8 @@ class Gatekeeper:
         else:
             values = list(rounds)
             outcome.rows = self._compare(base, active, stored, values)
+            for row in outcome.rows:
+                row["reason"] += f"; {note}" if note else ""
             while outcome.regressed and outcome.confirm_runs < self.confirm:
                 values += rerun()
                 outcome.confirm_runs += 1
@@ -158,12 +178,49 @@ class Gatekeeper:
         self.results.extend(outcome.rows)
         return outcome
 
+    def _stored(self, key: BaselineKey) -> tuple[StoredBaseline | None, str]:
+        """The key's runs saved before this session, and a note on where they came from: the
+        key's own file, else its old-layout file (re-keyed on disk when saving)."""
+        stored = self.store.load(key)
+        note = ""
+        legacy = read_legacy(self.store, key) if stored is None else None
+        if legacy is not None:
+            old = legacy.stored.path
+            stored = legacy.baseline_of(key.workload_digest)
+            if stored is None and legacy.unknown and not self.save:
+                raise BaselineError(
+                    f"baseline {old} is keyed by the workload's name only and its runs do not "
+                    "say which workload they measured; not compared: re-record it with "
+                    "--sglang-baseline-save (it replaces the file)"
+                )
+            if self.save:
+                rekey(self.store, key, legacy, self.version)
+                stored = self.store.load(key)
+                dropped = f", {legacy.unknown} run(s) of no known workload dropped"
+                note = f"re-keyed from {old}{dropped if legacy.unknown else ''}"
+            elif stored is not None:
+                note = f"read from the old-layout {old} (--sglang-baseline-save re-keys it)"
+        if stored is None:
+            return None, note
+        before = stored.without_session(self.session)
+        if not before.runs:
+            return None, "its only runs were saved by this session; not gated against them"
+        return before, note
+
     def _unmatched(
-        self, base: dict[str, Any], gates: Mapping[str, Gate], key: BaselineKey, fp: dict[str, Any]
+        self,
+        base: dict[str, Any],
+        gates: Mapping[str, Gate],
+        key: BaselineKey,
+        fp: dict[str, Any],
+        note: str = "",
     ) -> list[dict[str, Any]]:
         others = self.store.others(key)
-        where = f"config {key.config_id}, workload {key.workload}"
-        if others:
+        where = f"config {key.config_id}, workload {key.workload} ({key.workload_digest})"
+        if note:
+            verdict = "missing"
+            reason = f"baseline for {where}: {note}"
+        elif others:
             diffs = diff_fingerprints(fp, others[-1].fingerprint) or ["fingerprint digest"]
             verdict = "skipped"
             reason = (
@@ -261,6 +318,7 @@ class Gatekeeper:
         durations = [float(r.get("duration") or 0.0) for r in rounds] or [0.0]
         info = dict(extra_info)
         info.update(
+            session=self.session,
             rounds_values=rounds_values,
             saved_at=dt.datetime.now(dt.timezone.utc).isoformat(),
         )

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["GATEKEEPER_KEY", "GATE_MARKER", "comparison_results", "gatekeeper", "marker_gates"]
 
 GATE_MARKER = "sglang_gate"
+#: The xdist ``workerinput`` entry that carries the controller's session token.
+_SESSION_INPUT = "sglang_baseline_session"
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -142,7 +144,17 @@ def pytest_configure(config: pytest.Config) -> None:
         confirm=config.getoption("sglang_confirm"),
         alpha=config.getoption("sglang_gate_alpha"),
         version=str(pb_version),
+        session=str(getattr(config, "workerinput", {}).get(_SESSION_INPUT, "")),
     )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Each xdist worker stamps its saves with the controller's session token, so that no
+    worker gates a workload against what another worker of this session saved."""
+    keeper = gatekeeper(node.config)
+    if keeper is not None:
+        node.workerinput[_SESSION_INPUT] = keeper.session
 
 
 def marker_gates(item: pytest.Item) -> list[Gate]:

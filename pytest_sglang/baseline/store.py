@@ -2,7 +2,11 @@
 
 Layout (users commit it next to their scenarios)::
 
-    baselines/<config_id>-<config digest>/<workload>/<fingerprint digest>.json
+    baselines/<config_id>-<config digest>/<workload>-<workload digest>/<fingerprint digest>.json
+
+The workload digest (:mod:`pytest_sglang.bench.identity`) is the key; the name is for people.
+Files of the old layout, keyed by the name alone (``<workload name>/``), are re-keyed or refused
+by :mod:`.legacy`.
 
 Why pytest-benchmark's own format: ``pytest-benchmark compare baselines/.../*.json`` and every
 tool that reads ``--benchmark-json`` output work on the baselines as they are. Each file is one
@@ -30,6 +34,8 @@ __all__ = ["BaselineError", "BaselineKey", "BaselineStore", "StoredBaseline", "r
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Characters of the workload digest in a folder name (as many as of the config digest).
+WORKLOAD_DIGEST_CHARS = 12
 
 
 def _safe(text: str) -> str:
@@ -38,16 +44,33 @@ def _safe(text: str) -> str:
 
 @dataclass(frozen=True)
 class BaselineKey:
-    """What a baseline is for: a config (id and digest), a workload, a host fingerprint."""
+    """What a baseline is for: a config (id and digest), a workload (its readable name and its
+    digest), a host fingerprint. An empty ``workload_digest`` is the old layout, keyed by the
+    name alone (still how quality baselines are kept)."""
 
     config_id: str
     config_digest: str
     workload: str
     fingerprint_digest: str
+    workload_digest: str = ""
+
+    @property
+    def config_folder(self) -> Path:
+        return Path(f"{_safe(self.config_id)}-{self.config_digest[:12]}")
 
     @property
     def folder(self) -> Path:
-        return Path(f"{_safe(self.config_id)}-{self.config_digest[:12]}") / _safe(self.workload)
+        name = _safe(self.workload)
+        if self.workload_digest:
+            name = f"{name}-{self.workload_digest[:WORKLOAD_DIGEST_CHARS]}"
+        return self.config_folder / name
+
+    @property
+    def legacy(self) -> BaselineKey:
+        """The same key in the old layout (the workload's name alone)."""
+        return BaselineKey(
+            self.config_id, self.config_digest, self.workload, self.fingerprint_digest
+        )
 
     @property
     def relpath(self) -> Path:
@@ -73,6 +96,12 @@ class StoredBaseline:
         info = self.runs[-1].get("extra_info", {}) if self.runs else {}
         version = info.get("metrics_version", 1) if isinstance(info, dict) else 1
         return version if isinstance(version, int) else 1
+
+    def without_session(self, session: str) -> StoredBaseline:
+        """The runs saved before this session: a workload measured by two tests of one session
+        is never gated against what the session itself saved minutes earlier."""
+        kept = [r for r in self.runs if (r.get("extra_info") or {}).get("session") != session]
+        return StoredBaseline(self.path, self.machine_info, kept)
 
     def values(self, metric: str) -> list[float]:
         """Every stored per-round value of ``metric``, across the stored runs."""
@@ -110,7 +139,7 @@ class BaselineStore:
     def path(self, key: BaselineKey) -> Path:
         return self.root / key.relpath
 
-    def _read(self, path: Path) -> StoredBaseline:
+    def read(self, path: Path) -> StoredBaseline:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -128,7 +157,7 @@ class BaselineStore:
 
     def load(self, key: BaselineKey) -> StoredBaseline | None:
         path = self.path(key)
-        return self._read(path) if path.is_file() else None
+        return self.read(path) if path.is_file() else None
 
     def others(self, key: BaselineKey) -> list[StoredBaseline]:
         """Baselines of the same config and workload measured on another fingerprint."""
@@ -136,7 +165,7 @@ class BaselineStore:
         if not folder.is_dir():
             return []
         mine = self.path(key)
-        return [self._read(p) for p in sorted(folder.glob("*.json")) if p != mine]
+        return [self.read(p) for p in sorted(folder.glob("*.json")) if p != mine]
 
     def save(
         self,
@@ -149,9 +178,19 @@ class BaselineStore:
     ) -> Path:
         """Append ``entry`` (a pytest-benchmark benchmark dict) to the key's file, keep N;
         ``replace`` drops the runs stored before (another version of the metric definitions)."""
-        path = self.path(key)
         stored = None if replace else self.load(key)
-        runs = [*(stored.runs if stored else []), entry][-self.history :]
+        return self.write(key, fingerprint, [*(stored.runs if stored else []), entry], version)
+
+    def write(
+        self,
+        key: BaselineKey,
+        fingerprint: dict[str, Any],
+        runs: list[dict[str, Any]],
+        version: str,
+    ) -> Path:
+        """Write the key's file with these runs (the last N of them)."""
+        path = self.path(key)
+        runs = runs[-self.history :]
         now = dt.datetime.now(dt.timezone.utc).isoformat()
         document = {
             "machine_info": {

@@ -37,6 +37,7 @@ from ..stash import (
     gatekeeper,
 )
 from ..terminal import Column, LiveLine, TextTable, write_lines, write_table
+from .identity import WorkloadIdentity, identify
 from .loadgen import RunProgress
 from .metrics import BenchResult, RequestRecord
 from .paths import run_round
@@ -168,13 +169,15 @@ class SglangBench:
             self._disturbed(workload, runs, failure[0], notes, paths)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
-        info.update(bench_from=paths[-1], disturbed=notes)
+        slo_text = "" if target is None else str(target)
+        identity = identify(workload, bench_from=paths[-1], slo=slo_text)
+        info.update(bench_from=paths[-1], disturbed=notes, **identity.as_info())
         if slo_rounds:
             info.update(slo_rounds[-1])
             info["goodput_rounds"] = [r["goodput"] for r in slo_rounds]
         self.benchmark.extra_info.update(info)
         bench_results(self.config).append(info)
-        self._gate(workload, runs, rounds, info, one_round, slo_rounds)
+        self._gate(identity, runs, rounds, info, one_round, slo_rounds)
         return result
 
     def _search(self, search: SloSearch) -> SearchResult:
@@ -218,6 +221,7 @@ class SglangBench:
         figures: dict[str, Any] = dict((best or outcome.probes[-1]).figures)
         info = {**figures, **self._extra_info(search, None, [])}
         info.update(
+            **identify(search, bench_from=paths[-1], slo=str(search.slo)).as_info(),
             slo=outcome.slo,
             search=outcome.as_dict(),
             **{f"max_{search.kind}": outcome.best},
@@ -237,7 +241,7 @@ class SglangBench:
 
     def _gate(
         self,
-        workload: Workload,
+        workload: WorkloadIdentity,
         runs: list[BenchResult],
         rounds: int,
         info: dict[str, Any],
@@ -276,7 +280,7 @@ class SglangBench:
                 nodeid=self.node.nodeid,
                 name=self.node.name,
                 deployment=self.deployment,
-                workload=workload.name,
+                workload=workload,
                 rounds=figures(0, first),
                 extra_info=info,
                 rerun=rerun,
@@ -310,6 +314,7 @@ class SglangBench:
         result, why = failure
         info = self._extra_info(workload, result, [*runs, result])
         info.update(bench_from=paths[-1], disturbed=notes, gated=False)
+        info.update(identify(workload, bench_from=paths[-1]).as_info())
         self.benchmark.extra_info.update(info)
         bench_results(self.config).append(info)
         pytest.fail(

@@ -10,6 +10,7 @@ every config sees the same text.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -22,6 +23,7 @@ from typing import Literal
 
 from ..errors import ConfigError
 from ..sim.tokenizer import VOCAB
+from .identity import CANONICAL_VERSION, file_sha256, text_sha256
 from .slo import Slo
 
 __all__ = [
@@ -88,6 +90,11 @@ class RandomPrompts:
         low, high = self.bounds
         return f"random-{low}" if low == high else f"random-{low}-{high}"
 
+    def canonical(self) -> dict[str, object]:
+        """What makes these prompts these prompts (see :meth:`Workload.canonical`)."""
+        low, high = self.bounds
+        return {"source": "random", "length": [low, high], "seed": self.seed}
+
 
 @dataclass(frozen=True)
 class JsonlPrompts:
@@ -135,6 +142,11 @@ class JsonlPrompts:
     @property
     def label(self) -> str:
         return Path(self.path).name
+
+    def canonical(self) -> dict[str, object]:
+        """The file's content digest, not its name: a renamed file is the same workload, an
+        edited one is not."""
+        return {"source": "jsonl", "sha256": file_sha256(Path(self.path)), "key": self.key}
 
 
 @dataclass(frozen=True)
@@ -213,6 +225,17 @@ class ShareGPTPrompts:
     def label(self) -> str:
         return f"sharegpt-{Path(self.path).name}"
 
+    def canonical(self) -> dict[str, object]:
+        """The file's content digest and every setting of the sampling."""
+        return {
+            "source": "sharegpt",
+            "sha256": file_sha256(Path(self.path)),
+            "seed": self.seed,
+            "dataset_output_len": self.dataset_output_len,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "max_total_tokens": self.max_total_tokens,
+        }
+
 
 def _first_exchange(entry: object) -> tuple[str, str] | None:
     """The first human turn of a ShareGPT conversation and the reply after it."""
@@ -250,6 +273,10 @@ class PromptList:
     @property
     def label(self) -> str:
         return self.name
+
+    def canonical(self) -> dict[str, object]:
+        """The texts' digest; ``name`` is only a label."""
+        return {"source": "list", "sha256": text_sha256(json.dumps(list(self.texts)))}
 
 
 PromptSource = RandomPrompts | JsonlPrompts | ShareGPTPrompts | PromptList
@@ -473,6 +500,33 @@ class Workload:
             lengths = [self.output_tokens] * self.num_requests
         return list(zip(prompts, lengths))
 
+    def canonical(self) -> dict[str, object]:
+        """Every parameter that changes the figures, in one JSON-ready form.
+
+        Why: the short :attr:`name` (``single-stream``) says nothing of the output length, the
+        API or the prompts, and two workloads that share it must never share a baseline or a
+        ranking. Timeouts are left out (they bound a run, they do not shape it); the arrival
+        parameters (``burstiness``) only count when there is a rate.
+        """
+        rated = self.request_rate is not None
+        return {
+            "version": CANONICAL_VERSION,
+            "kind": self.kind,
+            "num_requests": self.num_requests,
+            "output_tokens": self.output_tokens,
+            "prompts": self.prompts.canonical(),
+            "concurrency": self.concurrency,
+            "request_rate": self.request_rate,
+            "burstiness": (
+                ("inf" if math.isinf(self.burstiness) else self.burstiness) if rated else None
+            ),
+            "api": self.api,
+            "temperature": self.temperature,
+            "ignore_eos": self.ignore_eos,
+            "warmup_requests": self.warmup_requests,
+            "seed": self.seed,
+        }
+
     def describe(self) -> dict[str, object]:
         """A JSON-ready description for ``extra_info``."""
         return {
@@ -604,6 +658,22 @@ class SloSearch:
             request_timeout_s=shape.request_timeout_s,
             total_timeout_s=2 * self.probe_time_s + shape.request_timeout_s,
         )
+
+    def canonical(self) -> dict[str, object]:
+        """The search's every setting and its probes' shape (see :meth:`Workload.canonical`):
+        two searches that differ in any of them answer different questions."""
+        settings = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("kind", "slo", "shape")
+        }
+        return {
+            "version": CANONICAL_VERSION,
+            "search": self.kind,
+            "slo": str(self.slo),
+            **settings,
+            "shape": self.shape.canonical(),
+        }
 
     def describe(self) -> dict[str, object]:
         return {

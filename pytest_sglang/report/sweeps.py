@@ -4,6 +4,11 @@ A sweep is two or more runs of the same test function on the same host whose con
 parameters differ. The swept parameter is what differs: a config field
 (``speculative_num_steps``) or a test parameter (``concurrency``). When several things differ at
 once the points are labelled by config id in run order, since no single axis describes them.
+
+A sweep compares one workload: when no test parameter varies, runs of different workloads
+(``workload_key``: one test that builds its workload from the config) are separate sweeps, so
+that a config measured with 64-token answers is never drawn beside one measured with 128-token
+ones. When a test parameter varies, the workload follows it (``concurrency``) and is the axis.
 """
 
 from __future__ import annotations
@@ -64,33 +69,49 @@ def _point_of(record: BenchRecord) -> dict[str, Any]:
     return point
 
 
+def _by_workload(runs: list[BenchRecord]) -> list[list[BenchRecord]]:
+    """``runs`` split by workload when no test parameter varies among them (see above)."""
+    if len({_key(r.params) for r in runs}) > 1:
+        return [runs]
+    split: dict[str, list[BenchRecord]] = {}
+    for run in runs:
+        split.setdefault(str(run.info.get("workload_key", "")), []).append(run)
+    return list(split.values())
+
+
 def find_sweeps(records: list[BenchRecord]) -> list[Sweep]:
     """The sweeps among ``records``, in the order their tests first ran."""
     groups: dict[tuple[str, str], list[BenchRecord]] = {}
     for record in records:
         groups.setdefault((record.test, record.host), []).append(record)
     sweeps: list[Sweep] = []
-    for (test, host), runs in groups.items():
-        if len(runs) < 2:
-            continue
-        points = [_point_of(r) for r in runs]
-        names = list(dict.fromkeys(name for p in points for name in p))
-        varying = [n for n in names if len({_key(p.get(n)) for p in points}) > 1]
-        if not varying:
-            continue  # the same point repeated: not a sweep
-        if len(varying) == 1:
-            name = varying[0]
-            parameter = name.removeprefix("param:")
-            built = [
-                SweepPoint(value=p.get(name), label=f"{p.get(name)}", record=r)
-                for p, r in zip(points, runs)
-            ]
-        else:
-            parameter = "config"
-            built = [SweepPoint(value=r.config_id, label=r.config_id, record=r) for r in runs]
-        sweep = Sweep(test=test, host=host, parameter=parameter, points=tuple(built))
-        if sweep.numeric:
-            ordered = sorted(sweep.points, key=lambda p: float(p.value))
-            sweep = Sweep(test=test, host=host, parameter=parameter, points=tuple(ordered))
-        sweeps.append(sweep)
+    for (test, host), all_runs in groups.items():
+        for runs in _by_workload(all_runs):
+            sweeps.extend(_sweep(test, host, runs))
     return sweeps
+
+
+def _sweep(test: str, host: str, runs: list[BenchRecord]) -> list[Sweep]:
+    """The sweep of these runs of one test on one host ([] when they are not one)."""
+    if len(runs) < 2:
+        return []
+    points = [_point_of(r) for r in runs]
+    names = list(dict.fromkeys(name for p in points for name in p))
+    varying = [n for n in names if len({_key(p.get(n)) for p in points}) > 1]
+    if not varying:
+        return []  # the same point repeated: not a sweep
+    if len(varying) == 1:
+        name = varying[0]
+        parameter = name.removeprefix("param:")
+        built = [
+            SweepPoint(value=p.get(name), label=f"{p.get(name)}", record=r)
+            for p, r in zip(points, runs)
+        ]
+    else:
+        parameter = "config"
+        built = [SweepPoint(value=r.config_id, label=r.config_id, record=r) for r in runs]
+    sweep = Sweep(test=test, host=host, parameter=parameter, points=tuple(built))
+    if sweep.numeric:
+        ordered = sorted(sweep.points, key=lambda p: float(p.value))
+        sweep = Sweep(test=test, host=host, parameter=parameter, points=tuple(ordered))
+    return [sweep]

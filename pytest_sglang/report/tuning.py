@@ -16,6 +16,11 @@ Objectives (:data:`OBJECTIVES`), each read from the session's benchmark results:
 - ``goodput``: ``goodput`` (requests/s meeting the SLO) of runs at a fixed rate, per workload.
 - ``per-gpu``: ``output_throughput`` per GPU (TP x DP x PP), per workload.
 
+A sweep is one workload: results are grouped by the workload's digest (``workload_key``,
+:mod:`pytest_sglang.bench.identity`), not its name, so that a config measured with 64-token
+answers is never ranked beside one measured with 128-token ones; two sweeps whose workloads
+share a name are told apart by their digests in the titles.
+
 Round-based margins use Welch's t-interval of the difference of means; one round gives no
 interval (the verdict says so). The Pareto frontier is over every (throughput, latency) point
 of the searches' passing probes (latency: the SLO's first bound's figure): a point is on it
@@ -42,6 +47,7 @@ __all__ = [
     "Ranked",
     "Verdict",
     "frontier",
+    "titles",
     "tuning_html",
     "tuning_verdicts",
     "verdict_lines",
@@ -79,6 +85,8 @@ class Verdict:
     frontier: list[str]
     slo: str = ""
     sentence: str = ""
+    #: the workload's digest (``workload_key``); "" for results saved before it was kept
+    workload_key: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -267,18 +275,17 @@ def tuning_verdicts(
     order = [objective] + [o for o in OBJECTIVES if o != objective]
     verdicts: list[Verdict] = []
     for obj in order:
-        groups: dict[str, dict[str, tuple[Ranked, Mapping[str, Any]]]] = {}
+        groups: dict[tuple[str, str], dict[str, tuple[Ranked, Mapping[str, Any]]]] = {}
         for info in results:
             ranked = _ranked(obj, info)
             if ranked is not None:
-                groups.setdefault(str(info.get("workload", "")), {})[ranked.config_id] = (
-                    ranked,
-                    info,
-                )
-        for workload, by_config in groups.items():
+                group = (str(info.get("workload", "")), str(info.get("workload_key", "")))
+                groups.setdefault(group, {})[ranked.config_id] = (ranked, info)
+        for (workload, key), by_config in groups.items():
             if len(by_config) < 2:
                 continue
             verdict = _decide(obj, workload, [r for r, _ in by_config.values()], failing)
+            verdict.workload_key = key
             if obj == "max-rate":
                 infos = [i for _, i in by_config.values()]
                 verdict.slo = str(infos[0].get("slo", ""))
@@ -293,12 +300,24 @@ def tuning_verdicts(
     return verdicts
 
 
+def titles(verdicts: Sequence[Verdict]) -> list[str]:
+    """Each verdict's workload as people read it: its name, and its digest where another
+    verdict of the same objective has a workload of that name."""
+    names = [(v.objective, v.workload) for v in verdicts]
+    return [
+        f"{v.workload} ({v.workload_key[:12]})"
+        if v.workload_key and names.count((v.objective, v.workload)) > 1
+        else v.workload
+        for v in verdicts
+    ]
+
+
 def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """The terminal's lines: per verdict, its sentence and its ranking."""
     lines: list[str] = []
-    for v in verdicts:
+    for v, title in zip(verdicts, titles(verdicts)):
         slo = f" under {v.slo}" if v.slo else ""
-        lines.append(f"[{v.objective}] {v.workload}{slo}")
+        lines.append(f"[{v.objective}] {title}{slo}")
         lines.append("  " + v.sentence)
         for rank, r in enumerate(v.ranking, 1):
             value = f"{r.value:.3g} {v.unit}" if r.value is not None else "-"
@@ -315,9 +334,9 @@ def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
 def tuning_html(verdicts: Sequence[Verdict]) -> str:
     """The verdicts as HTML: a sentence and a ranking table each (no plots)."""
     parts: list[str] = []
-    for v in verdicts:
+    for v, title in zip(verdicts, titles(verdicts)):
         slo = f" under {v.slo}" if v.slo else ""
-        parts.append(f"<h3>{html.escape(f'{v.objective}: {v.workload}{slo}')}</h3>")
+        parts.append(f"<h3>{html.escape(f'{v.objective}: {title}{slo}')}</h3>")
         parts.append(f'<p class="sglang-verdict">{html.escape(v.sentence)}</p>')
         rows = []
         for rank, r in enumerate(v.ranking, 1):

@@ -22,7 +22,9 @@ def plot_tuning(verdict: Verdict, results: Sequence[Mapping[str, Any]]) -> bytes
     curves = {
         str(info.get("config_id")): curve_points(info)
         for info in results
-        if info.get("workload") == verdict.workload and "search" in info
+        if info.get("workload") == verdict.workload
+        and str(info.get("workload_key", "")) == verdict.workload_key
+        and "search" in info
     }
     curves = {cid: pts for cid, pts in curves.items() if pts}
     if not curves:

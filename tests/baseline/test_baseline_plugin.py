@@ -88,7 +88,8 @@ def pytest_sessionfinish(session):
 def test_save_then_compare_and_pass(pytester: pytest.Pytester, saved_baseline: Path) -> None:
     with_baseline(pytester, saved_baseline)
     [path] = baseline_files(pytester.path)
-    assert path.parent.name == "single-stream"
+    saved_key = json.loads(path.read_text())["benchmarks"][0]["extra_info"]["workload_key"]
+    assert path.parent.name == f"single-stream-{saved_key[:12]}"
     assert path.parent.parent.name.startswith("base-")
 
     xml = pytester.path / "junit.xml"
@@ -125,6 +126,7 @@ def test_save_then_compare_and_pass(pytester: pytest.Pytester, saved_baseline: P
     assert row["direction"] == "higher" and row["threshold_pct"] == 10.0
     assert isinstance(row["p_value"], float) and isinstance(row["delta_pct"], float)
     assert row["workload"] == "single-stream" and row["config_id"] == "base"
+    assert row["workload_key"] == saved_key
     props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
     assert props["sglang_gate.output_throughput.verdict"] in ("ok", "improvement")
     assert "sglang_gate.output_throughput.delta_pct" in props
@@ -261,3 +263,116 @@ def test_baseline_of_older_metric_definitions_is_refused_then_re_recorded(
     runs = json.loads(path.read_text())["benchmarks"]
     assert [r["extra_info"]["metrics_version"] for r in runs] == [2]  # the old runs are gone
     pytester.runpytest(*WIDE).assert_outcomes(passed=1)
+
+
+SAME_NAME = """
+import pytest
+from pytest_sglang import ServerConfig
+from pytest_sglang.bench import Workload
+
+CFG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+
+@pytest.mark.parametrize("sglang_server", [CFG], indirect=True)
+@pytest.mark.parametrize("api", ["chat", "generate"])
+def test_single_stream(sglang_bench, api):
+    sglang_bench(Workload.single_stream(32, api=api), rounds=2)
+
+@pytest.mark.parametrize("sglang_server", [CFG], indirect=True)
+def test_one_stream(sglang_bench):
+    sglang_bench(Workload.single_stream(16), rounds=2)
+
+@pytest.mark.parametrize("sglang_server", [CFG], indirect=True)
+def test_chat_again(sglang_bench):
+    sglang_bench(Workload.single_stream(32, api="chat"), rounds=2)
+"""
+
+
+def test_workloads_of_one_name_never_share_a_baseline_nor_gate_a_session_s_own_save(
+    pytester: pytest.Pytester,
+) -> None:
+    """Into an empty folder: chat and generate at 32 tokens and chat at 16, all named
+    single-stream, are three workloads; the chat one measured by two tests is not gated against
+    what the first of them saved."""
+    pytester.makepyfile(test_same=SAME_NAME)
+    pytester.makeconftest(DUMP)
+    saved = pytester.runpytest(*WIDE, "--sglang-baseline-save")
+    saved.assert_outcomes(passed=4)
+    rows = comparisons(pytester.path / "comparisons.json")
+    assert {r["verdict"] for r in rows} == {"missing"}, rows
+    again = [r for r in rows if r["nodeid"].endswith("test_chat_again[base]")]
+    assert "saved by this session" in str(again[0]["reason"])
+    files = baseline_files(pytester.path)
+    assert len(files) == 3 and len({f.parent.name for f in files}) == 3
+    assert all(f.parent.name.startswith("single-stream-") for f in files)
+    runs = sorted(len(json.loads(f.read_text())["benchmarks"]) for f in files)
+    assert runs == [1, 1, 2]  # the chat workload: both of its tests' runs
+
+    compared = pytester.runpytest(*WIDE)
+    compared.assert_outcomes(passed=4)
+    rows = comparisons(pytester.path / "comparisons.json")
+    assert {r["verdict"] for r in rows} <= {"ok", "improvement"}, rows
+    keys = {r["nodeid"].split("::")[-1]: r["workload_key"] for r in rows}
+    assert len(set(keys.values())) == 3
+    assert keys["test_chat_again[base]"] == keys["test_single_stream[chat-base]"]
+
+
+def as_old_layout(path: Path, *, keep_spec: bool = True) -> Path:
+    """The saved file as the old layout kept it: under the workload's name alone, its runs
+    without the identity (and, ``keep_spec=False``, from before the spec was stored)."""
+    data = json.loads(path.read_text())
+    for run in data["benchmarks"]:
+        for name in ("workload_key", "workload_canonical", "session"):
+            run["extra_info"].pop(name)
+        if not keep_spec:
+            run["extra_info"].pop("workload_spec")
+    old = path.parent.with_name("single-stream") / path.name
+    old.parent.mkdir()
+    old.write_text(json.dumps(data))
+    shutil.rmtree(path.parent)
+    return old
+
+
+def test_old_layout_is_read_then_re_keyed_on_save(
+    pytester: pytest.Pytester, saved_baseline: Path
+) -> None:
+    with_baseline(pytester, saved_baseline)
+    [new] = baseline_files(pytester.path)
+    old = as_old_layout(new)
+
+    read = pytester.runpytest(*WIDE, "--sglang-baseline-require")
+    read.assert_outcomes(passed=1)
+    rows = comparisons(pytester.path / "comparisons.json")
+    assert {r["verdict"] for r in rows} <= {"ok", "improvement"}, rows
+    assert "read from the old-layout" in str(rows[0]["reason"])
+    assert old.is_file() and not new.exists()  # a compare-only run changes no file
+
+    rekeyed = pytester.runpytest(*WIDE, "--sglang-baseline-save")
+    rekeyed.assert_outcomes(passed=1)
+    assert not old.exists() and new.is_file()
+    assert len(json.loads(new.read_text())["benchmarks"]) == 2  # the old run, then this one
+    rows = comparisons(pytester.path / "comparisons.json")
+    assert "re-keyed from" in str(rows[0]["reason"])
+    pytester.runpytest(*WIDE, "--sglang-baseline-require").assert_outcomes(passed=1)
+
+
+def test_old_layout_that_does_not_say_its_workload_is_refused_in_one_line(
+    pytester: pytest.Pytester, saved_baseline: Path
+) -> None:
+    with_baseline(pytester, saved_baseline)
+    [new] = baseline_files(pytester.path)
+    old = as_old_layout(new, keep_spec=False)
+
+    refused = pytester.runpytest(*WIDE)
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines(
+        [
+            "*baseline *single-stream/*.json is keyed by the workload's name only and its runs "
+            "do not say which workload they measured; not compared: re-record it with "
+            "--sglang-baseline-save*"
+        ]
+    )
+    assert "Traceback" not in refused.stdout.str()
+
+    pytester.runpytest(*WIDE, "--sglang-baseline-save").assert_outcomes(passed=1)
+    assert not old.exists() and new.is_file()
+    pytester.runpytest(*WIDE, "--sglang-baseline-require").assert_outcomes(passed=1)

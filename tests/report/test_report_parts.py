@@ -263,3 +263,21 @@ def test_disturbed_rounds_are_in_the_benchmarks_table() -> None:
     assert "disturbed</th>" in table
     assert '<tr class="failed">' in table and table.count('<tr class="failed">') == 1
     assert "network stall of 3.1 s at 1.5 s (repeated)</td>" in table
+
+
+def test_runs_of_different_workloads_are_not_one_sweep() -> None:
+    """A test that builds its workload from its config: the configs measured with 64-token
+    answers and with 128-token ones are two sweeps, never one."""
+    runs = [
+        record(config_id=f"s{n}", tuned={"model_path": "/m", "speculative_num_steps": n})
+        for n in (1, 2, 3, 4)
+    ]
+    for run, key in zip(runs, ("a", "b", "a", "b")):
+        run.info["workload_key"] = key * 16
+    sweeps = find_sweeps(runs)
+    assert [[p.record.config_id for p in s.points] for s in sweeps] == [["s1", "s3"], ["s2", "s4"]]
+    varied = [record(params={"concurrency": c}) for c in (1, 4)]
+    for run, key in zip(varied, ("a", "b")):
+        run.info["workload_key"] = key * 16
+    (sweep,) = find_sweeps(varied)  # the parameter is the axis, the workload follows it
+    assert sweep.parameter == "concurrency"

@@ -131,3 +131,25 @@ def test_plot_draws_one_chart_of_the_curves() -> None:
     [verdict] = [v for v in tuning_verdicts(results) if v.objective == "max-rate"]
     png = plot_tuning(verdict, results)
     assert png is not None and png.startswith(b"\x89PNG")
+
+
+def test_only_results_of_one_workload_are_ranked_together() -> None:
+    """Two configs measured with different answer lengths share the name single-stream but
+    are two workloads: no ranking puts them side by side."""
+    short, long = (
+        {**_stream("production-s3", [300, 301, 299]), "workload_key": "a" * 16},
+        {**_stream("eagle-s3-k1-tp4", [280, 281, 279]), "workload_key": "b" * 16},
+    )
+    assert [v for v in tuning_verdicts([short, long]) if v.objective == "single-stream"] == []
+    peer = {**_stream("eagle-s3-k1-tp4", [290, 291, 289]), "workload_key": "a" * 16}
+    other = {**_stream("production-s2", [270, 271, 269]), "workload_key": "b" * 16}
+    verdicts = [
+        v for v in tuning_verdicts([short, long, peer, other]) if v.objective == "single-stream"
+    ]
+    assert {(v.workload_key, v.winner) for v in verdicts} == {
+        ("a" * 16, "production-s3"),
+        ("b" * 16, "eagle-s3-k1-tp4"),
+    }
+    lines = verdict_lines(verdicts)
+    assert "[single-stream] single-stream (aaaaaaaaaaaa)" in lines
+    assert "single-stream (bbbbbbbbbbbb)" in tuning_html(verdicts)
