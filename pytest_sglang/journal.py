@@ -30,9 +30,18 @@ __all__ = [
 
 READY_LINE = "The server is fired up and ready to roll!"
 
+#: A process killed by signal 9 (the kernel's OOM killer, most often, when no other line says).
+_KILLED = (
+    r"\bexit code:? -9\b|(?i:exit code: -9)|status=9/KILL|\(SIGKILL\)"
+    r"|^Killed$|signal 9\b"
+)
+
 #: (pattern, cause) for lines that mean the server will not come up, most specific first: when
 #: several lines match, the earliest rule wins (a CUDA-graph capture that ran out of memory is a
-#: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error).
+#: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error). The patterns are
+#: matched against every line that is not a traceback frame, and against the lines that continue
+#: an exception's message (see :func:`find_fatal`), so a cause SGLang prints on its own
+#: continuation line still names the failure.
 FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), reason)
     for p, reason in (
@@ -40,7 +49,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"Capture cuda graph failed|CUDA graph capture failed", "CUDA graph capture"),
         (
             r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|runs out of memory"
-            r"|\[Errno 12\] Cannot allocate memory",
+            r"|\[Errno 12\] Cannot allocate memory|std::bad_alloc|Unable to allocate \d"
+            r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
+            r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b",
             "out of memory",
         ),
         (
@@ -55,7 +66,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"RepositoryNotFoundError|HFValidationError|Repository Not Found"
             r"|is not a local folder and is not a valid model identifier"
-            r"|does not appear to have a file named config\.json",
+            r"|does not appear to have a file named config\.json|LocalEntryNotFoundError"
+            r"|Can't load the configuration of",
             "model not found",
         ),
         (
@@ -65,7 +77,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (
             r"are not supported for now|Unsupported architectures?:"
-            r"|does not recognize this architecture",
+            r"|does not recognize this architecture|model type `\w+` but Transformers does not"
+            r"|is not a registered model in the Transformers library",
             "unsupported model",
         ),
         (r"driver on your system is too old|CUDA driver version is insufficient", "driver too old"),
@@ -76,25 +89,77 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|No such file or directory: 'ninja'|nvcc fatal",
             "JIT compile failed",
         ),
-        (r"CUDA error: |illegal memory access|device-side assert", "CUDA error"),
+        (r"CUDA error: |illegal memory access|device-side assert|cudaError\w+", "CUDA error"),
         (
-            r"NCCL error|DistBackendError"
+            r"NCCL error|DistBackendError|Watchdog caught collective operation timeout"
             r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)",
             "NCCL",
         ),
+        (r"(?i)\bwatchdog timeout\b", "watchdog timeout"),
+        (
+            r"could finish the model loading, but there are other ranks"
+            r"|Cannot find any model weights|No model weights found|SafetensorError"
+            r"|Error while deserializing header"
+            r"|does not appear to have a file named \S+\.(bin|safetensors)"
+            r"|(?i:checkpoint) .*(is )?(corrupt|truncated)|MetadataIncompleteBuffer",
+            "model loading",
+        ),
+        (
+            r"Error loading tokenizer|Can't load tokenizer|(?i:tokenizer).* (is )?(invalid|corrupt)"
+            r"|data did not match any variant of untagged enum|PyPreTokenizerTypeWrapper"
+            r"|EOF while parsing|Failed to load tokenizer",
+            "tokenizer",
+        ),
         (r"Initialization failed\. warmup error", "warmup failed"),
-        (r"^(AssertionError|ValueError|TypeError)(:|$)", "invalid config"),
+        (
+            r"^(ModuleNotFoundError|ImportError): |undefined symbol: |GLIBC\w* not found"
+            r"|requires \w[\w-]*(>=|==)",
+            "broken install",
+        ),
+        (
+            r"Max retries exceeded with url|Temporary failure in name resolution"
+            r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError",
+            "network",
+        ),
+        (_KILLED, "killed"),
         (r"Scheduler hit an exception", "crashed"),
         (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
-        (r"^Traceback \(most recent call last\):|^terminate called after throwing", "crashed"),
+        (r"Subprocess \S+ \(pid=\d+\) crashed", "crashed"),
+        (
+            r"Traceback \(most recent call last\):|^terminate called after throwing"
+            r"|Segmentation fault|Fatal Python error|core dumped",
+            "crashed",
+        ),
     )
 )
 
-#: Where in a traceback an exception the patterns do not know was raised, by its frames.
+#: Where in a traceback an exception the patterns do not know was raised, by its frames: the
+#: module that raised it says what an engineer would call the failure. Checked innermost frame
+#: first, so the frame that raised wins over the frames that called it.
 _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"cuda_graph_runner|graph_buffers|in capture"), "CUDA graph capture"),
     (re.compile(r"_execute_server_warmup|_wait_and_warmup"), "warmup failed"),
+    (re.compile(r"tokenizer|hf_transformers_utils\.py.*in get_tokenizer"), "tokenizer"),
+    (
+        re.compile(r"model_loader|weight_utils|in load_weights|in load_model|safetensors"),
+        "model loading",
+    ),
+    (re.compile(r"server_args\.py|arg_groups|model_config\.py"), "invalid config"),
+)
+
+#: A frame of a module's top level: two of them in one traceback (the entry point's own, and one
+#: it imports) mean the exception was raised while importing, so the installed packages, not the
+#: config, are at fault.
+_MODULE_FRAME = re.compile(r'^\s*File ".*", line \d+, in <module>$')
+
+#: Exceptions an SGLang start raises for a value combination it refuses, when no frame says more.
+_CONFIG_EXCEPTION = re.compile(r"^(AssertionError|ValueError|TypeError|NotImplementedError)(:|$)")
+
+#: Lines that end a failed start without naming its cause: the cause is on the lines before.
+_SUMMARY = re.compile(
+    r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
+    r"|Subprocess \S+ \(pid=\d+\) crashed|Scheduler hit an exception|Exit code: "
 )
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
@@ -189,24 +254,61 @@ def traceback_complete(lines: Sequence[str], start: int = 0) -> bool:
     return not pending
 
 
+def _continuation(lines: Sequence[str], texts: Sequence[str], head: int) -> list[int]:
+    """The lines that continue the exception message on line ``head``: SGLang and torch print
+    multi-line messages (a reason, a hint, the real cause) as untimestamped lines right after it.
+
+    They end at a timestamped line, a blank line, a new traceback or chain marker, a frame, or an
+    exception line of their own; at most eight are read.
+    """
+    more: list[int] = []
+    for index in range(head + 1, min(len(texts), head + 9)):
+        text = texts[index]
+        if (
+            lines[index] != text
+            or not text.strip()
+            or _TRACEBACK.search(text)
+            or _CHAIN.match(text)
+            or text.lstrip().startswith('File "')
+            or _EXCEPTION.match(text)
+        ):
+            break
+        more.append(index)
+    return more
+
+
 def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     """The cause of a failed start at or after ``start``: a pure function of the lines.
 
-    Every line that is not part of a traceback's frames is matched against FATAL_PATTERNS; the
-    most specific rule wins, then the earliest line. A match on a line that opens a traceback
-    (``Scheduler hit an exception: Traceback ...``, ``warmup error: Traceback ...``) cites that
-    traceback's exception line instead, and an exception no rule knows is placed by its frames
-    (CUDA-graph capture, warmup) or called "crashed", still citing the exception.
+    Read the way an engineer reads a failed start. Every line that is not part of a traceback's
+    frames, and every line that continues an exception's message, is matched against
+    FATAL_PATTERNS; the most specific rule wins, then the earliest line, whichever exception of a
+    chain (``The above exception was the direct cause ...``) it is on. A match on a line that
+    opens a traceback cites that traceback's exception line; a match on a continuation line cites
+    the exception it continues and quotes the matching line. A line that only says the start died
+    (``Scheduler hit an exception``, ``Received sigquit``, ``Rank 0 scheduler is dead``,
+    ``Subprocess ... crashed``) names no cause: the exception or last words just before it do
+    (:func:`_cause_of_crash`).
     """
     texts = [""] * start + [_strip_prefix(line) for line in lines[start:]]
     best: tuple[int, int] | None = None  # (rule, index)
     exceptions: list[int] = []
+    owner: dict[int, int] = {}  # continuation line -> the exception line it continues
+    ends = {
+        end
+        for index in range(start, len(texts))
+        if _TRACEBACK.search(texts[index]) and (end := _exception_line(texts, index)) is not None
+    }
     for index in range(start, len(texts)):
         text = texts[index]
-        if _is_frame(text):
+        if index in owner:
+            pass
+        elif _is_frame(text):
             continue
-        if _EXCEPTION.match(text):
+        elif _EXCEPTION.match(text) or index in ends:
             exceptions.append(index)
+            for more in _continuation(lines, texts, index):
+                owner[more] = index
         for rule, (pattern, _) in enumerate(FATAL_PATTERNS):
             if best is not None and rule >= best[0]:
                 break
@@ -217,39 +319,91 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         return None
     rule, index = best
     reason = FATAL_PATTERNS[rule][1]
-    if _TRACEBACK.search(texts[index]):
+    message = texts[index].strip()
+    if index in owner:
+        head = owner[index]
+        message = f"{texts[head].strip()} ({message})"
+        index = head
+    elif _TRACEBACK.search(texts[index]):
         cause = _exception_line(texts, index)
         if cause is not None:
             index = cause
+            message = texts[index].strip()
+    elif message.endswith(":"):
+        # an exception whose message is all on its continuation lines: quote the one that names
+        # the cause (the rule's own match), else the first
+        rest = [i for i, head in owner.items() if head == index]
+        named = [i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])] or rest
+        if named:
+            message = f"{message} ({texts[min(named)].strip()})"
     if reason == "crashed":
-        cause_index = _cause_of_crash(texts, exceptions, index)
-        if cause_index is not None:
-            index, reason = cause_index
+        found = _cause_of_crash(lines, texts, exceptions, index, start)
+        if found is not None:
+            index, reason = found
+            message = texts[index].strip()
     return Fatal(
         reason=reason,
         line=lines[index],
         index=index,
-        message=texts[index].strip(),
+        message=message,
         complete=traceback_complete(lines, start),
     )
 
 
 def _cause_of_crash(
-    texts: Sequence[str], exceptions: Sequence[int], marker: int
+    lines: Sequence[str],
+    texts: Sequence[str],
+    exceptions: Sequence[int],
+    marker: int,
+    start: int,
 ) -> tuple[int, str] | None:
-    """For a crash no rule names: the first exception line, placed by its traceback's frames."""
-    if not exceptions:
-        return None
-    index = marker if marker in exceptions else exceptions[0]
+    """For a crash no rule names: the exception that caused it, placed by its traceback's frames.
+
+    The exception is the one on the marker line, else the nearest one before a summary marker
+    (the lines just before ``Received sigquit`` are its cause), else the first one after it (a
+    parent may print its summary before the child's traceback arrives). Without any exception,
+    a summary marker's own exit code -9 says the process was killed, and otherwise the last
+    untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``)
+    is its last word.
+    """
+    if marker in exceptions:
+        chosen: int | None = marker
+    else:
+        before = [i for i in exceptions if i < marker]
+        after = [i for i in exceptions if i > marker]
+        chosen = before[-1] if before else (after[0] if after else None)
+    if chosen is not None:
+        return chosen, _placed(texts, chosen)
+    if re.search(_KILLED, texts[marker]):
+        return marker, "killed"
+    if _SUMMARY.search(texts[marker]):
+        for back in range(marker - 1, max(start, marker - 6) - 1, -1):
+            if lines[back] == texts[back] and texts[back].strip() and not _is_frame(texts[back]):
+                return back, "killed" if re.search(_KILLED, texts[back]) else "crashed"
+    return None
+
+
+def _placed(texts: Sequence[str], index: int) -> str:
+    """What an exception no rule names is, by the frames above it: raised while importing a
+    module, a broken install; else by the innermost frame a hint knows; else by its type (SGLang
+    refuses a value combination with an AssertionError or ValueError)."""
     frames = []
     for back in range(index - 1, -1, -1):
         if not _is_frame(texts[back]):
             break
         frames.append(texts[back])
-    for pattern, reason in _FRAME_HINTS:
-        if any(pattern.search(frame) for frame in frames):
-            return index, reason
-    return index, "crashed"
+    modules = [frame for frame in frames if _MODULE_FRAME.search(frame)]
+    if len(modules) >= 2:
+        return "broken install"
+    for frame in frames:
+        if not frame.lstrip().startswith('File "'):
+            continue
+        for pattern, reason in _FRAME_HINTS:
+            if pattern.search(frame):
+                return reason
+    if _CONFIG_EXCEPTION.match(texts[index]):
+        return "invalid config"
+    return "crashed"
 
 
 def phase_of(lines: Iterable[str]) -> str:
@@ -264,7 +418,9 @@ def phase_of(lines: Iterable[str]) -> str:
     return best
 
 
-_TS_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z0-9 ]+)?\] ")
+#: SGLang's line prefix: ``[YYYY-MM-DD HH:MM:SS{ DPn TPn}]``, or ``[MM-DD HH:MM:SS]`` as its
+#: diffusion runtime writes it.
+_TS_PREFIX = re.compile(r"^\[(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z0-9 ]+)?\] ")
 
 
 def _strip_prefix(line: str) -> str:

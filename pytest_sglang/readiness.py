@@ -71,11 +71,15 @@ def _health(http: requests.Session, base_url: str) -> int | None:
 
 
 def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
+    """The cause of a process that ended: its fatal line's, else what the exit itself says (a kill
+    by signal 9 with no line naming a cause is the kernel's OOM killer, most often)."""
     fatal = find_fatal(journal.lines)
     if fatal is not None:
         return fatal.reason
     if state.exec_main_code == "exited" and state.exec_main_status == 2:
         return "bad flag"
+    if state.exec_main_code == "killed" and state.exec_main_status == 9:
+        return "killed"
     return "crashed"
 
 

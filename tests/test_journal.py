@@ -134,3 +134,71 @@ def test_scheduler_limit_above_the_request_fails() -> None:
     ]
     with pytest.raises(JournalError, match="max_running_requests=64, above the requested 48"):
         StartupJournal(lines).verify(SEED.expected_journal())
+
+
+def test_a_cause_on_a_continuation_line_names_the_failure_and_cites_the_exception() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sgl_kernel/__init__.py", line 5, in <module>',
+        "ImportError: ",
+        "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
+        "- ImportError: /x/common_ops.abi3.so: undefined symbol: _ZNK3c106SymInt6sym_neERKS0_",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "broken install" and fatal.index == 2
+    assert "undefined symbol" in fatal.summary and "\n" not in fatal.summary
+
+
+def test_the_most_specific_link_of_a_chain_wins() -> None:
+    lines = [
+        "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/loader.py", line 580, in _prepare_weights',
+        "RuntimeError: Cannot find any model weights with `/models/x`",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/scheduler.py", line 3130, in run_scheduler_process',
+        "RuntimeError: Initialization failed",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "model loading" and fatal.index == 2
+
+
+@pytest.mark.parametrize(
+    ("last_words", "reason"),
+    [("Killed", "killed"), ("Segmentation fault (core dumped)", "crashed")],
+)
+def test_a_summary_line_is_explained_by_the_untimestamped_line_before_it(
+    last_words: str, reason: str
+) -> None:
+    lines = [
+        "[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB",
+        last_words,
+        "[2026-11-30 19:50:40] Received sigquit from a child process. It usually means",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 1)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            "sglang.service: A process of this unit has been killed by the OOM killer.",
+            "out of memory",
+        ),
+        ("RuntimeError: Rank 0 scheduler died during initialization (exit code: -9).", "killed"),
+        (
+            "[2026-11-30 19:50:40 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+            "watchdog timeout",
+        ),
+        (
+            "[rank4]:[E304 ProcessGroupNCCL.cpp:616] [Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)",
+            "NCCL",
+        ),
+    ],
+)
+def test_oom_kills_and_watchdogs_are_named(line: str, reason: str) -> None:
+    fatal = find_fatal(["[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB", line])
+    assert fatal is not None and fatal.reason == reason

@@ -103,7 +103,7 @@ def test_a_silent_death_is_noticed_by_its_exit_record(deployer: ProcessDeployer)
             timeout=30,
             on_progress=on_progress,
         )
-    assert err.value.reason == "crashed", str(err.value)
+    assert err.value.reason == "killed", str(err.value)
     assert "killed by signal 9" in str(err.value)
     assert "last line: " in str(err.value) and "main process ended" not in str(err.value)
     assert 1 <= counted.calls <= 3, counted.calls
