@@ -1,6 +1,7 @@
 """Real start-up failures, not replays: the real server refuses or dies, on this machine, in nine
-different ways (and one flag its parser lacks is refused before it starts), and each deployment ends with one line that names the real cause. (A value
-outside a flag's choices never reaches the server: the config is refused when it is built.)
+different ways (and a flag its parser lacks is refused before it starts), and each deployment
+ends with one line that names the real cause. (A value outside a flag's choices never reaches
+the server: the config is refused when it is built.)
 
 Each case is a config of the tiny model that the real SGLang 0.5.23 cannot serve here; the
 child session's test for it must error in its fixture with a reason that names what SGLang said
