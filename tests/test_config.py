@@ -309,3 +309,28 @@ def test_repr_never_shows_environment_values() -> None:
     assert "plain" not in repr(cfg)
     assert "HF_TOKEN" in repr(cfg)
     assert cfg.env["HF_TOKEN"] == "hf_secret_value"
+
+
+def test_pass_through_flags_of_every_catalog_type_are_expected_in_the_journal() -> None:
+    """The journal check proves pass-through values of every type SGLang's parser has, read as
+    it reads them (``16k`` is 16000; lists, JSON, ``None``, ``--no-`` switches)."""
+    config = ServerConfig(
+        model_path="/models/Qwen3-8B",
+        extra_args=(
+            "--max-total-tokens", "16k",
+            "--gc-threshold", "700", "10", "10",
+            "--bucket-time-to-first-token", "0.1", "0.5",
+            "--default-chat-template-kwargs", '{"enable_thinking": false}',
+            "--quantization-param-path", "None",
+            "--no-enable-tf32-matmul",
+            "--cuda-graph-prefill-max-context=4Ki",
+        ),
+    )  # fmt: skip
+    expected = config.expected_journal().server_args
+    assert expected["max_total_tokens"] == 16000
+    assert expected["gc_threshold"] == [700, 10, 10]
+    assert expected["bucket_time_to_first_token"] == [0.1, 0.5]
+    assert expected["default_chat_template_kwargs"] == {"enable_thinking": False}
+    assert expected["quantization_param_path"] is None
+    assert expected["enable_tf32_matmul"] is False
+    assert expected["cuda_graph_prefill_max_context"] == 4096

@@ -13,6 +13,8 @@ results. The server's own log is then checked for a clean stop.
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -162,3 +164,46 @@ def test_a_clean_stop_is_not_a_crash(pytester: pytest.Pytester, real_sglang: Rea
     text = log.read_text()
     session.restore_all()
     assert "crashed" not in text and "SIGQUIT" not in text, text[-2000:]
+
+
+def test_a_crash_after_ready_names_its_cause(
+    pytester: pytest.Pytester, real_sglang: RealSglang
+) -> None:
+    """The real server's scheduler dies under a ready server (as an OOM kill would end it): the
+    next use of that deployment fails with one line naming the cause from the server's own log,
+    not a connection error, and not a hang."""
+    import signal
+
+    from pytest_sglang import production
+    from pytest_sglang.errors import ServerStartError
+    from pytest_sglang.session import SglangSession
+
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text(local_real_entry("real", real_sglang, real_sglang.production_line()))
+    session = SglangSession(["real"], inventory=inventory, ssh_config=None, ready_timeout=300)
+    try:
+        lease = session.host("real")
+        deployment = lease.deployment(production())
+        deployer = deployment.deployer
+        assert deployer is not None
+        main = deployer.state().main_pid
+        children = Path(f"/proc/{main}/task/{main}/children").read_text().split()
+        scheduler = next(
+            int(pid)
+            for pid in children
+            if "scheduler" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            or "scheduler" in Path(f"/proc/{pid}/comm").read_text()
+        )
+        os.kill(scheduler, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while not deployer.state().exited:
+            assert time.monotonic() < deadline, "the server outlived its scheduler"
+            time.sleep(0.2)
+        with pytest.raises(ServerStartError) as ended:
+            lease.deployment(production())
+        message = str(ended.value)
+        assert "\n" not in message, message
+        assert "the server ended after it was ready" in message, message
+        assert "scheduler" in message.lower(), message
+    finally:
+        session.restore_all()

@@ -1,5 +1,10 @@
 """The simulator held to the real server: the same config deployed on both, side by side.
 
+The real server's answers, reduced to shapes, are also kept as a golden
+(``tests/data/real_sglang_answers.json``) that ``make test`` holds the simulator to without the
+real package (tests/sim/test_real_shapes.py); here the golden must still be what the real server
+answers (``PYTEST_SGLANG_RECORD=1 make test-real`` writes it anew).
+
 Compared: every endpoint's status and JSON shape that the plugin or a user's test reads (plain
 and streamed: chunk shapes, usage, finish reasons), the Prometheus metric names the plugin
 scrapes, and the startup log's milestones in order up to ready. A difference fails with the
@@ -10,7 +15,11 @@ table); nothing else may differ.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import shapes
@@ -20,21 +29,6 @@ from conftest import RealSglang, local_real_entry
 from pytest_sglang import production
 from pytest_sglang.deployment import Deployment
 from pytest_sglang.session import SglangSession
-
-#: Fields that differ only because the real server runs on CPU here (docs/simulator.md).
-CPU_ONLY: dict[str, str] = {}
-#: The metrics the plugin reads from /metrics (bench/prometheus.py): each must exist on both.
-SCRAPED = (
-    "sglang:time_to_first_token_seconds_sum",
-    "sglang:time_to_first_token_seconds_count",
-    "sglang:e2e_request_latency_seconds_sum",
-    "sglang:e2e_request_latency_seconds_count",
-    "sglang:num_running_reqs",
-    "sglang:num_queue_reqs",
-    "sglang:token_usage",
-    "sglang:prompt_tokens_total",
-    "sglang:generation_tokens_total",
-)
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +55,38 @@ def both(
         session.restore_all()
 
 
-def _allowed(diffs: list[str]) -> list[str]:
-    return [d for d in diffs if not any(d.startswith(field) for field in CPU_ONLY)]
+GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "data" / "real_sglang_answers.json"
+
+
+def answers_of(deployment: Deployment) -> dict[str, Any]:
+    """Everything the comparison reads from one server: endpoint shapes, metric names and the
+    start-up milestones."""
+    captured = shapes.capture(deployment.base_url)
+    return {
+        "sglang_version": deployment.sglang_version,
+        "endpoints": {
+            name: {"status": answer["status"], "shape": shapes.shape(answer["body"])}
+            for name, answer in captured.items()
+        },
+        "metrics": sorted(shapes.metric_names(deployment.get("/metrics").text)),
+        "milestones": shapes.milestones(deployment.journal.lines),
+    }
+
+
+@pytest.fixture(scope="module")
+def real_answers(both: tuple[Deployment, Deployment]) -> dict[str, Any]:
+    answers = answers_of(both[0])
+    if os.environ.get("PYTEST_SGLANG_RECORD") == "1":
+        GOLDEN.write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
+    return answers
+
+
+def test_the_golden_is_what_the_real_server_answers(real_answers: dict[str, Any]) -> None:
+    golden = json.loads(GOLDEN.read_text())
+    assert golden == real_answers, (
+        f"{GOLDEN.name} is not what SGLang {real_answers['sglang_version']} answers: "
+        "write it anew with PYTEST_SGLANG_RECORD=1 make test-real"
+    )
 
 
 def test_endpoints_answer_alike(both: tuple[Deployment, Deployment]) -> None:
@@ -76,7 +100,7 @@ def test_endpoints_answer_alike(both: tuple[Deployment, Deployment]) -> None:
             problems.append(f"{name}: status real {answer['status']}, sim {mine['status']}")
             continue
         diffs = shapes.differences(shapes.shape(answer["body"]), shapes.shape(mine["body"]))
-        problems += [f"{name}.{d}" for d in _allowed([f"{name}.{d}" for d in diffs])]
+        problems += shapes.allowed([f"{name}.{d}" for d in diffs])
     assert not problems, "\n".join(problems)
 
 
@@ -84,44 +108,14 @@ def test_metric_names_match(both: tuple[Deployment, Deployment]) -> None:
     real, sim = both
     real_names = shapes.metric_names(real.get("/metrics").text)
     sim_names = shapes.metric_names(sim.get("/metrics").text)
-    missing = [name for name in SCRAPED if name not in real_names or name not in sim_names]
+    missing = [name for name in shapes.SCRAPED if name not in real_names or name not in sim_names]
     assert not missing, [(n, n in real_names, n in sim_names) for n in missing]
     only_sim = sorted(sim_names - real_names)
     assert not only_sim, f"metrics the real server does not have: {only_sim}"
 
 
-#: Start-up lines the plugin reads (journal phases, scheduler limits, readiness), in the order
-#: SGLang writes them.
-MILESTONES = (
-    "server_args=",
-    "Init torch distributed",
-    "Load weight begin",
-    "Load weight end",
-    "KV Cache is allocated",
-    "max_total_num_tokens=",
-    "Capture cuda graph begin",
-    "Uvicorn running on",
-    "fired up and ready to roll",
-)
-#: Milestones a server on CPU does not reach, with why (docs/simulator.md).
-CPU_MILESTONES = {
-    "Init torch distributed": "the CPU path logs 'Init parallel begin.' instead",
-    "Capture cuda graph begin": "no CUDA graphs on CPU",
-}
-
-
-def milestones(lines: list[str]) -> list[str]:
-    """The :data:`MILESTONES` in the order the lines reach them (each once)."""
-    seen: list[str] = []
-    for line in lines:
-        for needle in MILESTONES:
-            if needle in line and needle not in seen:
-                seen.append(needle)
-    return seen
-
-
 def test_startup_milestones_in_the_same_order(both: tuple[Deployment, Deployment]) -> None:
     real, sim = both
-    real_order = milestones(real.journal.lines)
-    sim_order = [m for m in milestones(sim.journal.lines) if m not in CPU_MILESTONES]
+    real_order = shapes.milestones(real.journal.lines)
+    sim_order = [m for m in shapes.milestones(sim.journal.lines) if m not in shapes.CPU_MILESTONES]
     assert real_order == sim_order

@@ -17,7 +17,20 @@ from typing import Any
 
 import requests
 
-__all__ = ["ENDPOINTS", "capture", "differences", "metric_names", "shape"]
+__all__ = [
+    "CPU_MILESTONES",
+    "CPU_ONLY",
+    "ENDPOINTS",
+    "MILESTONES",
+    "SCRAPED",
+    "allowed",
+    "capture",
+    "differences",
+    "merge",
+    "metric_names",
+    "milestones",
+    "shape",
+]
 
 PROMPT = "the model of the server is"
 #: (name, method, path, JSON body or None, streamed).
@@ -96,19 +109,43 @@ ENDPOINTS: tuple[tuple[str, str, str, dict[str, Any] | None, bool], ...] = (
 
 
 def shape(value: Any) -> Any:
-    """The structure and value types of a JSON value (``int`` and ``float`` kept apart)."""
+    """The structure and value types of a JSON value (``int`` and ``float`` kept apart). A
+    list's elements merge into one shape (:func:`merge`): a stream's chunks are one shape whose
+    fields are every field any chunk has."""
     if isinstance(value, dict):
         return {key: shape(item) for key, item in sorted(value.items())}
     if isinstance(value, list):
-        distinct: list[Any] = []
+        merged: Any = None
         for item in value:
-            s = shape(item)
-            if s not in distinct:
-                distinct.append(s)
-        return distinct
+            merged = merge(merged, shape(item))
+        return [] if merged is None else [merged]
     if value is None:
         return "null"
     return type(value).__name__
+
+
+def merge(a: Any, b: Any) -> Any:
+    """One shape for two: dicts by the union of their fields, lists by their element, ``null``
+    giving way to any other shape (a field empty in one chunk and set in the next), other
+    differing shapes as the sorted ``"a|b"`` of their names (``"float|int"``)."""
+    if a is None or a == b or a == "null":
+        return b
+    if b == "null":
+        return a
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: merge(a.get(k), b[k]) if k in b else a[k] for k in sorted({*a, *b})}
+    if isinstance(a, list) and isinstance(b, list):
+        return [merge(a[0] if a else None, b[0] if b else None)] if (a or b) else []
+    names = {*str(_name(a)).split("|"), *str(_name(b)).split("|")}
+    return "|".join(sorted(names))
+
+
+def _name(value: Any) -> str:
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return str(value)
 
 
 def _sse(response: requests.Response) -> Iterator[Any]:
@@ -163,13 +200,9 @@ def differences(real: Any, sim: Any, path: str = "") -> list[str]:
                 out.extend(differences(real[key], sim[key], where))
         return out
     if isinstance(real, list) and isinstance(sim, list):
-        extra = [s for s in sim if s not in real]
-        missing = [r for r in real if r not in sim]
-        if not extra and not missing:
-            return []
-        if len(real) == 1 and len(sim) == 1:
+        if real and sim:
             return differences(real[0], sim[0], f"{path}[]")
-        return [f"{path}[]: real {_short(missing)}, sim {_short(extra)}"]
+        return [] if real == sim else [f"{path}[]: real {_short(real)}, sim {_short(sim)}"]
     if real != sim:
         return [f"{path}: real {_short(real)}, sim {_short(sim)}"]
     return []
@@ -178,3 +211,55 @@ def differences(real: Any, sim: Any, path: str = "") -> list[str]:
 def _short(value: Any) -> str:
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+#: Start-up lines the plugin reads (journal phases, scheduler limits, readiness), in the order
+#: SGLang writes them.
+MILESTONES = (
+    "server_args=",
+    "Init torch distributed",
+    "Load weight begin",
+    "Load weight end",
+    "KV Cache is allocated",
+    "max_total_num_tokens=",
+    "Capture cuda graph begin",
+    "Uvicorn running on",
+    "fired up and ready to roll",
+)
+#: Milestones a server on CPU does not reach, with why (docs/simulator.md).
+CPU_MILESTONES = {
+    "Init torch distributed": "the CPU path logs 'Init parallel begin.' instead",
+    "Capture cuda graph begin": "no CUDA graphs on CPU",
+}
+
+
+def milestones(lines: list[str]) -> list[str]:
+    """The :data:`MILESTONES` in the order the lines reach them (each once)."""
+    seen: list[str] = []
+    for line in lines:
+        for needle in MILESTONES:
+            if needle in line and needle not in seen:
+                seen.append(needle)
+    return seen
+
+
+#: Fields that differ only because the real server ran on a CPU (docs/simulator.md), by the
+#: prefix of the difference (``endpoint.field.path``) and why.
+CPU_ONLY: dict[str, str] = {}
+#: The metrics the plugin reads from /metrics (pytest_sglang/bench/prometheus.py).
+SCRAPED = (
+    "sglang:time_to_first_token_seconds_sum",
+    "sglang:time_to_first_token_seconds_count",
+    "sglang:e2e_request_latency_seconds_sum",
+    "sglang:e2e_request_latency_seconds_count",
+    "sglang:num_running_reqs",
+    "sglang:num_queue_reqs",
+    "sglang:token_usage",
+    "sglang:prompt_tokens_total",
+    "sglang:generation_tokens_total",
+)
+
+
+def allowed(diffs: list[str]) -> list[str]:
+    """The differences that :data:`CPU_ONLY` does not explain."""
+    return [d for d in diffs if not any(d.startswith(prefix) for prefix in CPU_ONLY)]
