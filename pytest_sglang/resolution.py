@@ -21,6 +21,7 @@ from .argv_parse import human_readable_int
 from .model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
+    SELF_DRAFT_ARCHITECTURES,
     ModelIdentity,
     read_model_identity,
 )
@@ -122,11 +123,18 @@ def resolve(
         values["max_running_requests"] = 48
         if has("max_running_48_warning", version):
             warnings.append(MAX_RUNNING_48_WARNING)
+    identity = model or read_model_identity(str(tuned["model_path"]))
+    if (
+        algo in EAGLE_FAMILY
+        and identity.architecture in SELF_DRAFT_ARCHITECTURES
+        and tuned.get("speculative_draft_model_path") is None
+    ):
+        # the NextN/MTP layer ships inside the checkpoint: the model drafts for itself
+        values["speculative_draft_model_path"] = tuned["model_path"]
     steps = tuned.get("speculative_num_steps")
     topk = tuned.get("speculative_eagle_topk")
     draft = tuned.get("speculative_num_draft_tokens")
     if steps is None:
-        identity = model or read_model_identity(str(tuned["model_path"]))
         steps, topk, draft = _auto_speculative_params(identity, algo, version)
         values.update(
             speculative_num_steps=steps,
