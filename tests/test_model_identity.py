@@ -119,7 +119,9 @@ def test_config_json_facts_are_read_as_sglang_reads_them() -> None:
     assert nested.context_length == 262144 and nested.nextn_layers == 1 and nested.is_moe
 
 
-def test_a_deepseek_v3_config_under_a_neutral_name_resolves_like_deepseek(tmp_path: Path) -> None:
+def test_a_v3_architecture_under_a_neutral_name_resolves_as_its_architecture(
+    tmp_path: Path,
+) -> None:
     """Before: the name says nothing, so 0.5.12's default (5, 4, 8) and no self-draft; SGLang
     reads ``DeepseekV3ForCausalLM`` and runs (3, 1, 4) with the model as its own MTP draft."""
     path = model_dir(tmp_path, "house-model", DEEPSEEK_V3)
@@ -133,7 +135,7 @@ def test_a_deepseek_v3_config_under_a_neutral_name_resolves_like_deepseek(tmp_pa
     assert expected.notes == {}
 
 
-def test_a_llama_config_under_a_name_that_looks_like_another_family(tmp_path: Path) -> None:
+def test_a_config_of_one_family_under_the_name_of_another(tmp_path: Path) -> None:
     """Before: "Qwen3" in the name gave Qwen's (3, 1, 4); the config says Llama: (5, 4, 8)."""
     path = model_dir(tmp_path, "Qwen3-8B-distilled", LLAMA_31_8B)
     assert auto_spec(ServerConfig(model_path=path, speculative_algorithm="EAGLE")) == (5, 4, 8)

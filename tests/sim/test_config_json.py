@@ -74,7 +74,7 @@ def test_context_length_flag_wins_over_config_json(tmp_path: Path) -> None:
     assert compute_capacity(given).context_len == 2048
 
 
-def test_a_deepseek_v3_config_under_a_neutral_name_runs_as_deepseek(tmp_path: Path) -> None:
+def test_a_v3_architecture_under_a_neutral_name_runs_as_its_architecture(tmp_path: Path) -> None:
     """MLA prefill, MTP self-draft and (3, 1, 4) come from the architecture, not the name; its
     sizes from the config's shapes (671B total, 37B active; FP8 from quantization_config)."""
     path = model_dir(tmp_path, "house-model", DEEPSEEK_V3)
