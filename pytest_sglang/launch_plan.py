@@ -19,9 +19,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .cmdline import api_key, flag_values, has_flag, secret_flag_values
+from .model_identity import read_model_identity
 
 if TYPE_CHECKING:
     from .config import FileSpec, ServerConfig
+    from .model_identity import ModelIdentity
     from .resolution import ExpectedJournal
 
 __all__ = ["LOCAL_ADDRESSES", "SGLANG_DEFAULT_PORT", "LaunchPlan", "free_port", "make_launch_plan"]
@@ -46,7 +48,9 @@ class LaunchPlan:
     ``config`` is what the test asked for; ``deployed`` what is started (on the embedded
     simulator: loopback and a free port); ``resolved`` what SGLang runs with after its own rules;
     ``expected`` what its startup journal must show. ``argv`` is the host's launcher followed by
-    ``flags``; ``env`` the launcher's environment, then the config's.
+    ``flags``; ``env`` the launcher's environment, then the config's. ``model`` is the
+    model's identity both are predicted with (the host's config.json, or the directory's name
+    with a note in ``expected.notes``).
     """
 
     host: str
@@ -58,6 +62,12 @@ class LaunchPlan:
     env: Mapping[str, str]
     resolved: ServerConfig
     expected: ExpectedJournal
+    model: ModelIdentity | None = None
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the prediction could not know for sure, one line each (shown, never failed)."""
+        return tuple(self.expected.notes.values())
 
     @property
     def argv(self) -> list[str]:
@@ -100,12 +110,15 @@ def make_launch_plan(
     launcher_env: Mapping[str, str],
     local: bool = False,
     pick_port: bool = False,
+    model: ModelIdentity | None = None,
 ) -> LaunchPlan:
     """The plan of ``config`` on a host.
 
     ``local``: the embedded simulator serves on loopback and a free port, never a fixed one.
     ``pick_port``: a deployer that runs several servers side by side (the process deployer)
     gives a config without ``port`` a free one, unless the launcher already sets ``--port``.
+    ``model``: the model's identity as the host has it (the deployer reads its config.json
+    there); without it, it is read on this machine, else inferred from the directory's name.
     """
     deployed = config
     if local:
@@ -113,6 +126,8 @@ def make_launch_plan(
     elif pick_port and config.port is None and not has_flag(launcher, "--port"):
         deployed = config.replace(port=free_port())
     flags = tuple(deployed.to_argv(sglang_version))
+    if model is None:
+        model = read_model_identity(deployed.model_path)
     return LaunchPlan(
         host=host,
         config=config,
@@ -121,8 +136,9 @@ def make_launch_plan(
         launcher=tuple(launcher),
         flags=flags,
         env=MappingProxyType({**launcher_env, **deployed.env}),
-        resolved=deployed.resolved(sglang_version),
-        expected=deployed.expected_journal(sglang_version),
+        resolved=deployed.resolved(sglang_version, model),
+        expected=deployed.expected_journal(sglang_version, model),
+        model=model,
     )
 
 

@@ -18,6 +18,13 @@ from typing import Any
 
 from .aliases import rename_deprecated
 from .argv_parse import human_readable_int
+from .model_identity import (
+    AUTO_SPEC_3_1_4_ARCHITECTURES,
+    AUTO_SPEC_5_4_8_ARCHITECTURES,
+    SELF_DRAFT_ARCHITECTURES,
+    ModelIdentity,
+    read_model_identity,
+)
 from .versions import cli_catalog, has, log_field
 
 __all__ = [
@@ -52,29 +59,35 @@ NGRAM_BFS_BREADTH = 10
 EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
 
 
-def _auto_speculative_params(model_path: str, algorithm: str, version: str) -> tuple[int, int, int]:
+def _auto_speculative_params(
+    model: ModelIdentity, algorithm: str, version: str
+) -> tuple[int, int, int]:
     """``auto_choose_speculative_params``: (steps, topk, draft tokens) when steps are unset.
 
-    SGLang decides by the model's architecture; without the model's config.json we infer it from
-    the model path, which is right for the families SGLang special-cases.
+    SGLang decides by ``architectures[0]`` of the model's config.json; ``model`` is read from
+    it where it can be (:mod:`.model_identity`), else inferred from the directory's name.
     """
     if algorithm == "STANDALONE":
         return (3, 1, 4)
-    lowered = model_path.lower()
-    if "llama" in lowered or "grok" in lowered:
+    if model.architecture in AUTO_SPEC_5_4_8_ARCHITECTURES:
         return (5, 4, 8)
-    if any(k in lowered for k in ("deepseek", "gpt-oss", "gptoss", "glm", "bailing", "ling-")):
+    if model.architecture in AUTO_SPEC_3_1_4_ARCHITECTURES:
         return (3, 1, 4)
     return (3, 1, 4) if has("auto_spec_params_3_1_4", version) else (5, 4, 8)
 
 
 def resolve(
-    tuned: Mapping[str, Any], version: str, passthrough: Mapping[str, Any] | None = None
+    tuned: Mapping[str, Any],
+    version: str,
+    passthrough: Mapping[str, Any] | None = None,
+    model: ModelIdentity | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Apply SGLang's rules to the explicitly set fields.
 
     ``passthrough`` holds the values that pass-through flags set (:func:`extra_arg_values`):
-    some rules read them (NGRAM's BFS breadth, a deprecated ``--tool-call-parser``). Returns the
+    some rules read them (NGRAM's BFS breadth, a deprecated ``--tool-call-parser``). ``model``
+    is the model's identity (read on the host when deploying); without it, it is read here
+    (:func:`~.model_identity.read_model_identity`), when a rule needs it. Returns the
     values that change (or get filled in), pass-through fields among them, and the warnings
     SGLang logs for them, in the order it logs them.
     """
@@ -110,11 +123,19 @@ def resolve(
         values["max_running_requests"] = 48
         if has("max_running_48_warning", version):
             warnings.append(MAX_RUNNING_48_WARNING)
+    identity = model or read_model_identity(str(tuned["model_path"]))
+    if (
+        algo in EAGLE_FAMILY
+        and identity.architecture in SELF_DRAFT_ARCHITECTURES
+        and tuned.get("speculative_draft_model_path") is None
+    ):
+        # the NextN/MTP layer ships inside the checkpoint: the model drafts for itself
+        values["speculative_draft_model_path"] = tuned["model_path"]
     steps = tuned.get("speculative_num_steps")
     topk = tuned.get("speculative_eagle_topk")
     draft = tuned.get("speculative_num_draft_tokens")
     if steps is None:
-        steps, topk, draft = _auto_speculative_params(tuned["model_path"], algo, version)
+        steps, topk, draft = _auto_speculative_params(identity, algo, version)
         values.update(
             speculative_num_steps=steps,
             speculative_eagle_topk=topk,
@@ -132,7 +153,9 @@ class ExpectedJournal:
 
     ``server_args`` maps log keys (as the version logs them) to the values they must have;
     ``warnings`` are messages that must appear before the ``server_args`` line;
-    ``max_running_requests`` is the upper bound for the scheduler's effective value.
+    ``max_running_requests`` is the upper bound for the scheduler's effective value;
+    ``notes`` says, by subject, what the prediction could not know for sure (``model``: no
+    readable config.json, the model inferred from its directory's name): shown, never failed.
     """
 
     server_args: dict[str, Any]
@@ -211,11 +234,16 @@ def extra_arg_values(extra_args: Sequence[str]) -> dict[str, Any]:
 
 
 def expected_journal(
-    tuned: dict[str, Any], extra_args: tuple[str, ...], version: str
+    tuned: dict[str, Any],
+    extra_args: tuple[str, ...],
+    version: str,
+    model: ModelIdentity | None = None,
 ) -> ExpectedJournal:
-    """The facts a server started with ``tuned`` + ``extra_args`` must log."""
+    """The facts a server started with ``tuned`` + ``extra_args`` must log; ``model`` as for
+    :func:`resolve` (read here without it)."""
     passthrough = extra_arg_values(extra_args)
-    changes, warnings = resolve(tuned, version, passthrough)
+    model = model or read_model_identity(str(tuned["model_path"]))
+    changes, warnings = resolve(tuned, version, passthrough, model)
     effective = {**tuned, **changes}
     server_args = {log_field(k, version): v for k, v in effective.items()}
     for key, value in passthrough.items():
@@ -235,4 +263,5 @@ def expected_journal(
         warnings=tuple(warnings),
         max_running_requests=effective.get("max_running_requests"),
         sglang_version=version,
+        notes={"model": model.note} if model.note else {},
     )

@@ -11,6 +11,7 @@ for the embedded ``local`` simulator and for hosts without systemd).
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from ..cmdline import join_shell, split_shell
 from ..config import ServerConfig
 from ..errors import ConfigError, PreflightError, TransportError
 from ..launch_plan import LaunchPlan, make_launch_plan
+from ..model_identity import CONFIG_NAME, ModelIdentity, identity_from_name, identity_from_text
 from ..secrets import Redactor
 from .follow import JournalFollower, PollingFollower
 from .probes import Identity, Probed, identity_code, load, parse_identity, save, version_code
@@ -153,6 +155,7 @@ class Deployer(ABC):
         self._forwards: dict[tuple[str, int], PortForward] = {}
         #: The plan deployed last (what ``artifacts`` shows).
         self.deployed: LaunchPlan | None = None
+        self._models: dict[str, ModelIdentity] = {}
 
     def say(self, message: str) -> None:
         self.settings.say(message)
@@ -217,10 +220,36 @@ class Deployer(ABC):
             launcher_env=self.launcher_env(),
             local=self.spec.kind == "local",
             pick_port=self.picks_port,
+            model=self.model_identity(config.model_path),
         )
         for value in plan.secrets(self.redactor.is_secret_name):
             self.redactor.add(value)
         return plan
+
+    def model_identity(self, model_path: str) -> ModelIdentity:
+        """The model's identity as this host's SGLang will read it: one ``cat`` of its
+        config.json over the transport, once per model and deployer. Where the host has no
+        readable config.json (a hub id, a path only the service's user can read) the
+        directory's name stands in, and the one note why is said here and kept in the plan's
+        ``expected.notes``."""
+        if model_path not in self._models:
+            target = posixpath.join(model_path, CONFIG_NAME)
+            try:
+                result = self.transport.run("cat %s", target, timeout=60)
+            except TransportError as exc:
+                why = f"cannot read it on {self.spec.name} ({type(exc).__name__})"
+                identity = identity_from_name(model_path, why)
+            else:
+                if result.rc == 0:
+                    identity = identity_from_text(model_path, result.stdout)
+                else:
+                    tail = (result.stderr.strip().splitlines() or [f"rc={result.rc}"])[-1]
+                    tail = tail.removeprefix(f"cat: {target}: ")
+                    identity = identity_from_name(model_path, f"{tail} on {self.spec.name}")
+            self._models[model_path] = identity
+            if identity.note:
+                self.say(f"[sglang] {self.spec.name}: {identity.note}")
+        return self._models[model_path]
 
     def _cache_key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         return (self.spec.url, self.spec.launch, tuple(sorted(self.launcher_env().items())))

@@ -95,7 +95,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model_identity import EXPERT_KEYS, ModelIdentity, identity_from_name
 
 __all__ = [
     "ACCEPT_DECAY",
@@ -178,7 +182,11 @@ class GpuSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What the model path says about the model: sizes in billions of parameters."""
+    """The model as the cost model sees it: sizes in billions of parameters.
+
+    ``identity`` is what its config.json says (or its name, where there is none): sizes and
+    depth come from the config's shapes where it has them, else from the name.
+    """
 
     path: str
     total_b: float
@@ -186,6 +194,9 @@ class ModelSpec:
     layers: int
     bytes_per_param: float
     architecture: str
+    experts: int = MOE_EXPERTS
+    experts_per_token: int = MOE_EXPERTS_PER_TOKEN
+    identity: ModelIdentity | None = field(default=None, compare=False)
 
     @property
     def is_moe(self) -> bool:
@@ -210,23 +221,6 @@ _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)[Bb](?![A-Za-z])")
 _ACTIVE = re.compile(r"[-_]A(\d+(?:\.\d+)?)[Bb](?![A-Za-z])")
 
 
-def _architecture(lowered: str) -> str:
-    for key, arch in (
-        ("llama", "LlamaForCausalLM"),
-        ("grok", "Grok1ForCausalLM"),
-        ("deepseek", "DeepseekV3ForCausalLM"),
-        ("qwen3.5", "Qwen3_5MoeForConditionalGeneration"),
-        ("qwen3", "Qwen3MoeForCausalLM"),
-        ("qwen2", "Qwen2ForCausalLM"),
-        ("mistral", "MistralForCausalLM"),
-        ("gpt-oss", "GptOssForCausalLM"),
-        ("glm", "Glm4MoeForCausalLM"),
-    ):
-        if key in lowered:
-            return arch
-    return "LlamaForCausalLM" if "llama" in lowered else "Qwen2ForCausalLM"
-
-
 def _layers(total_b: float, moe: bool) -> int:
     """A typical depth for the size: ~28 layers at 1-3B, 32 at 8B, 80 at 70B, 48 for big MoEs."""
     if moe:
@@ -237,34 +231,96 @@ def _layers(total_b: float, moe: bool) -> int:
     return 126
 
 
-def parse_model(path: str, quantization: str | None = None) -> ModelSpec:
-    """Read sizes from a model path: "Qwen3.5-122B-A10B" -> 122B total, 10B active.
+def _int(config: Mapping[str, Any], key: str, default: int = 0) -> int:
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return int(value)
 
-    Bytes per parameter: FP8/INT8 names or ``--quantization fp8`` give 1, FP4/INT4/AWQ/GPTQ 0.5,
-    BF16 2; otherwise MoE checkpoints are taken as FP8 (the seeds' 122B is 119 GB) and dense
-    ones as BF16. A path without a size is treated as a 7B dense model.
+
+def config_params_b(config: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(total, active) billions of parameters from a text config's shapes; None without them.
+
+    Embeddings (twice unless tied), attention as q/k/v/o projections of ``head_dim`` heads
+    (MLA's low-rank projections are close to that), a gated MLP (3 matrices) per dense layer,
+    and per MoE layer every routed and shared expert in the total but only the routed
+    ``num_experts_per_tok`` and the shared ones in the active count. DeepSeek-V3's config
+    gives 672B total and 37B active (published: 671B, 37B).
     """
+    hidden, layers = _int(config, "hidden_size"), _int(config, "num_hidden_layers")
+    if not hidden or not layers:
+        return None
+    heads = _int(config, "num_attention_heads", max(1, hidden // 128))
+    kv_heads = _int(config, "num_key_value_heads", heads)
+    head_dim = _int(config, "head_dim", hidden // heads)
+    attention = 2 * hidden * head_dim * (heads + kv_heads)
+    intermediate = _int(config, "intermediate_size", 4 * hidden)
+    experts = next((_int(config, k) for k in EXPERT_KEYS if _int(config, k)), 0)
+    routed = _int(config, "num_experts_per_tok", 1)
+    shared = _int(config, "n_shared_experts")
+    expert_mlp = 3 * hidden * _int(config, "moe_intermediate_size", intermediate)
+    dense_layers = layers if experts <= 1 else min(layers, _int(config, "first_k_dense_replace"))
+    moe_layers = layers - dense_layers
+    embed = _int(config, "vocab_size") * hidden * (1 if config.get("tie_word_embeddings") else 2)
+    common = embed + layers * attention + dense_layers * 3 * hidden * intermediate
+    total = common + moe_layers * (experts + shared) * expert_mlp
+    active = common + moe_layers * (min(routed, experts) + shared) * expert_mlp
+    return total / 1e9, active / 1e9
+
+
+def parse_model(
+    path: str, quantization: str | None = None, identity: ModelIdentity | None = None
+) -> ModelSpec:
+    """The model at ``path`` for the cost model; ``identity`` is what its config.json says
+    (:func:`pytest_sglang.model_identity.read_model_identity`: the caller reads, this stays
+    free of I/O), else its name alone is read.
+
+    From a config: sizes from its shapes (:func:`config_params_b`), depth from
+    ``num_hidden_layers``, 1 byte per parameter for an FP8/INT8 ``quantization_config`` or
+    ``--quantization``, 0.5 for FP4/INT4 ones, 2 (BF16) without one. From a name:
+    "Qwen3.5-122B-A10B" -> 122B total, 10B active; FP8/INT8 names or ``--quantization fp8``
+    give 1 byte per parameter, FP4/INT4/AWQ/GPTQ 0.5, BF16 2; otherwise MoE checkpoints are
+    taken as FP8 (the seeds' 122B is 119 GB) and dense ones as BF16. A path without a size is
+    treated as a 7B dense model.
+    """
+    identity = identity or identity_from_name(path)
     name = path.rstrip("/").rsplit("/", 1)[-1]
-    lowered = (name + " " + (quantization or "")).lower()
     sizes = [float(m) for m in _SIZE.findall(name)]
     active_match = _ACTIVE.search(name)
     active = float(active_match.group(1)) if active_match else None
     candidates = [s for s in sizes if active is None or s != active]
     total = max(candidates) if candidates else (active or 7.0)
     active = active if active is not None else total
+    shapes = config_params_b(identity.text_config or {}) if identity.from_config else None
+    if shapes is not None:
+        total, active = shapes
     moe = active < total
+    if identity.from_config:
+        lowered = f"{quantization or ''} {identity.quantization or ''}".lower()
+    else:
+        lowered = (name + " " + (quantization or "")).lower()
     if any(k in lowered for k in ("fp4", "int4", "awq", "gptq", "w4a")):
         bpp = 0.5
     elif any(k in lowered for k in ("fp8", "int8", "w8a8")):
         bpp = 1.0
-    elif "bf16" in lowered or "fp16" in lowered:
+    elif "bf16" in lowered or "fp16" in lowered or identity.from_config:
         bpp = 2.0
     else:
         bpp = 1.0 if moe else 2.0
-    arch = _architecture(lowered)
-    if arch == "Qwen3MoeForCausalLM" and not moe:
+    arch = identity.architecture
+    if not identity.from_config and arch == "Qwen3MoeForCausalLM" and not moe:
         arch = "Qwen3ForCausalLM"
-    return ModelSpec(path, total, active, _layers(total, moe), bpp, arch)
+    return ModelSpec(
+        path,
+        total,
+        active,
+        identity.num_layers or _layers(total, moe),
+        bpp,
+        arch,
+        experts=identity.num_experts or MOE_EXPERTS,
+        experts_per_token=identity.experts_per_token or MOE_EXPERTS_PER_TOKEN,
+        identity=identity,
+    )
 
 
 def _token_ms(model: ModelSpec, tp: int, gpu: GpuSpec) -> float:
@@ -289,7 +345,7 @@ def streamed_params_b(model: ModelSpec, tokens: int) -> float:
     """
     if not model.is_moe:
         return model.active_b
-    experts, per_token = MOE_EXPERTS, MOE_EXPERTS_PER_TOKEN
+    experts, per_token = model.experts, min(model.experts_per_token, model.experts - 1)
     per_expert = (model.total_b - model.active_b) / (experts - per_token)
     always = model.active_b - per_token * per_expert
     touched = experts * (1.0 - (1.0 - per_token / experts) ** max(1, tokens))

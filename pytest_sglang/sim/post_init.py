@@ -6,8 +6,10 @@ implements the rules independently; the project's own ``ServerConfig.resolved()`
 (tests/data/conformance/, made by ``make conformance``). The rules are ported from 0.5.23's
 ``sglang/srt/arg_groups/`` (memory_hook.py, speculative_hook.py, overrides.py, parallel_hook.py,
 cuda_graph_hook.py), in its pipeline order, so the warnings come out in the order the real
-server logs them. What the simulator cannot know (a model's full config.json) comes from the
-model family read off the path (:mod:`.perf`); docs/simulator.md lists what still differs.
+server logs them. The model's architecture, depth, experts and context length come from its
+config.json where the simulator can read it (:mod:`pytest_sglang.model_identity`, shared with the
+plugin: reading a file is data, not a rule), else from the family its directory's name suggests
+(:mod:`.perf`); docs/simulator.md lists what still differs.
 The deprecated spellings ``handle_deprecated_args`` rewrites are one table shared with the
 plugin (:func:`pytest_sglang.aliases.rename_deprecated`): it is data read off the real source,
 not a rule the plugin could get wrong in a way the simulator should catch.
@@ -20,6 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aliases import rename_deprecated
+from ..model_identity import (
+    AUTO_SPEC_3_1_4_ARCHITECTURES,
+    AUTO_SPEC_5_4_8_ARCHITECTURES,
+    SELF_DRAFT_ARCHITECTURES,
+    read_model_identity,
+)
 from ..versions import has
 from .fields import DICT_FIELDS, EXTRA_DEFAULTS, REPR_FIELDS, RESOLVED_DEFAULTS
 from .perf import GpuSpec, ModelSpec, SpecConfig, parse_model
@@ -62,13 +70,10 @@ SPEC_ALGORITHMS = frozenset(
     {"DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM"}
 )
 EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
-#: architectures whose MTP head is in the checkpoint: the draft model path is the model path
-SELF_DRAFT_ARCHS = frozenset({"DeepseekV3ForCausalLM", "Glm4MoeForCausalLM"})
 #: ``_FLASHINFER_ALLREDUCE_FUSION_ARCHS`` members among the simulated families
 ALLREDUCE_FUSION_ARCHS = frozenset(
     {"DeepseekV3ForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3MoeForCausalLM"}
 )
-MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM"})
 #: multimodal families and their vision tower (layers, hidden size) for the VLM reduction
 VISION_TOWERS = {"Qwen3_5MoeForConditionalGeneration": (24, 1152)}
 HYBRID_MAMBA_ARCHS = frozenset({"Qwen3_5MoeForConditionalGeneration"})
@@ -135,12 +140,13 @@ class Resolved:
 
 
 def _auto_spec(model: ModelSpec, algorithm: str, version: str) -> tuple[int, int, int]:
-    """``_auto_choose_speculative_params`` (runs when --speculative-num-steps is unset)."""
+    """``_auto_choose_speculative_params`` (runs when --speculative-num-steps is unset): by
+    ``architectures[0]`` of the model's config.json."""
     if algorithm == "STANDALONE":
         return (3, 1, 4)
-    if model.architecture in ("LlamaForCausalLM", "Grok1ForCausalLM"):
+    if model.architecture in AUTO_SPEC_5_4_8_ARCHITECTURES:
         return (5, 4, 8)
-    if model.architecture in ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM"):
+    if model.architecture in AUTO_SPEC_3_1_4_ARCHITECTURES:
         return (3, 1, 4)
     return (3, 1, 4) if has("auto_spec_params_3_1_4", version) else (5, 4, 8)
 
@@ -315,9 +321,10 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     renamed, deprecated = rename_deprecated(args)
     args.update(renamed)
     warnings.extend(deprecated)
-    model = parse_model(args["model_path"], args.get("quantization"))
+    identity = read_model_identity(str(args["model_path"]))
+    model = parse_model(args["model_path"], args.get("quantization"), identity)
     arch = model.architecture
-    mla = arch in MLA_ARCHS
+    mla = identity.mla
     tp = int(args.get("tp_size") or 1)
     if args.get("served_model_name") is None:
         args["served_model_name"] = args["model_path"]
@@ -439,7 +446,7 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             warnings.append(MAX_RUNNING_WARNING)
         if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
             warnings.append(NON_OVERLAP_WARNING)
-        if arch in SELF_DRAFT_ARCHS and args.get("speculative_draft_model_path") is None:
+        if arch in SELF_DRAFT_ARCHITECTURES and args.get("speculative_draft_model_path") is None:
             args["speculative_draft_model_path"] = args["model_path"]
             args["speculative_draft_model_revision"] = args.get("revision")
         if args.get("speculative_num_steps") is None:

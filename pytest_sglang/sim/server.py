@@ -407,6 +407,13 @@ class SimServer:
             )
         return web.json_response(self._model_card())
 
+    def _model_type(self) -> str:
+        """config.json's ``model_type``; by the directory's name where there is none."""
+        identity = self.sched.resolved.model.identity
+        if identity is not None and identity.from_config and identity.model_type:
+            return identity.model_type
+        return "qwen3_5_moe" if "qwen3.5" in self.state.args["model_path"].lower() else "llama"
+
     def _model_info(self, full: bool) -> dict[str, Any]:
         args = self.state.args
         info: dict[str, Any] = {
@@ -424,7 +431,7 @@ class SimServer:
                 tool_call_parser=args.get("tool_call_parser"),
                 has_image_understanding=False,
                 has_audio_understanding=False,
-                model_type="qwen3_5_moe" if "qwen3.5" in args["model_path"].lower() else "llama",
+                model_type=self._model_type(),
                 architectures=[self.sched.resolved.model.architecture],
             )
         return info

@@ -47,8 +47,13 @@ class Capacity:
 
 
 def _context_len(resolved: Resolved) -> int:
+    """``--context-length``, else what the model's config.json gives (``get_context_length``),
+    else the family's usual length by the directory's name."""
     if resolved.args.get("context_length"):
         return int(resolved.args["context_length"])
+    identity = resolved.model.identity
+    if identity is not None and identity.context_length is not None:
+        return identity.context_length
     lowered = resolved.model.path.lower()
     if "qwen3.5" in lowered:
         return 262144
