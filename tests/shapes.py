@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import requests
@@ -148,14 +147,21 @@ def _name(value: Any) -> str:
     return str(value)
 
 
-def _sse(response: requests.Response) -> Iterator[Any]:
-    """The JSON documents of a ``data:`` event stream (``[DONE]`` as the string)."""
+def _sse(response: requests.Response) -> dict[str, Any]:
+    """A ``data:`` event stream: ``{"events": [its JSON documents], "done": whether it ended
+    with ``[DONE]``}`` (kept apart, so that the chunks merge into one shape)."""
+    events: list[Any] = []
+    done = False
     for raw in response.iter_lines():
         line = raw.decode("utf-8", "replace")
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
-        yield data if data == "[DONE]" else json.loads(data)
+        if data == "[DONE]":
+            done = True
+        else:
+            events.append(json.loads(data))
+    return {"events": events, "done": done}
 
 
 def capture(base_url: str, headers: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
@@ -167,7 +173,7 @@ def capture(base_url: str, headers: dict[str, str] | None = None) -> dict[str, d
             method, base_url + path, json=body, headers=headers, timeout=60, stream=streamed
         )
         if streamed:
-            payload: Any = list(_sse(response))
+            payload: Any = _sse(response)
         else:
             try:
                 payload = response.json()
@@ -217,22 +223,20 @@ def _short(value: Any) -> str:
 #: SGLang writes them.
 MILESTONES = (
     "server_args=",
-    "Init torch distributed",
+    "Init parallel begin",
     "Load weight begin",
     "Load weight end",
     "KV Cache is allocated",
     "max_total_num_tokens=",
-    "Capture cuda graph begin",
+    "CUDA graph begin",
     "Uvicorn running on",
     "fired up and ready to roll",
 )
 #: Milestones the recording (0.5.23 on a CPU) does not reach, with why (docs/simulator.md,
-#: "Held to the real server"). Both are texts of earlier versions that 0.5.23 logs on no device.
+#: "Held to the real server").
 CPU_MILESTONES = {
-    "Init torch distributed": "0.5.23 logs 'Init parallel begin.' instead, on every device "
-    "(distributed/bootstrap.py)",
-    "Capture cuda graph begin": "0.5.23 logs 'Capture target decode CUDA graph begin.' on a GPU "
-    "(cuda_graph_setup.py); on a CPU it captures no graphs",
+    "CUDA graph begin": "no CUDA graphs on a CPU; on a GPU 0.5.23 logs 'Capture target decode "
+    "CUDA graph begin.' (cuda_graph_setup.py)",
 }
 
 

@@ -172,8 +172,11 @@ async def run_startup(
     times: dict[str, Any] = {"cuda_graph": graphs, "load_weight": 0.0}
     memory = dict.fromkeys(GRAPH_PHASES, 0.0)
     log("Using default HuggingFace chat template with detected content format: string")
-    # torch distributed initialisation takes its time but 0.5.23 no longer logs it
-    total += await _pause(0.4 + 0.9 * (tp - 1), settings)
+    # 0.5.23 brackets its distributed initialisation (distributed/bootstrap.py) on every device
+    all_ranks("Init parallel begin.", tp)
+    init_s = 0.4 + 0.9 * (tp - 1)
+    total += await _pause(init_s, settings)
+    all_ranks(f"Init parallel ends. elapsed={init_s:.2f} s", tp)
     if settings.fault.kind == "slow-start":
         # An extra, unscaled delay: a slow disk or a cold page cache.
         await asyncio.sleep(settings.fault.value)
