@@ -248,6 +248,13 @@ def _usage(req: Request) -> dict[str, Any]:
     }
 
 
+def _without_none(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` without its ``None`` fields, at every depth (pydantic's ``exclude_none``)."""
+    return {
+        k: _without_none(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None
+    }
+
+
 def _oai_finish(req: Request) -> tuple[str | None, Any]:
     reason = req.finish_reason or {}
     if reason.get("type") == "length":
@@ -263,13 +270,12 @@ def _oai_templates(head: str, chat: bool) -> tuple[str, str, str]:
         post = '","logprobs":null,"finish_reason":null,"matched_stop":null}]}\n\n'
         return "", head + '"text":"', post
     first = (
-        head + '"delta":{"role":"assistant","content":"","reasoning_content":null,'
-        '"tool_calls":null},"logprobs":null,"finish_reason":null,'
-        '"matched_stop":null}],"usage":null}\n\n'
+        head + '"delta":{"role":"assistant","content":"","reasoning_content":null},'
+        '"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}\n\n'
     )
     pre = head + '"delta":{"role":null,"content":"'
     post = (
-        '","reasoning_content":null,"tool_calls":null},"logprobs":null,'
+        '","reasoning_content":null},"logprobs":null,'
         '"finish_reason":null,"matched_stop":null}],"usage":null}\n\n'
     )
     return first, pre, post
@@ -287,8 +293,7 @@ def _oai_last_chunk(head: str, req: Request, chat: bool) -> str:
     """The streamed chunk with the finish reason and no text."""
     reason, matched = _oai_finish(req)
     if chat:
-        tail = '"delta":{"role":null,"content":null,"reasoning_content":null,'
-        tail += '"tool_calls":null},"logprobs":null,'
+        tail = '"delta":{"role":null,"content":null,"reasoning_content":null},"logprobs":null,'
     else:
         tail = '"text":"","logprobs":null,'
     tail += (
@@ -304,7 +309,8 @@ def _oai_body(req: Request, chat: bool, model: str) -> dict[str, Any]:
     text = _text_of(req.output_ids)
     choice: dict[str, Any] = {"index": 0}
     if chat:
-        # ChatMessage drops ``tool_calls`` when there are none (a streamed delta keeps it)
+        # ChatMessage drops ``tool_calls`` when there are none, and so do 0.5.23's streamed
+        # deltas (recorded: tests/data/real_sglang_answers.json)
         choice["message"] = {"role": "assistant", "content": text, "reasoning_content": None}
     else:
         choice["text"] = text
@@ -725,6 +731,10 @@ class SimServer:
                     "choices": [],
                     "usage": _usage(req),
                 }
+                if not chat:
+                    # 0.5.23 writes the completions usage chunk with exclude_none=True
+                    # (serving_completions.py); the chat one keeps its nulls
+                    chunk = _without_none(chunk)
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
         except (ConnectionResetError, RuntimeError):
