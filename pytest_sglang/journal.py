@@ -177,6 +177,7 @@ _PHASES: tuple[tuple[str, str], ...] = (
     ("CUDA graph begin", "CUDA graphs"),
     ("KV Cache is allocated", "KV cache"),
     ("Load weight begin", "loading weights"),
+    ("Init parallel begin", "initialising"),
     ("Init torch distributed", "initialising"),
     ("server_args=", "initialising"),
 )

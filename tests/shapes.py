@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import requests
@@ -130,7 +129,7 @@ def merge(a: Any, b: Any) -> Any:
     differing shapes as the sorted ``"a|b"`` of their names (``"float|int"``)."""
     if a is None or a == b or a == "null":
         return b
-    if b == "null":
+    if b is None or b == "null":
         return a
     if isinstance(a, dict) and isinstance(b, dict):
         return {k: merge(a.get(k), b[k]) if k in b else a[k] for k in sorted({*a, *b})}
@@ -148,14 +147,21 @@ def _name(value: Any) -> str:
     return str(value)
 
 
-def _sse(response: requests.Response) -> Iterator[Any]:
-    """The JSON documents of a ``data:`` event stream (``[DONE]`` as the string)."""
+def _sse(response: requests.Response) -> dict[str, Any]:
+    """A ``data:`` event stream: ``{"events": [its JSON documents], "done": whether it ended
+    with ``[DONE]``}`` (kept apart, so that the chunks merge into one shape)."""
+    events: list[Any] = []
+    done = False
     for raw in response.iter_lines():
         line = raw.decode("utf-8", "replace")
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
-        yield data if data == "[DONE]" else json.loads(data)
+        if data == "[DONE]":
+            done = True
+        else:
+            events.append(json.loads(data))
+    return {"events": events, "done": done}
 
 
 def capture(base_url: str, headers: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
@@ -167,7 +173,7 @@ def capture(base_url: str, headers: dict[str, str] | None = None) -> dict[str, d
             method, base_url + path, json=body, headers=headers, timeout=60, stream=streamed
         )
         if streamed:
-            payload: Any = list(_sse(response))
+            payload: Any = _sse(response)
         else:
             try:
                 payload = response.json()
@@ -187,7 +193,9 @@ def metric_names(text: str) -> set[str]:
 
 def differences(real: Any, sim: Any, path: str = "") -> list[str]:
     """Each place where the simulator's shape differs from the real one: ``path: real X, sim
-    Y``; a field only one side has is named with that side."""
+    Y``; a field only one side has is named with that side. ``null`` on one side matches any
+    shape on the other: whether a field is set can depend on the server's state (e.g.
+    ``cached_tokens_details`` once a prompt hit the prefix cache), its presence and type not."""
     if isinstance(real, dict) and isinstance(sim, dict):
         out = []
         for key in sorted(set(real) | set(sim)):
@@ -203,7 +211,7 @@ def differences(real: Any, sim: Any, path: str = "") -> list[str]:
         if real and sim:
             return differences(real[0], sim[0], f"{path}[]")
         return [] if real == sim else [f"{path}[]: real {_short(real)}, sim {_short(sim)}"]
-    if real != sim:
+    if real != sim and "null" not in (real, sim):
         return [f"{path}: real {_short(real)}, sim {_short(sim)}"]
     return []
 
@@ -217,19 +225,20 @@ def _short(value: Any) -> str:
 #: SGLang writes them.
 MILESTONES = (
     "server_args=",
-    "Init torch distributed",
+    "Init parallel begin",
     "Load weight begin",
     "Load weight end",
     "KV Cache is allocated",
     "max_total_num_tokens=",
-    "Capture cuda graph begin",
+    "CUDA graph begin",
     "Uvicorn running on",
     "fired up and ready to roll",
 )
-#: Milestones a server on CPU does not reach, with why (docs/simulator.md).
+#: Milestones the recording (0.5.23 on a CPU) does not reach, with why (docs/simulator.md,
+#: "Held to the real server").
 CPU_MILESTONES = {
-    "Init torch distributed": "the CPU path logs 'Init parallel begin.' instead",
-    "Capture cuda graph begin": "no CUDA graphs on CPU",
+    "CUDA graph begin": "no CUDA graphs on a CPU; on a GPU 0.5.23 logs 'Capture target decode "
+    "CUDA graph begin.' (cuda_graph_setup.py)",
 }
 
 

@@ -9,12 +9,13 @@ Through the plugin, as a user runs it:
   verified from the real journal; a benchmark runs on each;
 - ``sglang_production`` attaches to the live production server and measures it without a restart;
 - afterwards the host is byte-identical and production serves again;
-- a session SIGKILLed with a test config up, then ``--sglang-restore``, gives production back
-  untouched as well.
+- a session interrupted while a test config's server is starting gives production back untouched
+  as well: by itself on SIGINT, through ``--sglang-restore`` after SIGKILL.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -137,40 +138,46 @@ def test_production_sweep_attach_and_the_host_comes_back(
     assert "--chunked-prefill-size" not in argv  # production's own command line again
 
 
-KILLED = """
-import pathlib, time
+MID_DEPLOY = """
 import pytest
 from pytest_sglang import production
 
 @pytest.mark.parametrize("sglang_server", [production(chunked_prefill_size=512)], indirect=True)
 def test_long(sglang_server):
-    pathlib.Path({marker!r}).write_text("x")
-    time.sleep(600)
+    pass
 """
 
 
-def test_after_sigkill_restore_gives_production_back(
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_interrupted_mid_deploy_the_host_comes_back(
     pytester: pytest.Pytester,
     transport: Any,
     host: SystemdTestHost,
     production: dict[str, str],
+    how: str,
 ) -> None:
+    """The session is interrupted while the real server of a test config is still starting: on
+    SIGINT it restores the host itself; after SIGKILL ``--sglang-restore`` does. Either way the
+    host is byte-identical and production serves again."""
     t = transport
     inventory = _inventory(pytester.path, host)
-    marker = pytester.path / "deployed"
-    pytester.makepyfile(test_killed=KILLED.format(marker=str(marker)))
+    pytester.makepyfile(test_mid=MID_DEPLOY)
     args = ("--sglang-host", "prod", "--sglang-inventory", str(inventory))
     proc = subprocess.Popen(child_pytest_argv(*args), cwd=pytester.path, stdin=subprocess.DEVNULL)
     try:
-        wait_for(lambda: marker.exists() or proc.poll() is not None, "the test config up", 600)
-        assert proc.poll() is None, "the session ended before its config was up"
-        assert file_states(t.run, [UNIT])[UNIT] == production[UNIT]
-        proc.kill()
-        proc.wait(timeout=30)
+        wait_for(
+            lambda: t.run("test -e %s", OURS).ok or proc.poll() is not None,
+            "the test config being deployed",
+            600,
+        )
+        assert proc.poll() is None, "the session ended before it deployed"
+        proc.send_signal(getattr(signal, how))
+        proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    result = pytester.run(*child_pytest_argv("--sglang-restore", *args), timeout=600)
-    result.stdout.fnmatch_lines(["*prod: restored*"])
+    if how == "SIGKILL":
+        result = pytester.run(*child_pytest_argv("--sglang-restore", *args), timeout=600)
+        result.stdout.fnmatch_lines(["*prod: restored*"])
     wait_for(lambda: _serving(t), "production serving again")
     assert file_states(t.run, WATCHED) == production

@@ -111,8 +111,7 @@ async def _serve(argv: list[str], settings: SimSettings) -> None:
         log(warning)
     log(format_server_args(resolved.args, settings.version))
     capacity = compute_capacity(resolved)
-    t0 = time.time()
-    await run_startup(resolved, settings, capacity)
+    startup_time = await run_startup(resolved, settings, capacity)
     tp = int(resolved.args.get("tp_size") or 1)
     hook = _crash_hook(settings, tp) if settings.fault.kind == "crash-after" else None
     scheduler = Scheduler(
@@ -128,7 +127,8 @@ async def _serve(argv: list[str], settings: SimSettings) -> None:
         scheduler,
         capacity.max_total_num_tokens,
         capacity.context_len,
-        time.time() - t0,
+        startup_time,
+        launch_command=" ".join(argv),
     )
     app = build_app(state)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)

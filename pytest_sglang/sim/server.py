@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,9 +25,17 @@ from typing import Any
 from aiohttp import web
 
 from .arrival import ArrivalClock
+from .info import (
+    embedding_plan,
+    metrics_meta_info,
+    resolved_server_args,
+    retraction_backup,
+    weight_versions,
+)
 from .logs import access_log, log
 from .quality import QualityModel
 from .scheduler import Request, Scheduler
+from .startup import StartupReport
 from .tokenizer import chat_prompt_tokens, count_tokens, prompt_seed, token_text
 
 __all__ = ["ServerState", "SimServer", "build_app"]
@@ -39,7 +48,13 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class ServerState:
-    """What the HTTP layer needs: args, status, scheduler and the capacity figures."""
+    """What the HTTP layer needs: args, status, scheduler and the capacity figures.
+
+    ``startup`` is the scheduler's start-up report (phase times, graph memory) that /server_info
+    answers with; ``launch_command`` the command-line arguments as given (0.5.23's
+    ``server_args.launch_command``). ``random_seed`` is drawn once when the flag leaves it unset,
+    as 0.5.23's ServerArgs resolution does, so that /server_info reports the seed in use.
+    """
 
     def __init__(
         self,
@@ -48,14 +63,18 @@ class ServerState:
         scheduler: Scheduler,
         max_total_num_tokens: int,
         context_len: int,
-        startup_time: float,
+        startup: StartupReport,
+        launch_command: str = "",
     ) -> None:
         self.args = args
         self.version = version
         self.scheduler = scheduler
         self.max_total_num_tokens = max_total_num_tokens
         self.context_len = context_len
-        self.startup_time = startup_time
+        self.startup = startup
+        self.launch_command = launch_command
+        seed = args.get("random_seed")
+        self.random_seed = int(seed) if seed is not None else random.randint(0, 1 << 30)
         self.status = "Starting"
         self.shutting_down = False
         self.created = int(time.time())
@@ -224,6 +243,15 @@ def _usage(req: Request) -> dict[str, Any]:
         "completion_tokens": req.completion_tokens,
         "prompt_tokens_details": None,
         "reasoning_tokens": 0,
+        # 0.5.23 sets it only when there are reasoning tokens (UsageInfo), so null here
+        "completion_tokens_details": None,
+    }
+
+
+def _without_none(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` without its ``None`` fields, at every depth (pydantic's ``exclude_none``)."""
+    return {
+        k: _without_none(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None
     }
 
 
@@ -242,13 +270,12 @@ def _oai_templates(head: str, chat: bool) -> tuple[str, str, str]:
         post = '","logprobs":null,"finish_reason":null,"matched_stop":null}]}\n\n'
         return "", head + '"text":"', post
     first = (
-        head + '"delta":{"role":"assistant","content":"","reasoning_content":null,'
-        '"tool_calls":null},"logprobs":null,"finish_reason":null,'
-        '"matched_stop":null}],"usage":null}\n\n'
+        head + '"delta":{"role":"assistant","content":"","reasoning_content":null},'
+        '"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}\n\n'
     )
     pre = head + '"delta":{"role":null,"content":"'
     post = (
-        '","reasoning_content":null,"tool_calls":null},"logprobs":null,'
+        '","reasoning_content":null},"logprobs":null,'
         '"finish_reason":null,"matched_stop":null}],"usage":null}\n\n'
     )
     return first, pre, post
@@ -266,8 +293,7 @@ def _oai_last_chunk(head: str, req: Request, chat: bool) -> str:
     """The streamed chunk with the finish reason and no text."""
     reason, matched = _oai_finish(req)
     if chat:
-        tail = '"delta":{"role":null,"content":null,"reasoning_content":null,'
-        tail += '"tool_calls":null},"logprobs":null,'
+        tail = '"delta":{"role":null,"content":null,"reasoning_content":null},"logprobs":null,'
     else:
         tail = '"text":"","logprobs":null,'
     tail += (
@@ -283,12 +309,9 @@ def _oai_body(req: Request, chat: bool, model: str) -> dict[str, Any]:
     text = _text_of(req.output_ids)
     choice: dict[str, Any] = {"index": 0}
     if chat:
-        choice["message"] = {
-            "role": "assistant",
-            "content": text,
-            "reasoning_content": None,
-            "tool_calls": None,
-        }
+        # ChatMessage drops ``tool_calls`` when there are none, and so do 0.5.23's streamed
+        # deltas (recorded: tests/data/real_sglang_answers.json)
+        choice["message"] = {"role": "assistant", "content": text, "reasoning_content": None}
     else:
         choice["text"] = text
     choice.update(logprobs=None, finish_reason=reason, matched_stop=matched)
@@ -299,7 +322,10 @@ def _oai_body(req: Request, chat: bool, model: str) -> dict[str, Any]:
         "model": model,
         "choices": [choice],
         "usage": _usage(req),
-        "metadata": {"weight_version": "default"},
+        "metadata": {
+            "weight_version": "default",
+            "weight_versions": weight_versions("default", req.completion_tokens),
+        },
     }
 
 
@@ -414,58 +440,112 @@ class SimServer:
             return identity.model_type
         return "qwen3_5_moe" if "qwen3.5" in self.state.args["model_path"].lower() else "llama"
 
-    def _model_info(self, full: bool) -> dict[str, Any]:
+    def _model_info(self) -> dict[str, Any]:
+        """0.5.23's ``/model_info`` (``/get_model_info`` is its deprecated alias, same body)."""
         args = self.state.args
-        info: dict[str, Any] = {
-            "model_path": args["model_path"],
-            "tokenizer_path": args.get("tokenizer_path") or args["model_path"],
+        path = str(args["model_path"])
+        return {
+            "model_path": path,
+            "served_model_name": self.state.served,
+            "tokenizer_path": args.get("tokenizer_path") or path,
             "is_generation": True,
             "preferred_sampling_params": args.get("preferred_sampling_params"),
             "weight_version": args.get("weight_version") or "default",
+            "load_format": args.get("load_format"),
+            "reasoning_parser": args.get("reasoning_parser"),
+            "tool_call_parser": args.get("tool_call_parser"),
+            "disaggregation_mode": args.get("disaggregation_mode") or "null",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": self._model_type(),
+            "architectures": [self.sched.resolved.model.architecture],
+            # every model config carries an embedding spec ("none" for a causal LM)
+            "embedding": embedding_plan(args),
         }
-        if full:
-            info.update(
-                served_model_name=self.state.served,
-                load_format=args.get("load_format"),
-                reasoning_parser=args.get("reasoning_parser"),
-                tool_call_parser=args.get("tool_call_parser"),
-                has_image_understanding=False,
-                has_audio_understanding=False,
-                model_type=self._model_type(),
-                architectures=[self.sched.resolved.model.architecture],
-            )
-        return info
 
     async def get_model_info(self, _: web.Request) -> web.Response:
-        return web.json_response(self._model_info(full=False))
+        return web.json_response(self._model_info())
 
     async def model_info(self, _: web.Request) -> web.Response:
-        return web.json_response(self._model_info(full=True))
+        return web.json_response(self._model_info())
 
-    async def server_info(self, _: web.Request) -> web.Response:
-        state, sched = self.state, self.sched
-        memory = {
-            "weight": round(sched.resolved.model.weights_gb / sched.tp, 2),
-            "kvcache": 0.0,
-            "startup_available": 0.0,
-            "token_capacity": state.max_total_num_tokens,
-            "token_capacity_swa": 0,
-            "graph": {"decode": 0.2},
+    def _scheduler_resolved(self) -> dict[str, Any]:
+        """The server_args the scheduler settles once started (managers/scheduler.py,
+        mem_cache/kv_cache_builder.py). Only the scheduler's own readback (``internal_states``)
+        carries them; the top level of /server_info is the tokenizer's copy, resolved before."""
+        args, sched = self.state.args, self.sched
+        pp = max(1, int(args.get("pp_size") or 1))
+        return {
+            "random_seed": self.state.random_seed,
+            "pp_max_micro_batch_size": args.get("pp_max_micro_batch_size")
+            or max(sched.max_running // pp, 1),
+            "disaggregation_decode_retraction_backup": retraction_backup(args),
         }
-        internal: dict[str, Any] = dict(state.args)
-        internal["last_gen_throughput"] = sched.last_gen_throughput
-        internal["memory_usage"] = memory
+
+    def _internal_state(self) -> dict[str, Any]:
+        """One DP rank's ``internal_states`` entry (scheduler_components/internal_state.py):
+        the scheduler's resolved server_args, topology, memory, the decode graphs and spec
+        acceptance."""
+        state, sched = self.state, self.sched
+        args = state.args
+        graph = {k: round(v, 3) for k, v in state.startup.graph_memory_gb.items()}
+        internal = resolved_server_args(args, self._scheduler_resolved())
+        internal.pop("custom_sigquit_handler", None)  # not serialisable on the real server
+        internal.update(
+            world_size=int(args.get("dp_size") or 1) * sched.tp * int(args.get("pp_size") or 1),
+            startup_time=state.startup.startup_time,
+            effective_max_running_requests_per_dp=sched.max_running,
+            last_gen_throughput=sched.last_gen_throughput,
+            memory_usage={
+                "weight": round(sched.resolved.model.weights_gb / sched.tp, 3),
+                "kvcache": 0.0,
+                "startup_available": 0.0,
+                "token_capacity": state.max_total_num_tokens,
+                # the simulated models have no sliding-window layers
+                "token_capacity_swa": None,
+                "graph": graph,
+            },
+            disaggregation_mode=args.get("disaggregation_mode") or "null",
+            decode_cuda_graph_bs=list(sched.resolved.cuda_graph_bs),
+            decode_cuda_graph_memory_gb=round(
+                sum(graph[p] for p in ("decode", "target_verify", "draft_decode", "draft_extend")),
+                3,
+            ),
+        )
         accept = sched.avg_spec_accept_length
         if accept is not None:
             internal["avg_spec_accept_length"] = accept
-        body: dict[str, Any] = dict(state.args)
+        return internal
+
+    async def server_info(self, _: web.Request) -> web.Response:
+        """0.5.23's ``/server_info`` (http_server.py ``build_server_info``): resolved
+        server_args, the launch command, the scheduler's init info, the KV-event publisher,
+        the tokenizer's start-up times, every DP rank's internal state, version and frontend."""
+        state = self.state
+        server_args = resolved_server_args(state.args, {"random_seed": state.random_seed})
+        page = server_args.get("page_size")
+        startup = dict(state.startup.startup_time)
+        # the tokenizer's own figure runs from launch to ready: the simulator has one process
+        startup["tokenizer_e2e"] = startup.get("scheduler_e2e", 0.0)
+        body: dict[str, Any] = dict(server_args)
         body.update(
+            launch_command=state.launch_command,
             status="ready",
             max_total_num_tokens=state.max_total_num_tokens,
             max_req_input_len=state.context_len - 1,
-            startup_time=state.startup_time,
-            internal_states=[internal],
+            hicache_object_layout={
+                "enabled": False,
+                "backend": None,
+                "page_size": page,
+                "hicache_object_layout": {"pools": []},
+                "reason": "Hierarchical cache is disabled",
+            },
+            # describe_kv_events_publisher: null unless --kv-events-config publishes
+            kv_events=None,
+            startup_time=startup,
+            internal_states=[self._internal_state()],
             version=state.version,
+            frontend="python",
         )
         return web.json_response(body, dumps=lambda o: json.dumps(o, default=str))
 
@@ -658,6 +738,10 @@ class SimServer:
                     "choices": [],
                     "usage": _usage(req),
                 }
+                if not chat:
+                    # 0.5.23 writes the completions usage chunk with exclude_none=True
+                    # (serving_completions.py); the chat one keeps its nulls
+                    chunk = _without_none(chunk)
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             await resp.write(b"data: [DONE]\n\n")
         except (ConnectionResetError, RuntimeError):
@@ -666,19 +750,32 @@ class SimServer:
         return resp
 
     def _meta_info(self, req: Request, final: bool) -> dict[str, Any]:
+        """``meta_info`` as 0.5.23's TokenizerManager builds it (``_handle_batch_output``): the
+        timing fields only with ``--enable-metrics``, ``dp_rank`` and ``cached_tokens_details``
+        null (one DP rank, nothing cached)."""
         meta: dict[str, Any] = {
             "id": req.rid,
             "finish_reason": req.finish_reason if final else None,
             "prompt_tokens": req.prompt_tokens,
             "weight_version": "default",
-            "total_retractions": 0,
-            "completion_tokens": req.completion_tokens,
-            "cached_tokens": 0,
+            "num_retractions": 0,
         }
+        metrics = bool(self.state.args.get("enable_metrics"))
+        now = time.time()
+        if metrics:
+            meta.update(metrics_meta_info(req, final=False, now=now))
+        meta.update(
+            reasoning_tokens=0,
+            completion_tokens=req.completion_tokens,
+            cached_tokens=0,
+            weight_versions=weight_versions("default", req.completion_tokens),
+            cached_tokens_details=None,
+            dp_rank=None,
+        )
         if final:
-            now = time.time()
             meta["e2e_latency"] = (req.finished_at or now) - req.created
-            meta["response_sent_to_client_ts"] = now
+            if metrics:
+                meta.update(metrics_meta_info(req, final=True, now=now))
             spec = self.sched.resolved.spec
             if spec.algorithm is not None and req.verify_ct:
                 accept = req.completion_tokens / req.verify_ct

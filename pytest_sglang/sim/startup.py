@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from .faults import CUDA_GRAPH_SOLUTIONS, die, scheduler_exception
 from .knobs import SimSettings
@@ -19,7 +20,7 @@ from .logs import all_ranks, log, rank_log, raw_stderr
 from .perf import effective_max_running_requests
 from .post_init import Resolved
 
-__all__ = ["Capacity", "compute_capacity", "run_startup"]
+__all__ = ["GRAPH_PHASES", "Capacity", "StartupReport", "compute_capacity", "run_startup"]
 
 LOAD_GB_PER_S_PER_GPU = 0.6  # checkpoint read + shard + copy, per GPU
 # Per captured batch size. 0.5.23 captures 67 sizes for the seed model on the default GPU
@@ -30,6 +31,17 @@ LOAD_GB_PER_S_PER_GPU = 0.6  # checkpoint read + shard + copy, per GPU
 GRAPH_CAPTURE_S_PER_BS = 0.2  # one captured batch size of the target model
 DRAFT_GRAPH_CAPTURE_S_PER_BS = 0.3  # draft decode graphs cover every step: slower (issue #10088)
 KV_HEAD_BYTES = 1024  # kv_heads * head_dim per layer (GQA, e.g. 8 x 128)
+#: The CUDA graph phases 0.5.23 reports under ``startup_time.cuda_graph`` and
+#: ``memory_usage.graph`` (model_executor/graph_memory_usage.py): always all six, 0.0 when a
+#: phase captured nothing, so that readers see one schema.
+GRAPH_PHASES = (
+    "decode",
+    "draft_decode",
+    "draft_extend",
+    "draft_prefill",
+    "prefill",
+    "target_verify",
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,16 @@ class Capacity:
     max_running_requests: int
     context_len: int
     avail_after_graph_gb: float
+
+
+@dataclass(frozen=True)
+class StartupReport:
+    """What the scheduler hands the HTTP server once started, as 0.5.23's
+    ``Scheduler.get_init_info`` and ``memory_usage`` report it: ``startup_time`` (seconds per
+    phase, :data:`GRAPH_PHASES` under ``cuda_graph``) and the GB each graph phase captured."""
+
+    startup_time: dict[str, Any]
+    graph_memory_gb: dict[str, float]
 
 
 def _context_len(resolved: Resolved) -> int:
@@ -138,14 +160,28 @@ def _fatal_startup(error: str, tp: int, extra_frames: list[tuple[str, int, str, 
     die(during_startup=True)
 
 
-async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capacity) -> float:
-    """Log every milestone up to the scheduler's summary line; returns simulated seconds."""
+async def run_startup(
+    resolved: Resolved, settings: SimSettings, capacity: Capacity
+) -> StartupReport:
+    """Log every milestone up to the scheduler's summary line.
+
+    Returns the scheduler's ``startup_time`` as 0.5.23 reports it in /server_info
+    (observability/startup_time.py): ``load_weight``, ``kv_cache_allocation``, each CUDA graph
+    phase and ``scheduler_e2e``, in simulated seconds (what the real server would take, whatever
+    ``SGLANG_SIM_STARTUP_SCALE`` shortens it to); and each graph phase's memory.
+    """
     args, model, spec = resolved.args, resolved.model, resolved.spec
     tp = int(args.get("tp_size") or 1)
     total = 0.0
+    graphs = dict.fromkeys(GRAPH_PHASES, 0.0)
+    times: dict[str, Any] = {"cuda_graph": graphs, "load_weight": 0.0}
+    memory = dict.fromkeys(GRAPH_PHASES, 0.0)
     log("Using default HuggingFace chat template with detected content format: string")
-    # torch distributed initialisation takes its time but 0.5.23 no longer logs it
-    total += await _pause(0.4 + 0.9 * (tp - 1), settings)
+    # 0.5.23 brackets its distributed initialisation (distributed/bootstrap.py) on every device
+    all_ranks("Init parallel begin.", tp)
+    init_s = 0.4 + 0.9 * (tp - 1)
+    total += await _pause(init_s, settings)
+    all_ranks(f"Init parallel ends. elapsed={init_s:.2f} s", tp)
     if settings.fault.kind == "slow-start":
         # An extra, unscaled delay: a slow disk or a cold page cache.
         await asyncio.sleep(settings.fault.value)
@@ -159,6 +195,7 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
     )
     load_s = capacity.weights_gb / LOAD_GB_PER_S_PER_GPU
     total += await _pause(load_s, settings)
+    times["load_weight"] = load_s
     minutes, secs = divmod(int(load_s), 60)
     raw_stderr(
         f"Loading safetensors checkpoint shards: 100% Completed | {shards}/{shards} "
@@ -200,6 +237,7 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
     )
     avail -= capacity.kv_gb
     total += await _pause(1.0, settings)
+    times["kv_cache_allocation"] = 1.0
     all_ranks(f"Memory pool end. avail mem={avail:.2f} GB", tp)
 
     bs = resolved.cuda_graph_bs
@@ -214,6 +252,8 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
         )
         seconds = 0.05 * len(tokens)
         total += await _pause(seconds, settings)
+        graphs["prefill"] = seconds
+        memory["prefill"] = 0.01 * len(tokens)
         avail -= 0.01 * len(tokens)
         all_ranks(
             f"Capture target prefill CUDA graph end. elapsed={seconds:.2f} s, "
@@ -247,6 +287,8 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
             )
         capture = GRAPH_CAPTURE_S_PER_BS * len(bs) * (1.3 if spec.algorithm else 1.0)
         total += await _pause(capture, settings)
+        graphs["target_verify" if spec.algorithm else "decode"] = capture
+        memory["target_verify" if spec.algorithm else "decode"] = 0.02 * len(bs)
         avail -= 0.02 * len(bs)
         all_ranks(
             f"Capture {phase} CUDA graph end. bs={bs}, elapsed={capture:.2f} s, "
@@ -288,6 +330,8 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
             )
             seconds = factor * len(bs)
             total += await _pause(seconds, settings)
+            graphs[phase.replace(" ", "_")] = seconds
+            memory[phase.replace(" ", "_")] = 0.01 * len(bs)
             avail -= 0.01 * len(bs)
             rank_log(
                 f"Capture {phase} CUDA graph end. elapsed={seconds:.2f} s, "
@@ -304,4 +348,5 @@ async def run_startup(resolved: Resolved, settings: SimSettings, capacity: Capac
         0,
         tp,
     )
-    return total
+    times["scheduler_e2e"] = total
+    return StartupReport(times, memory)
