@@ -33,6 +33,8 @@ REAL_FORMATS: tuple[Format, ...] = (
         "main",
         "parser/template_manager.py",
     ),
+    _f(r"Init parallel begin\.", "all", "distributed/bootstrap.py"),
+    _f(rf"Init parallel ends\. elapsed={NUM} s", "all", "distributed/bootstrap.py"),
     _f(rf"Load weight begin\. avail mem={NUM} GB", "all", "model_executor/model_runner.py"),
     _f(
         rf"Load weight end\. elapsed={NUM} s, type=\w+, (?:quant=[^,]+(?:, \w+=[^,]+)*, )?"
