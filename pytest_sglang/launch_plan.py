@@ -114,14 +114,17 @@ def make_launch_plan(
 ) -> LaunchPlan:
     """The plan of ``config`` on a host.
 
-    ``local``: the embedded simulator serves on loopback and a free port, never a fixed one.
+    ``local``: a server on this machine serves on loopback and a free port, never a fixed one,
+    unless its launcher (the inventory's ``launch``) names ``--port``: then that port, as asked.
     ``pick_port``: a deployer that runs several servers side by side (the process deployer)
     gives a config without ``port`` a free one, unless the launcher already sets ``--port``.
     ``model``: the model's identity as the host has it (the deployer reads its config.json
     there); without it, it is read on this machine, else inferred from the directory's name.
     """
     deployed = config
-    if local:
+    if local and has_flag(launcher, "--port"):
+        deployed = config.replace(host="127.0.0.1", port=None)
+    elif local:
         deployed = config.replace(host="127.0.0.1", port=free_port())
     elif pick_port and config.port is None and not has_flag(launcher, "--port"):
         deployed = config.replace(port=free_port())

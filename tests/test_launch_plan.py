@@ -38,6 +38,9 @@ def test_the_port_the_server_listens_on() -> None:
     local = plan(CONFIG.replace(host="0.0.0.0", port=30000), local=True)
     assert local.deployed.host == "127.0.0.1" and local.port != 30000
     assert local.config.port == 30000  # what the test asked for stays as asked
+    # a server on this machine whose launcher names --port gets that one (e.g. a port test)
+    named = plan(CONFIG.replace(port=30000), launcher=("/py", "--port", "31000"), local=True)
+    assert named.port == 31000 and "--port" not in named.flags
 
 
 def test_env_api_key_and_secrets_come_from_the_plan() -> None:

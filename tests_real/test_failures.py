@@ -77,7 +77,6 @@ def on_model(path):  # production's flags on another model directory
     return ServerConfig.from_argv(f"--model-path {{path}} {flags}")
 
 
-BUSY_PORT = {port}
 CASES = {{
 {cases}
 }}
