@@ -34,6 +34,7 @@ from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_fla
 __all__ = [
     "FlagWords",
     "LaunchLine",
+    "catalog_arg",
     "human_readable_int",
     "read_launch",
     "split_flags",
@@ -84,6 +85,12 @@ class LaunchLine:
 @cache
 def _catalog_by_flag() -> dict[str, dict[str, Any]]:
     return {flag: arg for arg in cli_catalog() for flag in arg["flags"]}
+
+
+def catalog_arg(flag: str) -> dict[str, Any] | None:
+    """The flag catalog's entry (dest, type, action, nargs, choices) for one exact option
+    string, ``--no-x`` spellings included; None for a flag the catalog does not have."""
+    return _catalog_by_flag().get(flag)
 
 
 def _options(typed: Mapping[str, str]) -> dict[str, str]:

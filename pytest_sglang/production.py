@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .argv_parse import split_flags
+from .argv_parse import FlagWords, catalog_arg, split_flags
 from .config import PRODUCTION_MODEL, ServerConfig, did_you_mean
 from .errors import ConfigError
 from .sweep import change_label
@@ -69,16 +69,11 @@ def apply_production(placeholder: ServerConfig, base: ServerConfig, *, host: str
         ) from None
 
 
-def _destination(flag: str, matches: tuple[str, ...]) -> str:
-    """What a flag sets: the catalog's destination of the one flag it stands for, else itself
-    (``--enable-x`` and ``--no-enable-x`` set the same one)."""
-    from .versions import cli_catalog
-
-    target = matches[0] if len(matches) == 1 else flag
-    for arg in cli_catalog():
-        if target in arg["flags"]:
-            return str(arg["dest"])
-    return target
+def _destination(group: FlagWords) -> str:
+    """What a flag sets: the catalog's destination of the one flag it stands for, else the flag
+    as written (``--enable-x`` and ``--no-enable-x`` set the same one)."""
+    arg = catalog_arg(group.resolved or group.flag)
+    return str(arg["dest"]) if arg is not None else group.flag
 
 
 def merged_extra_args(base: tuple[str, ...], change: tuple[str, ...]) -> tuple[str, ...]:
@@ -90,11 +85,11 @@ def merged_extra_args(base: tuple[str, ...], change: tuple[str, ...]) -> tuple[s
     ``--device``, ``--max-total-tokens``, a parser), which no test of "production with a change"
     means.
     """
-    changed = {_destination(g.flag, g.matches) for g in split_flags(change) if g.flag}
+    changed = {_destination(g) for g in split_flags(change) if g.flag}
     kept = [
         word
         for group in split_flags(base)
-        if not group.flag or _destination(group.flag, group.matches) not in changed
+        if not group.flag or _destination(group) not in changed
         for word in group.words
     ]
     return (*kept, *change)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .aliases import rename_deprecated
-from .argv_parse import human_readable_int
+from .argv_parse import catalog_arg, human_readable_int
 from .model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
@@ -25,7 +25,7 @@ from .model_identity import (
     ModelIdentity,
     read_model_identity,
 )
-from .versions import cli_catalog, has, log_field
+from .versions import has, log_field
 
 __all__ = [
     "ADJUST_DRAFT_TOKENS_WARNING",
@@ -199,7 +199,6 @@ def extra_arg_values(extra_args: Sequence[str]) -> dict[str, Any]:
     of the flag catalog (``int``, ``float``, ``str``, ``human_readable_int`` such as
     ``--max-total-tokens 16k``, ``nullable_str``, JSON ``loads``/``json_list_type``), lists for
     ``nargs`` ``+``/``*``, store-true and ``--flag``/``--no-flag`` switches."""
-    by_flag = {flag: arg for arg in cli_catalog() for flag in arg["flags"]}
     values: dict[str, Any] = {}
     tokens = list(extra_args)
     i = 0
@@ -209,7 +208,7 @@ def extra_arg_values(extra_args: Sequence[str]) -> dict[str, Any]:
         if not token.startswith("--"):
             continue
         flag, eq, inline = token.partition("=")
-        arg = by_flag.get(flag)
+        arg = catalog_arg(flag)
         if arg is None:
             continue
         action = arg["action"]

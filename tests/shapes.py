@@ -32,77 +32,34 @@ __all__ = [
 ]
 
 PROMPT = "the model of the server is"
-#: (name, method, path, JSON body or None, streamed).
+_GENERATE = {"text": PROMPT, "sampling_params": {"max_new_tokens": 8, "temperature": 0}}
+_CHAT = {
+    "model": "default",
+    "messages": [{"role": "user", "content": PROMPT}],
+    "max_tokens": 8,
+    "temperature": 0,
+}
+_COMPLETIONS = {"model": "default", "prompt": PROMPT, "max_tokens": 8, "temperature": 0}
+#: What a streamed OpenAI request adds: the usage chunk the load generator reads.
+_OPENAI_STREAM = {"stream": True, "stream_options": {"include_usage": True}}
+#: (name, method, path, JSON body or None, streamed); each POST also streamed, as "<name>_stream".
 ENDPOINTS: tuple[tuple[str, str, str, dict[str, Any] | None, bool], ...] = (
     ("health", "GET", "/health", None, False),
     ("health_generate", "GET", "/health_generate", None, False),
     ("models", "GET", "/v1/models", None, False),
     ("model_info", "GET", "/get_model_info", None, False),
     ("server_info", "GET", "/get_server_info", None, False),
-    (
-        "generate",
-        "POST",
-        "/generate",
-        {"text": PROMPT, "sampling_params": {"max_new_tokens": 8, "temperature": 0}},
-        False,
-    ),
-    (
-        "generate_stream",
-        "POST",
-        "/generate",
-        {
-            "text": PROMPT,
-            "sampling_params": {"max_new_tokens": 8, "temperature": 0},
-            "stream": True,
-        },
-        True,
-    ),
-    (
-        "chat",
-        "POST",
-        "/v1/chat/completions",
-        {
-            "model": "default",
-            "messages": [{"role": "user", "content": PROMPT}],
-            "max_tokens": 8,
-            "temperature": 0,
-        },
-        False,
-    ),
-    (
-        "chat_stream",
-        "POST",
-        "/v1/chat/completions",
-        {
-            "model": "default",
-            "messages": [{"role": "user", "content": PROMPT}],
-            "max_tokens": 8,
-            "temperature": 0,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        },
-        True,
-    ),
-    (
-        "completions",
-        "POST",
-        "/v1/completions",
-        {"model": "default", "prompt": PROMPT, "max_tokens": 8, "temperature": 0},
-        False,
-    ),
-    (
-        "completions_stream",
-        "POST",
-        "/v1/completions",
-        {
-            "model": "default",
-            "prompt": PROMPT,
-            "max_tokens": 8,
-            "temperature": 0,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        },
-        True,
+    *(
+        entry
+        for name, path, body, streaming in (
+            ("generate", "/generate", _GENERATE, {"stream": True}),
+            ("chat", "/v1/chat/completions", _CHAT, _OPENAI_STREAM),
+            ("completions", "/v1/completions", _COMPLETIONS, _OPENAI_STREAM),
+        )
+        for entry in (
+            (name, "POST", path, body, False),
+            (f"{name}_stream", "POST", path, {**body, **streaming}, True),
+        )
     ),
 )
 
