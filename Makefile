@@ -59,8 +59,8 @@ conformance: $(CONFORMANCE_VENV)/.installed
 	$(CONFORMANCE_VENV)/bin/python conformance/harness.py --out $(CONFORMANCE_OUT)
 
 lint: $(STAMP)
-	$(BIN)/ruff check pytest_sglang tests tests_real scenarios benchmarks conformance
-	$(BIN)/ruff format --check pytest_sglang tests tests_real scenarios benchmarks conformance
+	$(BIN)/ruff check pytest_sglang tests tests_real scenarios benchmarks conformance docs
+	$(BIN)/ruff format --check pytest_sglang tests tests_real scenarios benchmarks conformance docs
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -3,9 +3,21 @@
 Deploy a configuration on a GPU host (or the built-in simulator), wait until it can really serve,
 prove from its startup journal that the requested flags took effect, benchmark it, and compare the
 numbers with stored baselines.
+
+This module is the public API (docs/api.md lists it, generated from these docstrings): scenarios,
+the docs and the README import only from here, and from :mod:`pytest_sglang.sim` for the
+simulator's own performance model. Everything else is internal and may move.
+
+Why some names load on first use (:func:`__getattr__`): the fixtures' classes and the
+measurement types pull in the plugin machinery (pytest, aiohttp, the report stack). The simulator
+and the on-host load generator import this package in every process they start, and must not pay
+for what only a pytest session needs.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .config import FileSpec, ServerConfig
 from .errors import (
@@ -24,32 +36,96 @@ from .errors import (
     TransportError,
 )
 from .production import production
-from .resolution import ExpectedJournal
+from .resolution import ADJUST_DRAFT_TOKENS_WARNING, ExpectedJournal
 from .server_args import parse_server_args
 from .sweep import load_configs, sweep
 
+if TYPE_CHECKING:
+    from .bench.metrics import BenchResult
+    from .bench.pytest_plugin import SglangBench
+    from .bench.slo import Slo
+    from .bench.workload import JsonlPrompts, RandomPrompts, ShareGPTPrompts, Workload
+    from .deployment import Deployment
+    from .quality.evals import AccuracyResult, EquivalenceResult
+    from .quality.pytest_plugin import SglangQuality
+    from .quality.tasks import Item, Task
+    from .report.tuning import tuning_verdicts
+    from .stash import bench_results, quality_results
+
 __version__ = "0.1.0"
 
+#: Public names that load on first use: name -> the module that defines it.
+_LAZY: dict[str, str] = {
+    "AccuracyResult": ".quality.evals",
+    "BenchResult": ".bench.metrics",
+    "Deployment": ".deployment",
+    "EquivalenceResult": ".quality.evals",
+    "Item": ".quality.tasks",
+    "JsonlPrompts": ".bench.workload",
+    "RandomPrompts": ".bench.workload",
+    "ShareGPTPrompts": ".bench.workload",
+    "SglangBench": ".bench.pytest_plugin",
+    "SglangQuality": ".quality.pytest_plugin",
+    "Slo": ".bench.slo",
+    "Task": ".quality.tasks",
+    "Workload": ".bench.workload",
+    "bench_results": ".stash",
+    "quality_results": ".stash",
+    "tuning_verdicts": ".report.tuning",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name of :data:`_LAZY` from its module, once (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
+    "ADJUST_DRAFT_TOKENS_WARNING",
+    "AccuracyResult",
     "BaselineError",
+    "BenchResult",
     "CommandTimeout",
     "ConfigError",
     "ConnectError",
     "DeployError",
+    "Deployment",
+    "EquivalenceResult",
     "ExpectedJournal",
     "FileSpec",
     "HostKeyError",
     "InventoryError",
+    "Item",
     "JournalError",
+    "JsonlPrompts",
     "PreflightError",
+    "RandomPrompts",
     "RestoreError",
     "ServerConfig",
     "ServerStartError",
+    "SglangBench",
     "SglangError",
+    "SglangQuality",
+    "ShareGPTPrompts",
+    "Slo",
+    "Task",
     "TransportError",
+    "Workload",
     "__version__",
+    "bench_results",
     "load_configs",
     "parse_server_args",
     "production",
+    "quality_results",
     "sweep",
+    "tuning_verdicts",
 ]

@@ -67,6 +67,7 @@ class Deployment:
 
     @property
     def config_id(self) -> str:
+        """The config's short id (as in test ids), e.g. ``eagle-s3-k1``."""
         return self.config.id
 
     @property
@@ -80,13 +81,16 @@ class Deployment:
         return self.plan.api_key if self.plan is not None else None
 
     def url(self, path: str) -> str:
+        """The server's URL for ``path`` (``/v1/models`` or ``v1/models``)."""
         return self.base_url + (path if path.startswith("/") else "/" + path)
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
+        """GET ``path`` on the server (its API key sent; 60 s timeout unless given)."""
         kwargs.setdefault("timeout", 60)
         return self.http.get(self.url(path), **kwargs)
 
     def post(self, path: str, **kwargs: Any) -> requests.Response:
+        """POST to ``path`` on the server (its API key sent; 300 s timeout unless given)."""
         kwargs.setdefault("timeout", 300)
         return self.http.post(self.url(path), **kwargs)
 

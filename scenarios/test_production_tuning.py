@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sglang import production, sweep
-from pytest_sglang.bench import Workload
-from pytest_sglang.bench.pytest_plugin import SglangBench
+from pytest_sglang import SglangBench, Workload, production, sweep
 
 
 @pytest.mark.parametrize(

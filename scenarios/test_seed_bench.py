@@ -35,9 +35,8 @@ from __future__ import annotations
 import pytest
 from seed import CONFIGS
 
-from pytest_sglang.bench import Workload
-from pytest_sglang.bench.pytest_plugin import SglangBench
-from pytest_sglang.sim.perf import SpecConfig, decode_tok_per_s
+from pytest_sglang import SglangBench, Workload
+from pytest_sglang.sim import SpecConfig, decode_tok_per_s
 
 #: The seeds' single-stream figures (tok/s), for the record; the model was fitted to them.
 SEED_TOK_S = {1: 123.0, 2: 186.0, 3: 234.0}

@@ -12,8 +12,7 @@ import re
 import pytest
 from seed import CONFIGS
 
-from pytest_sglang.deployment import Deployment
-from pytest_sglang.resolution import ADJUST_DRAFT_TOKENS_WARNING
+from pytest_sglang import ADJUST_DRAFT_TOKENS_WARNING, Deployment
 
 
 @pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)

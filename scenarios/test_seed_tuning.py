@@ -23,10 +23,7 @@ from __future__ import annotations
 import pytest
 from seed import CONFIGS
 
-from pytest_sglang.bench import Workload
-from pytest_sglang.bench.pytest_plugin import SglangBench
-from pytest_sglang.report.tuning import tuning_verdicts
-from pytest_sglang.stash import bench_results
+from pytest_sglang import SglangBench, Workload, bench_results, tuning_verdicts
 
 pytestmark = pytest.mark.tuning
 

@@ -148,3 +148,62 @@ def test_page_runs_as_written(page: str, tmp_path: Path) -> None:
         assert result.returncode == 0, f"{page} module {i}:\n{result.stdout}\n{result.stderr}"
         ran += 1
     assert ran, f"{page}: nothing was run"
+
+
+def test_api_reference_is_current() -> None:
+    """docs/api.md is what docs/api_reference.py makes of today's docstrings."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "api_reference.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(no docstring)" not in (REPO / "docs" / "api.md").read_text()
+
+
+#: Where scenarios and the docs may import from: the package and the simulator's public part.
+_PUBLIC_MODULES = {"pytest_sglang", "pytest_sglang.sim"}
+_CODE = re.compile(r"```python\n(.*?)^```", re.S | re.M)
+
+
+def _imports(code: str) -> list[tuple[str, list[str]]]:
+    """(module, names) of every ``pytest_sglang`` import in ``code`` (a block that does not
+    parse alone is read line by line)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        lines = re.findall(r"^\s*from\s+(pytest_sglang[\w.]*)\s+import\s+(.+)$", code, re.M)
+        return [(m, [n.strip(" ()") for n in names.split(",")]) for m, names in lines]
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pytest_sglang"):
+            found.append((node.module or "", [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names if a.name.startswith("pytest_sglang")]
+    return found
+
+
+def test_scenarios_and_docs_import_only_the_public_api() -> None:
+    """Every ``pytest_sglang`` import in scenarios/, docs/ and the README names a public module
+    and a name it exports, so the docs never teach an internal path that may move."""
+    import importlib
+
+    sources = [*sorted((REPO / "scenarios").glob("*.py")), *sorted((REPO / "docs").glob("*.md"))]
+    sources.append(REPO / "README.md")
+    wrong = []
+    for path in sources:
+        text = path.read_text()
+        blocks = [text] if path.suffix == ".py" else _CODE.findall(text)
+        for module, names in (imp for block in blocks for imp in _imports(block)):
+            where = path.relative_to(REPO)
+            if module not in _PUBLIC_MODULES:
+                wrong.append(f"{where}: imports {module}")
+                continue
+            exported = set(importlib.import_module(module).__all__)
+            wrong += [
+                f"{where}: {n} is not in {module}.__all__" for n in names if n not in exported
+            ]
+    assert not wrong, "\n".join(wrong)

@@ -137,6 +137,7 @@ class BenchResult:
         raise AttributeError(name)
 
     def as_dict(self) -> dict[str, Any]:
+        """Every figure by its bench_serving name (what baselines store and reports show)."""
         out: dict[str, Any] = {
             "duration": self.duration,
             "completed": self.completed,

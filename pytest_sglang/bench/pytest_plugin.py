@@ -82,6 +82,7 @@ class SglangBench:
 
     @property
     def model(self) -> str:
+        """The model name requests carry: the served model name, else the model path."""
         cfg = self.deployment.config
         return str(getattr(cfg, "served_model_name", None) or cfg.model_path)
 

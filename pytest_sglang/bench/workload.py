@@ -67,6 +67,7 @@ class RandomPrompts:
 
     @property
     def bounds(self) -> tuple[int, int]:
+        """(shortest, longest) prompt length in words; equal for a fixed length."""
         if isinstance(self.length, tuple):
             return int(self.length[0]), int(self.length[1])
         return int(self.length), int(self.length)
@@ -87,6 +88,7 @@ class RandomPrompts:
 
     @property
     def label(self) -> str:
+        """A readable name for tables, e.g. ``random-512`` or ``random-100-900``."""
         low, high = self.bounds
         return f"random-{low}" if low == high else f"random-{low}-{high}"
 
@@ -107,6 +109,7 @@ class JsonlPrompts:
     key: str = "prompt"
 
     def prompts(self, count: int) -> list[str]:
+        """``count`` prompts: the file's, in order, from the start again when it runs out."""
         texts = self._read()
         return [texts[i % len(texts)] for i in range(count)]
 
@@ -141,6 +144,7 @@ class JsonlPrompts:
 
     @property
     def label(self) -> str:
+        """The file's name."""
         return Path(self.path).name
 
     def canonical(self) -> dict[str, object]:
@@ -173,10 +177,12 @@ class ShareGPTPrompts:
     max_total_tokens: int = 2048
 
     def prompts(self, count: int) -> list[str]:
+        """``count`` first-turn prompts: the dataset's, in order, again from the start."""
         pairs = self._pairs
         return [pairs[i % len(pairs)][0] for i in range(count)]
 
     def output_lengths(self, count: int) -> list[int] | None:
+        """The dataset's answer lengths with ``dataset_output_len``, else None."""
         if not self.dataset_output_len:
             return None
         pairs = self._pairs
@@ -223,6 +229,7 @@ class ShareGPTPrompts:
 
     @property
     def label(self) -> str:
+        """``sharegpt-<file name>``."""
         return f"sharegpt-{Path(self.path).name}"
 
     def canonical(self) -> dict[str, object]:

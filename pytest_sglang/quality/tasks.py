@@ -108,6 +108,7 @@ class Task:
 
     @property
     def prompts(self) -> list[str]:
+        """The items' prompts, in order."""
         return [item.prompt for item in self.items]
 
     # -- sources ------------------------------------------------------------------------------

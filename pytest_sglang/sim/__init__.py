@@ -44,10 +44,14 @@ the executable:
 Modules: :mod:`.cli` (flags), :mod:`.resolve` (ServerArgs post-init), :mod:`.perf` (performance
 model), :mod:`.tokenizer` (word tokenizer), :mod:`.startup` (milestones), :mod:`.scheduler`
 (batching), :mod:`.server` (HTTP), :mod:`.faults` (fatal exits), :mod:`.logs` (format).
+
+Public here (docs/api.md): the performance model a scenario may hold the simulator to,
+:class:`SpecConfig` and :func:`decode_tok_per_s`.
 """
 
 from __future__ import annotations
 
 from .knobs import emulated_version
+from .perf import SpecConfig, decode_tok_per_s
 
-__all__ = ["emulated_version"]
+__all__ = ["SpecConfig", "decode_tok_per_s", "emulated_version"]
