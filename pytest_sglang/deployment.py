@@ -9,6 +9,7 @@ session's redactor before anything is printed, so tests, reports and errors neve
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -64,11 +65,31 @@ class Deployment:
     _deployer: Deployer | None = field(default=None, repr=False)
     _cursor: str = field(default="", repr=False)
     _redactor: Redactor | None = field(default=None, repr=False)
+    #: The deployment this one names otherwise (:meth:`named`): its journal is read there.
+    _origin: Deployment | None = field(default=None, repr=False)
 
     @property
     def config_id(self) -> str:
         """The config's short id (as in test ids), e.g. ``eagle-s3-k1``."""
         return self.config.id
+
+    def named(self, config: ServerConfig) -> Deployment:
+        """This running server under ``config``'s name: ``config`` has the same digest (another
+        name for the same config), so nothing is started again; tests, results and reports of
+        the returned deployment carry the name they asked for. The journal, the HTTP session
+        and the host are this deployment's own (one server, read once)."""
+        if config.digest != self.config.digest:
+            raise ValueError(f"{config.id} is another config than {self.config_id}")
+        if config.id == self.config_id:
+            return self
+        origin = self._origin or self
+        return dataclasses.replace(
+            origin,
+            config=config,
+            deployed=origin.deployed.replace(name=config.name),
+            resolved=origin.resolved.replace(name=config.name),
+            _origin=origin,
+        )
 
     @property
     def deployer(self) -> Deployer | None:
@@ -121,6 +142,8 @@ class Deployment:
 
     def refresh_journal(self) -> StartupJournal:
         """Append what the server logged since the last read (e.g. decode-batch lines)."""
+        if self._origin is not None:  # one cursor per server: lines are read once
+            return self._origin.refresh_journal()
         if self._deployer is not None:
             entries, self._cursor = self._deployer.read_journal(self._cursor)
             redact = self._redactor.redact if self._redactor is not None else str
@@ -130,7 +153,10 @@ class Deployment:
 
 @dataclass
 class DeploymentRecord:
-    """One line of the session summary's ``deployments``: how a config fared on a host."""
+    """One line of the session summary's ``deployments``: how a config fared on a host.
+
+    ``names``: every name the session's tests gave this config (one digest) while it was up,
+    ``config_id`` first: a second name reuses the deployment instead of starting it again."""
 
     host: str
     config_id: str
@@ -139,6 +165,15 @@ class DeploymentRecord:
     reason: str = ""
     ready_s: float | None = None
     message: str = ""
+    names: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.names:
+            self.names = [self.config_id]
+
+    def add_name(self, name: str) -> None:
+        if name not in self.names:
+            self.names.append(name)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

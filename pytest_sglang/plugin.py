@@ -19,6 +19,8 @@ from .deployment import PHASE_LINE, Deployment
 from .errors import ConfigError, SglangError
 from .options import number
 from .output_paths import check_output_paths
+from .production import is_production
+from .report.config_names import label
 from .session import HostLease, SglangSession
 from .stash import SESSION_KEY, bench_results, comparison_results, merge_summary, summary_of
 from .terminal import Column, LiveLine, TextTable, write_table
@@ -335,24 +337,82 @@ def pytest_collection_modifyitems(
 
     Tests without a deployment run first; the configs keep the order in which they first
     appear; within a group the written order is kept. The session's redactor learns every
-    config's secrets here, before anything can report them.
+    config's secrets here, before anything can report them. A production placeholder's digest
+    is known only once the host is read: :func:`pytest_runtestloop` merges its group with the
+    config it turns out to be.
     """
-    first_seen: dict[str, int] = {}
     sglang = config.stash.get(SESSION_KEY, None)
+    seen: set[str] = set()
+    for item in items:
+        cfg = _config_of(item)
+        if cfg is not None and cfg.digest not in seen and sglang is not None:
+            # Learn every secret before the first test runs: reports set up early.
+            sglang.redactor.add_env(cfg.env)
+            sglang.redactor.add_argv(list(cfg.extra_args))
+        if cfg is not None:
+            seen.add(cfg.digest)
+    items[:] = _grouped(items, {cfg.digest: cfg.digest for cfg in _configs(items)})
+
+
+def _configs(items: list[pytest.Item]) -> list[ServerConfig]:
+    """The distinct configs of ``items`` (by digest), in the order they first appear."""
+    configs: dict[str, ServerConfig] = {}
     for item in items:
         cfg = _config_of(item)
         if cfg is not None:
-            if cfg.digest not in first_seen and sglang is not None:
-                # Learn every secret before the first test runs: reports set up early.
-                sglang.redactor.add_env(cfg.env)
-                sglang.redactor.add_argv(list(cfg.extra_args))
-            first_seen.setdefault(cfg.digest, len(first_seen))
+            configs.setdefault(cfg.digest, cfg)
+    return list(configs.values())
+
+
+def _grouped(items: list[pytest.Item], deployed: dict[str, str]) -> list[pytest.Item]:
+    """``items`` grouped by what their config deploys (``deployed``: a config's digest -> the
+    digest of what the host starts for it), groups in first-appearance order, a group's
+    items in their order; tests without a deployment first."""
+    first_seen: dict[str, int] = {}
+    for item in items:
+        cfg = _config_of(item)
+        if cfg is not None:
+            first_seen.setdefault(deployed[cfg.digest], len(first_seen))
 
     def key(item: pytest.Item) -> int:
         cfg = _config_of(item)
-        return -1 if cfg is None else first_seen[cfg.digest]
+        return -1 if cfg is None else first_seen[deployed[cfg.digest]]
 
-    items[:] = sorted(items, key=key)
+    return sorted(items, key=key)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Before the first test: production placeholders join the config they are on this host.
+
+    ``production(speculative_num_steps=3)`` may be the very config another test names
+    ``eagle-s3``: one digest, so one deployment, when their tests run together. The host's
+    production is read here (what the placeholder's first test would do anyway). Not under
+    xdist: the controller schedules the collection order, and each worker has its own host.
+    """
+    config = session.config
+    sglang = config.stash.get(SESSION_KEY, None)
+    if (
+        sglang is None
+        or sglang.dry_run
+        or config.option.collectonly
+        or session.testsfailed
+        or hasattr(config, "workerinput")
+        or getattr(config.option, "dist", "no") != "no"
+    ):
+        return
+    configs = _configs(session.items)
+    if len(configs) < 2 or not any(is_production(cfg) for cfg in configs):
+        return
+    try:
+        host = sglang.host()
+    except SglangError:
+        return  # the tests say why, each with its one line
+    deployed: dict[str, str] = {}
+    for cfg in configs:
+        effective = host.resolve(cfg)
+        deployed[cfg.digest] = cfg.digest if effective is None else effective.digest
+    session.items[:] = _grouped(session.items, deployed)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -428,7 +488,8 @@ def deployments_table(rows: list[dict[str, Any]]) -> TextTable:
         ready = f"{row['ready_s']:.1f}s" if row.get("ready_s") is not None else "-"
         reason = ": ".join(str(row[k]) for k in ("reason", "message") if row.get(k))
         failed = row["outcome"] != "ready"
-        table.add(row["host"], row["config_id"], row["outcome"], ready, reason, red=failed)
+        config = label(row.get("names") or [row["config_id"]])  # one config, all its names
+        table.add(row["host"], config, row["outcome"], ready, reason, red=failed)
     return table
 
 

@@ -31,6 +31,7 @@ from .hosts import HostSpec, resolve_host, transport_for
 from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
 from .quality.verdict import quality_holds
+from .report.config_names import names_by_config, with_config_names
 from .report.records import bench_from_by_host
 from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
@@ -75,7 +76,10 @@ class HostLease:
         self._lock: HostLock | None = None
         self._prepared = False
         self.current: Deployment | None = None
-        self._failures: dict[str, SglangError] = {}
+        #: The summary's line of ``current`` (the names it was asked for are added to it).
+        self._record: DeploymentRecord | None = None
+        #: Configs that failed here, by digest (a placeholder's and its effective config's).
+        self._failures: dict[str, tuple[SglangError, DeploymentRecord]] = {}
         self._production: ServerConfig | None = None
         #: production() placeholders (by digest) and the full configs they stand for here.
         self._applied: dict[str, ServerConfig] = {}
@@ -192,8 +196,29 @@ class HostLease:
         full = self._apply_production(config)
         return self.deployer.dry_run(self.deployer.launch_plan(full))
 
+    def effective(self, config: ServerConfig) -> ServerConfig:
+        """The config deploying ``config`` starts on this host: a production placeholder applied
+        to production (read once, after the lock and recovery), any other config as it is. Its
+        digest is what the host runs: two names with one digest are one deployment."""
+        if not is_production(config):
+            return config
+        self.prepare()  # locked and recovered before production is read
+        return self._apply_production(config)
+
+    def resolve(self, config: ServerConfig) -> ServerConfig | None:
+        """:meth:`effective`, or None when it cannot be known: the failure is then the
+        config's (recorded, and raised to its tests by :meth:`deployment` without retrying)."""
+        if config.digest in self._failures:
+            return None
+        try:
+            return self.effective(config)
+        except SglangError as exc:
+            self._failed(config, exc)
+            return None
+
     def deployment(self, config: ServerConfig) -> Deployment:
-        """The deployment of ``config``: reused when it is already up, else deployed now."""
+        """The deployment of ``config``: reused when it (or the same config under another
+        name: the same digest) is already up, else deployed now."""
         if self._lock is not None and self._lock.lost:
             self.current = None
             raise HostLockError(
@@ -202,43 +227,60 @@ class HostLease:
                 "the host; its tests are not run against it"
             )
         requested = config
-        failure = self._failures.get(requested.digest)
-        if failure is not None:
-            raise failure
+        self._raise_failure(requested.digest, requested.id)
         try:
-            if is_production(requested):
-                self.prepare()  # locked and recovered before production is read
-            config = self._apply_production(requested)
+            config = self.effective(requested)
+        except SglangError as exc:
+            self._failed(requested, exc)
+            raise
+        self._raise_failure(config.digest, requested.id)  # the same config under another name
+        try:
             if self.current is not None and self.current.config.digest == config.digest:
                 self.current.check_still_running()
-                return self.current
+                if self._record is not None:
+                    self._record.add_name(config.id)
+                return self.current.named(config)
             self.current = self._deploy(config)
         except SglangError as exc:
-            self.current = None
-            self._failures[requested.digest] = exc
-            self.records.append(
-                DeploymentRecord(
-                    host=self.spec.name,
-                    config_id=requested.id,
-                    digest=requested.digest,
-                    outcome="failed",
-                    reason=getattr(exc, "reason", None) or reason_of(exc),
-                    message=self.redactor.redact(
-                        str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    ),
-                )
-            )
+            self._failed(requested, exc, config)
             raise
-        self.records.append(
-            DeploymentRecord(
-                host=self.spec.name,
-                config_id=config.id,
-                digest=config.digest,
-                outcome="ready",
-                ready_s=self.current.timings["ready_s"],
-            )
+        self._record = DeploymentRecord(
+            host=self.spec.name,
+            config_id=config.id,
+            digest=config.digest,
+            outcome="ready",
+            ready_s=self.current.timings["ready_s"],
         )
+        self.records.append(self._record)
         return self.current
+
+    def _raise_failure(self, digest: str, name: str) -> None:
+        """A config that failed here fails again at once, whichever of its names asks."""
+        failed = self._failures.get(digest)
+        if failed is not None:
+            exc, record = failed
+            record.add_name(name)
+            raise exc
+
+    def _failed(
+        self, requested: ServerConfig, exc: SglangError, config: ServerConfig | None = None
+    ) -> None:
+        """Record ``exc`` as ``requested``'s failure (and its effective ``config``'s)."""
+        self.current = None
+        self._record = None
+        record = DeploymentRecord(
+            host=self.spec.name,
+            config_id=requested.id,
+            digest=requested.digest,
+            outcome="failed",
+            reason=getattr(exc, "reason", None) or reason_of(exc),
+            message=self.redactor.redact(
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            ),
+        )
+        self.records.append(record)
+        for digest in {requested.digest, (config or requested).digest}:
+            self._failures[digest] = (exc, record)
 
     def _say(self, message: str) -> None:
         if self.progress is not None:
@@ -262,6 +304,7 @@ class HostLease:
         the next session (whoever runs it) restores from it before changing anything.
         """
         self.current = None
+        self._record = None
         ours = self.spec.kind == "local" or (self._lock is not None and self._lock.held)
         try:
             if self._deployer is not None:
@@ -408,9 +451,12 @@ class SglangSession:
         benchmarks: list[dict[str, Any]] | None = None,
         comparisons: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
+        deployments = [r.as_json() for r in self.records] + self.merged.get("deployments", [])
+        bench = list(benchmarks or []) + self.merged.get("benchmarks", [])
         data: dict[str, Any] = {
-            "deployments": [r.as_json() for r in self.records] + self.merged.get("deployments", []),
-            "benchmarks": list(benchmarks or []) + self.merged.get("benchmarks", []),
+            "deployments": deployments,
+            # each under every name its config (one digest) had in the session
+            "benchmarks": with_config_names(bench, names_by_config(deployments, bench)),
             "comparisons": list(comparisons or []) + self.merged.get("comparisons", []),
         }
         # where each host's benchmark load came from (host, direct or forward)

@@ -245,3 +245,65 @@ def test_second(sglang_server):
         ["*the server ended after it was ready: process killed by signal 9; its last line:*"]
     )
     assert [r["outcome"] for r in summary(out)] == ["ready", "failed"]
+
+
+def test_two_names_of_one_config_are_one_deployment(pytester: pytest.Pytester) -> None:
+    """A config's identity is its digest: the second name reuses the running server, each test
+    sees the name it asked for, and the server's one journal is read once (whichever name
+    reads it, no line twice)."""
+    pytester.makepyfile(
+        CONFIGS
+        + """
+import time
+
+ALIAS = CONFIGS[0].replace(name="alias")
+PREFILLS = []
+
+def prefill_lines(server):
+    reply = server.post(
+        "/v1/completions", json={"model": "qwen3-8b", "prompt": "hi", "max_tokens": 2}
+    )
+    assert reply.status_code == 200
+    for _ in range(50):  # the server's line may reach its log a moment after the reply
+        count = sum("Prefill batch" in line for line in server.refresh_journal().lines)
+        if not PREFILLS or count > PREFILLS[-1]:
+            break
+        time.sleep(0.1)
+    PREFILLS.append(count)
+
+@pytest.mark.parametrize("sglang_server", [CONFIGS[0], CONFIGS[1], ALIAS], indirect=True)
+def test_a(request, sglang_server):
+    assert sglang_server.config_id == request.node.callspec.id
+    if sglang_server.config.speculative_num_steps == 1:
+        prefill_lines(sglang_server)
+
+@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
+def test_b(sglang_server):
+    prefill_lines(sglang_server)
+    assert PREFILLS[1:] == [PREFILLS[0] + 1, PREFILLS[0] + 2]
+"""
+    )
+    out = pytester.path / "summary.json"
+    result = pytester.runpytest("--sglang-summary", str(out), "-v")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["*test_a?eagle-s1-k1? PASSED*", "*test_a?alias? PASSED*", "*test_b?eagle-s1-k1? PASSED*"]
+    )
+    result.stdout.fnmatch_lines(["*local*eagle-s1-k1 = alias*ready*"])
+    records = summary(out)
+    assert [(r["config_id"], r["names"]) for r in records] == [
+        ("eagle-s1-k1", ["eagle-s1-k1", "alias"]),
+        ("eagle-s2-k1", ["eagle-s2-k1"]),
+    ]
+
+
+def test_a_config_that_failed_fails_at_once_under_its_other_name(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SGLANG_SIM_FAULT", "oom")
+    pytester.makepyfile(empty_tests("test_a", configs='[CONFIGS[0], CONFIGS[0].replace(name="b")]'))
+    out = pytester.path / "summary.json"
+    result = pytester.runpytest("--sglang-summary", str(out))
+    result.assert_outcomes(errors=2)
+    [record] = summary(out)  # not started again for its other name
+    assert (record["outcome"], record["names"]) == ("failed", ["eagle-s1-k1", "b"])

@@ -125,3 +125,57 @@ def test_changed_pass_through_flags_keep_productions_others() -> None:
         "A": "1",
         "B": "3",
     }
+
+
+def test_production_and_a_config_with_its_digest_are_deployed_once(
+    pytester: pytest.Pytester,
+) -> None:
+    """``production(speculative_num_steps=3)`` is, on this host, the config a sweep names
+    ``eagle-s3``: one digest, so one deployment (the placeholder's group joins the config's,
+    though it was written apart), and its results are one config's, under both names."""
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text(INVENTORY)
+    pytester.makepyfile(
+        f"""
+import pytest
+from pytest_sglang import ServerConfig, production
+from pytest_sglang.bench import Workload
+
+BASE = ServerConfig.from_argv({PRODUCTION_LINE.split()!r})
+SAME = BASE.replace(speculative_num_steps=3, name="eagle-s3")
+OTHER = BASE.replace(speculative_num_steps=1, name="eagle-s1")
+
+@pytest.mark.parametrize(
+    "sglang_server", [production(speculative_num_steps=3), OTHER, SAME], indirect=True
+)
+def test_bench(request, sglang_bench):
+    assert request.node.callspec.id == sglang_bench.deployment.config_id
+    assert sglang_bench(Workload.single_stream(16), rounds=2).failed == 0
+"""
+    )
+    out = pytester.path / "summary.json"
+    result = pytester.runpytest(
+        "--sglang-inventory", str(inventory), "--sglang-summary", str(out), "-v"
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_bench?production-s3? PASSED*",
+            "*test_bench?eagle-s3? PASSED*",
+            "*test_bench?eagle-s1? PASSED*",
+            "*local*production-s3 = eagle-s3*ready*",
+        ]
+    )
+    summary = json.loads(Path(out).read_text())
+    assert [(r["names"], r["outcome"]) for r in summary["deployments"]] == [
+        (["production-s3", "eagle-s3"], "ready"),
+        (["eagle-s1"], "ready"),
+    ]
+    rows = {r["config_id"]: r for r in summary["benchmarks"]}
+    assert rows["production-s3"]["config_digest"] == rows["eagle-s3"]["config_digest"]
+    assert rows["production-s3"]["config_digest"] != rows["eagle-s1"]["config_digest"]
+    assert rows["eagle-s3"]["config_names"] == ["production-s3", "eagle-s3"]
+    assert rows["eagle-s1"]["config_names"] == ["eagle-s1"]
+    [verdict] = [v for v in summary["tuning"] if v["objective"] == "single-stream"]
+    ranked = sorted(r["names"] for r in verdict["ranking"])  # one entry for the one config
+    assert ranked == [["eagle-s1"], ["production-s3", "eagle-s3"]]

@@ -339,6 +339,8 @@ class SglangBench:
             workload=workload.name,
             workload_spec=workload.describe(),
             config_id=d.config_id,
+            # the config's identity: another name for the same digest is the same config
+            config_digest=d.config.digest,
             config=config,
             host=d.host,
             sglang_version=d.sglang_version,

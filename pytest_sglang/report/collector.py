@@ -25,7 +25,7 @@ from .plots import PlotsUnavailable, plot_sweep
 from .records import BenchRecord, load_paths
 from .sweeps import Sweep, find_sweeps
 from .tables import comparison_table, html_document, quality_table, sweep_table
-from .tuning import DEFAULT_OBJECTIVE, Verdict, tuning_html, tuning_verdicts
+from .tuning import DEFAULT_OBJECTIVE, Verdict, titles, tuning_html, tuning_verdicts
 from .tuning_plot import plot_tuning
 
 if TYPE_CHECKING:
@@ -277,9 +277,9 @@ class ReportSession:
             body = tuning_html([v for v, _ in tuning])
             page = html_document("tuning verdict", body)
             attachments.append(("tuning verdict", self.redact(page), "text/html", "html"))
-            for verdict, png in tuning:
-                if png is not None:
-                    name = f"plot: tuning {verdict.workload}"
+            for (_verdict, png), title in zip(tuning, titles([v for v, _ in tuning])):
+                if png is not None:  # named by its workload's digest where two share a name
+                    name = f"plot: tuning {title}"
                     attachments.append((name, png, "image/png", "png"))
         for sweep in sweeps:
             png = plots.get(sweep.slug)

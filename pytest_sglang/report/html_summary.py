@@ -23,7 +23,7 @@ from .tables import (
     quality_table,
     sweep_table,
 )
-from .tuning import Verdict, tuning_html
+from .tuning import Verdict, titles, tuning_html
 
 __all__ = ["render_summary", "write_summary"]
 
@@ -87,10 +87,10 @@ def render_summary(
     parts += ["<h2>Deployments</h2>", deployments_table(deployments)]
     if tuning:
         parts += ["<h2>Tuning verdict</h2>", tuning_html([v for v, _ in tuning])]
-        for verdict, png in tuning:
+        for (_verdict, png), title in zip(tuning, titles([v for v, _ in tuning])):
             if png is not None:
                 data = base64.b64encode(png).decode("ascii")
-                alt = html.escape(f"plot: tuning {verdict.workload}", quote=True)
+                alt = html.escape(f"plot: tuning {title}", quote=True)
                 parts.append(f'<img class="plot" alt="{alt}" src="data:image/png;base64,{data}">')
     parts.append("<h2>Sweeps</h2>")
     if not sweeps:

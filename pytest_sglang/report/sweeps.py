@@ -9,6 +9,9 @@ A sweep compares one workload: when no test parameter varies, runs of different 
 (``workload_key``: one test that builds its workload from the config) are separate sweeps, so
 that a config measured with 64-token answers is never drawn beside one measured with 128-token
 ones. When a test parameter varies, the workload follows it (``concurrency``) and is the axis.
+
+A config is its digest (``config_digest``): runs of one test with the same parameters under two
+names of one config are one point (the last run), named by both (:mod:`.config_names`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .config_names import config_key, label
 from .records import BenchRecord
 
 __all__ = ["Sweep", "SweepPoint", "find_sweeps"]
@@ -24,11 +28,18 @@ __all__ = ["Sweep", "SweepPoint", "find_sweeps"]
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One run in a sweep: its value of the swept parameter and its record."""
+    """One run in a sweep: its value of the swept parameter and its record; ``names``: every
+    name its config (one digest) ran under in this sweep (empty: the record's alone)."""
 
     value: Any
     label: str
     record: BenchRecord
+    names: tuple[str, ...] = ()
+
+    @property
+    def config(self) -> str:
+        """The config as the sweep shows it: ``production-s3 = eagle-s3-k1-tp4``."""
+        return label(self.names or (self.record.config_id,))
 
 
 @dataclass(frozen=True)
@@ -91,8 +102,19 @@ def find_sweeps(records: list[BenchRecord]) -> list[Sweep]:
     return sweeps
 
 
-def _sweep(test: str, host: str, runs: list[BenchRecord]) -> list[Sweep]:
+def _one_per_config(runs: list[BenchRecord]) -> tuple[list[BenchRecord], list[tuple[str, ...]]]:
+    """The last run of each config (digest) and test parameters, with the config's names."""
+    merged: dict[tuple[str, str, str], tuple[tuple[str, ...], BenchRecord]] = {}
+    for run in runs:
+        key = (config_key(run.info), _key(run.params), _key(run.tuned))
+        names = merged[key][0] if key in merged else ()
+        merged[key] = (names if run.config_id in names else (*names, run.config_id), run)
+    return [run for _, run in merged.values()], [names for names, _ in merged.values()]
+
+
+def _sweep(test: str, host: str, all_runs: list[BenchRecord]) -> list[Sweep]:
     """The sweep of these runs of one test on one host ([] when they are not one)."""
+    runs, aliases = _one_per_config(all_runs)
     if len(runs) < 2:
         return []
     points = [_point_of(r) for r in runs]
@@ -104,12 +126,15 @@ def _sweep(test: str, host: str, runs: list[BenchRecord]) -> list[Sweep]:
         name = varying[0]
         parameter = name.removeprefix("param:")
         built = [
-            SweepPoint(value=p.get(name), label=f"{p.get(name)}", record=r)
-            for p, r in zip(points, runs)
+            SweepPoint(value=p.get(name), label=f"{p.get(name)}", record=r, names=n)
+            for p, r, n in zip(points, runs, aliases)
         ]
     else:
         parameter = "config"
-        built = [SweepPoint(value=r.config_id, label=r.config_id, record=r) for r in runs]
+        built = [
+            SweepPoint(value=r.config_id, label=label(n), record=r, names=n)
+            for r, n in zip(runs, aliases)
+        ]
     sweep = Sweep(test=test, host=host, parameter=parameter, points=tuple(built))
     if sweep.numeric:
         ordered = sorted(sweep.points, key=lambda p: float(p.value))

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..terminal import display_test_ids
+from .config_names import label
 from .records import LATENCY_METRICS, BenchRecord, scalar_metrics
 from .sweeps import Sweep
 
@@ -138,7 +139,7 @@ def sweep_table(sweep: Sweep) -> str:
     for point in sweep.points:
         info = point.record.info
         cells = _cell(point.label, text=True)
-        cells += _cell(point.record.config_id, text=True) + _cell(point.record.workload, text=True)
+        cells += _cell(point.config, text=True) + _cell(point.record.workload, text=True)
         cells += "".join(_cell(info.get(metric)) for metric, _ in _SWEEP_METRICS)
         cells += _cell(info.get("completed")) + _cell(info.get("failed"))
         cls = ' class="failed"' if info.get("failed") else ""
@@ -171,7 +172,8 @@ def benchmarks_table(records: Sequence[BenchRecord]) -> str:
 
 
 def deployments_table(deployments: Sequence[Mapping[str, Any]]) -> str:
-    """The session's deployments (``SglangSession.summary()["deployments"]``)."""
+    """The session's deployments (``SglangSession.summary()["deployments"]``); a deployment
+    that tests asked for under several names (one config) shows them all."""
     # why a deployment failed: columns only when one did
     columns = [
         c
@@ -183,7 +185,8 @@ def deployments_table(deployments: Sequence[Mapping[str, Any]]) -> str:
     body = []
     for row in deployments:
         cls = ' class="failed"' if row.get("outcome") == "failed" else ""
-        cells = "".join(_cell(row.get(c), text=c in text) for c in columns)
+        shown = {**row, "config_id": label(row.get("names") or [row.get("config_id", "?")])}
+        cells = "".join(_cell(shown.get(c), text=c in text) for c in columns)
         body.append(f"<tr{cls}>{cells}</tr>")
     return f'<table class="sglang-deployments">{head}<tbody>{"".join(body)}</tbody></table>'
 

@@ -19,7 +19,10 @@ Objectives (:data:`OBJECTIVES`), each read from the session's benchmark results:
 A sweep is one workload: results are grouped by the workload's digest (``workload_key``,
 :mod:`pytest_sglang.bench.identity`), not its name, so that a config measured with 64-token
 answers is never ranked beside one measured with 128-token ones; two sweeps whose workloads
-share a name are told apart by their digests in the titles.
+share a name are told apart by their digests in the titles. Within a sweep a config is its
+digest (``config_digest``), not its name: ``production-s3`` and ``eagle-s3-k1-tp4`` with one
+digest are one config, ranked once under both names (``production-s3 = eagle-s3-k1-tp4``,
+:mod:`.config_names`), never against itself.
 
 Round-based margins use Welch's t-interval of the difference of means; one round gives no
 interval (the verdict says so). The Pareto frontier is over every (throughput, latency) point
@@ -41,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..baseline.stats import mean, student_t_sf, variance
+from .config_names import config_key, label
 
 __all__ = [
     "OBJECTIVES",
@@ -60,7 +64,10 @@ _UNITS = {"max-rate": "req/s", "single-stream": "tok/s", "goodput": "req/s", "pe
 
 @dataclass
 class Ranked:
-    """One config's standing: its value, its interval and the values behind it."""
+    """One config's standing: its value, its interval and the values behind it.
+
+    ``config_id`` is the config's first name in the sweep; ``names`` all its names there (one
+    digest measured under several names), shown as :attr:`label`."""
 
     config_id: str
     value: float | None  # None: no value (e.g. the SLO is not met even at the lowest rate)
@@ -68,6 +75,15 @@ class Ranked:
     high: float | None
     samples: list[float] = field(default_factory=list)
     note: str = ""
+    names: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return label(self.names or [self.config_id])
+
+    def fails(self, failing: frozenset[str]) -> bool:
+        """Whether quality failed under any of its names."""
+        return any(name in failing for name in self.names or [self.config_id])
 
 
 @dataclass
@@ -196,12 +212,12 @@ def _decide(
     objective: str, workload: str, ranking: list[Ranked], failing: frozenset[str] = frozenset()
 ) -> Verdict:
     valued = sorted((r for r in ranking if r.value is not None), key=lambda r: -(r.value or 0))
-    fastest = valued[0].config_id if valued else None
+    fastest = valued[0] if valued else None
     for r in ranking:
-        if r.config_id in failing:
+        if r.fails(failing):
             r.note = "; ".join(n for n in (r.note, "fails quality") if n)
-    rejected = [r for r in valued if r.config_id in failing]
-    valued = [r for r in valued if r.config_id not in failing]
+    rejected = [r for r in valued if r.fails(failing)]
+    valued = [r for r in valued if not r.fails(failing)]
     ranking = valued + rejected + [r for r in ranking if r.value is None]
     unit = _UNITS[objective]
     verdict = Verdict(objective, workload, unit, ranking, None, None, None, None, [])
@@ -215,9 +231,9 @@ def _decide(
     first = valued[0]
     verdict.winner = first.config_id
     if len(valued) == 1:
-        verdict.sentence = f"{objective}: {first.config_id} is the only config with a value"
+        verdict.sentence = f"{objective}: {first.label} is the only config with a value"
         if rejected:
-            verdict.sentence += f" whose quality holds ({rejected[0].config_id} fails quality)"
+            verdict.sentence += f" whose quality holds ({rejected[0].label} fails quality)"
         return verdict
     second = valued[1]
     base = second.value or 0.0
@@ -245,15 +261,15 @@ def _decide(
             else (f", bracket {lo:+.1f} .. {hi:+.1f} %")
         )
     head = (
-        f"{objective}: {first.config_id} wins, {first.value:.3g} {unit} vs "
-        f"{second.config_id} {second.value:.3g} ({margin}{ci_text})"
+        f"{objective}: {first.label} wins, {first.value:.3g} {unit} vs "
+        f"{second.label} {second.value:.3g} ({margin}{ci_text})"
     )
     if verdict.distinguishable is False:
-        head += f"; not distinguishable from {second.config_id} at the measured noise"
+        head += f"; not distinguishable from {second.label} at the measured noise"
     elif verdict.distinguishable is None:
         head += "; no interval (one round)" if objective != "max-rate" else ""
-    if fastest in failing:
-        head += f"; {fastest} is faster but fails quality"
+    if fastest is not None and fastest.fails(failing):
+        head += f"; {fastest.label} is faster but fails quality"
     verdict.sentence = head
     return verdict
 
@@ -266,8 +282,9 @@ def tuning_verdicts(
     """Every verdict the results allow; the stated ``objective``'s first.
 
     A sweep is the results of one workload (one search, one single-stream size, one rate) over
-    at least two configs; each config counts once (its last result). ``quality`` maps config
-    ids to whether their quality held (absent: not evaluated, taken as holding).
+    at least two configs; each config (digest) counts once (its last result), under every name
+    it was measured with. ``quality`` maps config ids to whether their quality held (absent:
+    not evaluated, taken as holding).
     """
     failing = frozenset(cid for cid, holds in (quality or {}).items() if not holds)
     if objective not in OBJECTIVES:
@@ -280,7 +297,12 @@ def tuning_verdicts(
             ranked = _ranked(obj, info)
             if ranked is not None:
                 group = (str(info.get("workload", "")), str(info.get("workload_key", "")))
-                groups.setdefault(group, {})[ranked.config_id] = (ranked, info)
+                by_config = groups.setdefault(group, {})
+                config = config_key(info)
+                names = by_config[config][0].names if config in by_config else []
+                ranked.names = [*names, *([] if ranked.config_id in names else [ranked.config_id])]
+                ranked.config_id = ranked.names[0]
+                by_config[config] = (ranked, info)
         for (workload, key), by_config in groups.items():
             if len(by_config) < 2:
                 continue
@@ -290,8 +312,8 @@ def tuning_verdicts(
                 infos = [i for _, i in by_config.values()]
                 verdict.slo = str(infos[0].get("slo", ""))
                 points = [
-                    (str(i.get("config_id")), tok_s, lat)
-                    for i in infos
+                    (ranked.config_id, tok_s, lat)
+                    for ranked, i in by_config.values()
                     for tok_s, lat, passed in curve_points(i)
                     if passed
                 ]
@@ -327,7 +349,7 @@ def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
             if r.config_id in v.frontier:
                 extra.append("Pareto frontier")
             tail = f"  ({'; '.join(extra)})" if extra else ""
-            lines.append(f"  {rank}. {r.config_id:<28} {value}{tail}")
+            lines.append(f"  {rank}. {r.label:<28} {value}{tail}")
     return lines
 
 
@@ -343,7 +365,7 @@ def tuning_html(verdicts: Sequence[Verdict]) -> str:
             value = f"{r.value:.3g}" if r.value is not None else "-"
             bracket = f"{r.low:g} - {r.high:g}" if r.low is not None and r.high is not None else ""
             frontier_mark = "yes" if r.config_id in v.frontier else ""
-            cells = [str(rank), r.config_id, value, bracket, frontier_mark, r.note]
+            cells = [str(rank), r.label, value, bracket, frontier_mark, r.note]
             rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
         head = "".join(
             f"<th>{h}</th>"

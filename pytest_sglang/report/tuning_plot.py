@@ -11,6 +11,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .config_names import config_key
 from .plots import _pyplot
 from .tuning import Verdict, curve_points, frontier
 
@@ -18,14 +19,19 @@ __all__ = ["plot_tuning"]
 
 
 def plot_tuning(verdict: Verdict, results: Sequence[Mapping[str, Any]]) -> bytes | None:
-    """A PNG of the search curves behind a ``max-rate`` verdict (None: nothing to plot)."""
-    curves = {
-        str(info.get("config_id")): curve_points(info)
-        for info in results
-        if info.get("workload") == verdict.workload
-        and str(info.get("workload_key", "")) == verdict.workload_key
-        and "search" in info
-    }
+    """A PNG of the search curves behind a ``max-rate`` verdict (None: nothing to plot): the
+    results of its workload only, one curve per config (digest), named as its ranking names it."""
+    labels = {name: r.label for r in verdict.ranking for name in r.names or [r.config_id]}
+    by_config: dict[str, tuple[str, list[tuple[float, float, bool]]]] = {}
+    for info in results:
+        if (
+            info.get("workload") == verdict.workload
+            and str(info.get("workload_key", "")) == verdict.workload_key
+            and "search" in info
+        ):
+            name = str(info.get("config_id"))
+            by_config[config_key(info)] = (labels.get(name, name), curve_points(info))
+    curves = dict(by_config.values())
     curves = {cid: pts for cid, pts in curves.items() if pts}
     if not curves:
         return None

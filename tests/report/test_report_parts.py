@@ -281,3 +281,19 @@ def test_runs_of_different_workloads_are_not_one_sweep() -> None:
         run.info["workload_key"] = key * 16
     (sweep,) = find_sweeps(varied)  # the parameter is the axis, the workload follows it
     assert sweep.parameter == "concurrency"
+
+
+def test_one_config_under_two_names_is_one_sweep_point() -> None:
+    """Two names of one digest measured by one test: one point (the last run), both names."""
+    tuned = {"model_path": "/m", "speculative_num_steps": 3}
+    runs = [
+        record(config_id="production-s3", tuned=tuned, tok_s=300.0),
+        record(config_id="s1", tuned={"model_path": "/m", "speculative_num_steps": 1}),
+        record(config_id="s3", tuned=tuned, tok_s=310.0),
+    ]
+    for run, digest in zip(runs, ("d3", "d1", "d3")):
+        run.info["config_digest"] = digest
+    (sweep,) = find_sweeps(runs)
+    assert [(p.value, p.config) for p in sweep.points] == [(1, "s1"), (3, "production-s3 = s3")]
+    assert sweep.points[1].record.metric("output_throughput") == 310.0
+    assert '<td class="text">production-s3 = s3</td>' in sweep_table(sweep)

@@ -153,3 +153,55 @@ def test_only_results_of_one_workload_are_ranked_together() -> None:
     lines = verdict_lines(verdicts)
     assert "[single-stream] single-stream (aaaaaaaaaaaa)" in lines
     assert "single-stream (bbbbbbbbbbbb)" in tuning_html(verdicts)
+
+
+def test_one_config_under_two_names_is_ranked_once_within_its_workload() -> None:
+    """``production-s3`` and ``eagle-s3-k1-tp4`` with one digest are one config: ranked once,
+    under both names, and only against configs measured with the same workload."""
+
+    def run(config_id: str, digest: str, key: str, rounds: list[float]) -> dict[str, Any]:
+        return {**_stream(config_id, rounds), "config_digest": digest, "workload_key": key * 16}
+
+    results = [
+        run("production-s3", "d3", "a", [300, 301, 299]),
+        run("eagle-s1-k1-tp4", "d1", "a", [200, 201, 199]),
+        run("eagle-s3-k1-tp4", "d3", "a", [310, 311, 309]),  # the same config, measured again
+        run("eagle-s2-k1-tp4", "d2", "b", [900, 901, 899]),  # another workload: not ranked here
+        run("eagle-s1-k1-tp4", "d1", "b", [100, 101, 99]),
+    ]
+    verdicts = {
+        v.workload_key[0]: v for v in tuning_verdicts(results) if v.objective == "single-stream"
+    }
+    a, b = verdicts["a"], verdicts["b"]
+    assert [r.label for r in a.ranking] == ["production-s3 = eagle-s3-k1-tp4", "eagle-s1-k1-tp4"]
+    assert a.ranking[0].names == ["production-s3", "eagle-s3-k1-tp4"]
+    assert a.ranking[0].samples == [310, 311, 309]  # the config's last result
+    assert a.winner == "production-s3"
+    assert a.sentence.startswith("single-stream: production-s3 = eagle-s3-k1-tp4 wins, 310 tok/s")
+    assert [r.label for r in b.ranking] == ["eagle-s2-k1-tp4", "eagle-s1-k1-tp4"]
+    assert "  1. production-s3 = eagle-s3-k1-tp4" in "\n".join(verdict_lines([a]))
+    assert "<td>production-s3 = eagle-s3-k1-tp4</td>" in tuning_html([a])
+    # quality failed under either name: the config fails it
+    [failed] = [
+        v
+        for v in tuning_verdicts(results[:3], quality={"eagle-s3-k1-tp4": False})
+        if v.objective == "single-stream"
+    ]
+    assert failed.winner == "eagle-s1-k1-tp4"
+    assert failed.ranking[-1].note == "fails quality"
+
+
+def test_a_search_under_two_names_is_one_curve_and_one_frontier_entry() -> None:
+    pytest.importorskip("matplotlib")
+    from pytest_sglang.report.tuning_plot import plot_tuning
+
+    results = [
+        {**_search("production-s3", 10.0, 10.0, 11.0), "config_digest": "d3"},
+        {**_search("s1", 16.0, 16.0, 17.6), "config_digest": "d1"},
+        {**_search("s3", 10.5, 10.5, 11.5), "config_digest": "d3"},
+    ]
+    [verdict] = [v for v in tuning_verdicts(results) if v.objective == "max-rate"]
+    assert [r.label for r in verdict.ranking] == ["s1", "production-s3 = s3"]
+    assert verdict.frontier == ["production-s3", "s1"]
+    png = plot_tuning(verdict, results)
+    assert png is not None and png.startswith(b"\x89PNG")
