@@ -234,52 +234,28 @@ class SglangQuality:
         own = memory.setdefault((self.deployment.config.digest, digest), current)
         ref = self._reference(memory, reference, digest, measure)
         is_reference = ref is own
-        floor = floors.get((reference.digest, digest))
-        if is_reference:
+        floor = floors.get((reference.digest, digest)) if noise_floor else None
+        if is_reference and noise_floor:
             floor = floor or floors.get((self.deployment.config.digest, digest))
-            if noise_floor and floor is None:
+            if floor is None:
                 second_pass(self.deployment, None if current is own else current)
                 floor = floors[(reference.digest, digest)]
-            if floor is not None and current is own:
+            if current is own:
                 current = floor.outputs  # the reference against itself: its second pass
         result = compare_outputs(ref, current, reference_id=reference.id)
         result.prompts_digest = digest
-        n = result.total
-        self_consistent = True
-        if noise_floor and floor is not None:
-            own_floor = compare_outputs(ref, floor.outputs, reference_id=reference.id)
-            result.floor_matched = own_floor.matched
-            self_consistent = own_floor.matched == n
-            hint = (
-                ""
-                if self_consistent
-                else "; " + deterministic_hint(floor.attention_backend, floor.deterministic)
-            )
-            if is_reference:
-                result.floor_verdict = "reference"
-                result.floor_reason = (
-                    f"reference self-agreement {own_floor.matched}/{n} (a second pass){hint}"
-                )
-            else:
-                gate = self._gate("exact_match_rate")
-                judged = judge_floor(
-                    gate if gate.enabled else DEFAULT_QUALITY_GATES["exact_match_rate"],
-                    result.outcomes,
-                    own_floor.outcomes,
-                    alpha=self._alpha(),
-                )
-                result.floor_verdict = judged.verdict
-                result.floor_p_value = judged.p_value
-                result.floor_reason = judged.reason + hint
-        elif noise_floor:
+        if not noise_floor:
+            result.floor_reason = "noise floor off"
+        elif floor is None:
             result.floor_reason = (
                 "noise floor not measured: the reference's outputs came from a test that took "
                 "no second pass of them"
             )
         else:
-            result.floor_reason = "noise floor off"
+            self._judge_floor(result, ref, floor, is_reference)
         problem = None
-        if self_consistent:
+        n = result.total
+        if result.floor_matched in (None, n):
             problem = floor_line(
                 "exact_match_rate",
                 result.exact_match_rate,
@@ -304,6 +280,38 @@ class SglangQuality:
             "exact_match_rate", workload, result.matched, n, info, problem, result.outcomes
         )
         return result
+
+    def _judge_floor(
+        self,
+        result: EquivalenceResult,
+        ref: list[Output],
+        floor: _SecondPass,
+        is_reference: bool,
+    ) -> None:
+        """Fill in the result's noise floor: the reference's second pass against its first,
+        and this config's agreement against that (the reference's own row is the floor)."""
+        own = compare_outputs(ref, floor.outputs, reference_id=result.reference)
+        n = result.total
+        result.floor_matched = own.matched
+        hint = ""
+        if own.matched < n:
+            hint = "; " + deterministic_hint(floor.attention_backend, floor.deterministic)
+        if is_reference:
+            result.floor_verdict = "reference"
+            result.floor_reason = (
+                f"reference self-agreement {own.matched}/{n} (a second pass){hint}"
+            )
+            return
+        gate = self._gate("exact_match_rate")
+        judged = judge_floor(
+            gate if gate.enabled else DEFAULT_QUALITY_GATES["exact_match_rate"],
+            result.outcomes,
+            own.outcomes,
+            alpha=self._alpha(),
+        )
+        result.floor_verdict = judged.verdict
+        result.floor_p_value = judged.p_value
+        result.floor_reason = judged.reason + hint
 
     def _outputs(
         self, deployment: Deployment, texts: list[str], tokens: int, concurrency: int, api: API
@@ -441,7 +449,8 @@ class SglangQuality:
         return v.verdict, v.reason, line
 
     def _entry(self, metric: str, info: dict[str, Any]) -> dict[str, Any]:
-        """A pytest-benchmark entry: the counts and the rate (no per-item lists)."""
+        """A pytest-benchmark entry: the counts, the rate and the packed per-item outcomes (no
+        lists: the wrong answers and divergent pairs stay in the attachment)."""
         keep = {k: v for k, v in info.items() if not isinstance(v, (list, dict))}
         keep.update(
             config_id=self.deployment.config_id,

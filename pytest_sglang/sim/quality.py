@@ -132,6 +132,11 @@ class QualityModel:
             return None
         return key % TIE_SPREAD
 
+    def right(self, prompt_text: str) -> bool:
+        """Whether the answer to the built-in problem in ``prompt_text`` is right (the draw
+        alone: :meth:`script` says whether there is a problem at all)."""
+        return _unit(self.seed, prompt_text) < self.accuracy
+
     def script(self, prompt_text: str, request_seed: int) -> tuple[int, ...]:
         """The token ids of the answer to a built-in problem in ``prompt_text``, or () for a
         prompt that holds none. ``prompt_text`` is the prompt as the server read it (for chat,
@@ -140,7 +145,7 @@ class QualityModel:
         if answer is None:
             return ()
         u = _unit(self.seed, prompt_text)
-        if u >= self.accuracy:
+        if not self.right(prompt_text):
             off = 1 + int(u * 1000) % 3
             answer = answer + off if answer < off or int(u * 10000) % 2 else answer - off
         working = WORKING_MIN + request_seed % WORKING_SPREAD
