@@ -18,6 +18,7 @@ from typing import Any
 from ..bench.loadgen import complete_prompts
 from ..bench.metrics import RequestRecord
 from ..bench.workload import API, PromptList, RandomPrompts, Workload
+from .pairing import pack_outcomes
 from .stats import wilson
 from .tasks import Task, extract_answer, score
 
@@ -116,7 +117,13 @@ def first_divergence(reference: Output, current: Output) -> int | None:
 
 @dataclass
 class EquivalenceResult:
-    """A config's greedy outputs against a reference config's, prompt by prompt."""
+    """A config's greedy outputs against a reference config's, prompt by prompt.
+
+    The noise floor (:mod:`.noise`): ``floor_matched`` of ``total`` prompts on which the
+    reference agreed with itself on a second pass (None: not measured), and ``floor_verdict``:
+    "reference" (this config is the reference: its figure is the floor), "within" or "below"
+    the floor, or "not measured"; ``floor_reason`` says it in one sentence.
+    """
 
     reference: str
     total: int
@@ -126,10 +133,23 @@ class EquivalenceResult:
     median_divergence: float | None
     pairs: list[dict[str, Any]] = field(default_factory=list)
     prompts_digest: str = ""
+    #: Per prompt: identical to the reference's output.
+    outcomes: tuple[bool, ...] = ()
+    floor_matched: int | None = None
+    floor_verdict: str = "not measured"
+    floor_reason: str = ""
+    floor_p_value: float | None = None
 
     @property
     def exact_match_rate(self) -> float:
         return self.matched / self.total if self.total else 0.0
+
+    @property
+    def noise_floor(self) -> float | None:
+        """The reference's self-agreement rate (None: not measured)."""
+        if self.floor_matched is None or not self.total:
+            return None
+        return self.floor_matched / self.total
 
     def as_dict(self) -> dict[str, Any]:
         low, high = wilson(self.matched, self.total)
@@ -145,6 +165,13 @@ class EquivalenceResult:
             "first_divergence": self.first_divergence,
             "median_divergence": self.median_divergence,
             "prompts_digest": self.prompts_digest,
+            "items_digest": self.prompts_digest,
+            "outcomes": pack_outcomes(self.outcomes),
+            "noise_floor": self.noise_floor,
+            "floor_matched": self.floor_matched,
+            "floor_verdict": self.floor_verdict,
+            "floor_reason": self.floor_reason,
+            "floor_p_value": self.floor_p_value,
             "divergent_pairs": list(self.pairs),
         }
 
@@ -159,12 +186,14 @@ def compare_outputs(
     matched = failed = 0
     positions: list[int] = []
     pairs: list[dict[str, Any]] = []
+    outcomes: list[bool] = []
     for index, (ref, cur) in enumerate(zip(reference, current)):
         if ref.error or cur.error:
             failed += 1
             position: int | None = 0
         else:
             position = first_divergence(ref, cur)
+        outcomes.append(position is None)
         if position is None:
             matched += 1
             continue
@@ -192,6 +221,7 @@ def compare_outputs(
         first_divergence=ordered[0] if ordered else None,
         median_divergence=median,
         pairs=pairs,
+        outcomes=tuple(outcomes),
     )
 
 
@@ -209,6 +239,8 @@ class AccuracyResult:
     failed: int
     duration_s: float
     wrong: list[dict[str, Any]] = field(default_factory=list)
+    #: Per item, in task order: answered right (what pairs two runs, :mod:`.pairing`).
+    outcomes: tuple[bool, ...] = ()
 
     @property
     def accuracy(self) -> float:
@@ -231,6 +263,8 @@ class AccuracyResult:
             "total": self.total,
             "failed": self.failed,
             "duration_s": self.duration_s,
+            "items_digest": self.task_digest,
+            "outcomes": pack_outcomes(self.outcomes),
             "wrong": list(self.wrong),
         }
 
@@ -258,10 +292,13 @@ def run_accuracy(
     )
     correct = failed = 0
     wrong: list[dict[str, Any]] = []
+    outcomes: list[bool] = []
     for index, (item, out) in enumerate(zip(task.items, outputs)):
+        right = not out.error and score(item, out.text, task.extract)
+        outcomes.append(right)
         if out.error:
             failed += 1
-        elif score(item, out.text, task.extract):
+        elif right:
             correct += 1
             continue
         if len(wrong) < MAX_PAIRS:
@@ -281,4 +318,5 @@ def run_accuracy(
         failed=failed,
         duration_s=time.perf_counter() - began,
         wrong=wrong,
+        outcomes=tuple(outcomes),
     )

@@ -9,16 +9,30 @@ Why the last run and not the pooled history: at temperature 0 a deterministic se
 same answers on the same items every run, so pooling runs would count the same items again and
 fake a larger sample. The decision (:func:`decide_rate`) mirrors the speed gates: a regression
 needs a drop beyond the threshold, in percentage points (``accuracy:-1%`` = one point), AND a
-one-sided proportions test (:func:`.stats.drop_test`) below ``alpha``. Every row states the
-minimum drop the test detects at 80 % power with these item counts.
+one-sided test below ``alpha``: McNemar's exact test on the discordant items
+(:func:`.stats.paired_drop_test`) when both runs' per-item outcomes over the same items are
+known (:mod:`.pairing`), else the unpaired proportions test (:func:`.stats.drop_test`). Every
+row says which test it used and the minimum drop that test detects at 80 % power.
 """
 
 from __future__ import annotations
 
 from ..baseline.gates import Gate, Verdict
-from .stats import drop_test, min_detectable_drop
+from .stats import (
+    DropTest,
+    drop_test,
+    min_detectable_drop,
+    paired_drop_test,
+    paired_min_detectable_drop,
+)
 
-__all__ = ["DEFAULT_QUALITY_GATES", "decide_rate", "floor_line", "regression_line"]
+__all__ = [
+    "DEFAULT_QUALITY_GATES",
+    "decide_rate",
+    "describe_test",
+    "floor_line",
+    "regression_line",
+]
 
 #: Used when neither ``--sglang-gate`` nor a marker names the metric.
 DEFAULT_QUALITY_GATES: dict[str, Gate] = {
@@ -28,16 +42,50 @@ DEFAULT_QUALITY_GATES: dict[str, Gate] = {
 POWER = 0.8
 
 
+def describe_test(test: DropTest, k_cur: int, n_cur: int, k_base: int, n_base: int) -> str:
+    """Which test, on what evidence: "McNemar exact, 7 discordant: 6 worse/1 better, 424/500 vs
+    429/500" or "unpaired z test, 394/500 vs 431/500"."""
+    counts = f"{k_cur}/{n_cur} vs {k_base}/{n_base}"
+    if test.discordant is not None:
+        worse, better = test.discordant
+        return (
+            f"McNemar exact, {worse + better} discordant: {worse} worse/{better} better, {counts}"
+        )
+    return f"unpaired {test.method} test, {counts}"
+
+
 def decide_rate(
-    gate: Gate, k_cur: int, n_cur: int, k_base: int, n_base: int, *, alpha: float = 0.05
+    gate: Gate,
+    k_cur: int,
+    n_cur: int,
+    k_base: int,
+    n_base: int,
+    *,
+    alpha: float = 0.05,
+    pairs: tuple[int, int] | None = None,
 ) -> Verdict:
-    """Compare k_cur/n_cur with k_base/n_base under ``gate`` (delta in points)."""
+    """Compare k_cur/n_cur with k_base/n_base under ``gate`` (delta in points). ``pairs``: the
+    discordant items (worse, better) when both runs answered the same items, which selects the
+    paired test; without it the unpaired one."""
+    if pairs is not None and n_cur != n_base:
+        raise ValueError(f"paired counts need the same items: {n_cur} against {n_base}")
     cur, base = k_cur / n_cur, k_base / n_base
     points = (cur - base) * 100.0
-    worse = drop_test(k_cur, n_cur, k_base, n_base)
-    mdd = min_detectable_drop(base, n_cur, n_base, alpha=alpha, power=POWER) * 100.0
-    n = f"{worse.method} test, {k_cur}/{n_cur} vs {k_base}/{n_base}"
-    power = f"detectable drop at {POWER:.0%} power: {mdd:.1f} points"
+    if pairs is not None:
+        worse = paired_drop_test(*pairs)
+        better = paired_drop_test(pairs[1], pairs[0])
+        psi = (pairs[0] + pairs[1]) / n_cur
+        mdd = paired_min_detectable_drop(psi, n_cur, alpha=alpha, power=POWER) * 100.0
+        power = (
+            f"detectable drop at {POWER:.0%} power: {mdd:.1f} points at {psi:.1%} of items "
+            "discordant"
+        )
+    else:
+        worse = drop_test(k_cur, n_cur, k_base, n_base)
+        better = drop_test(k_base, n_base, k_cur, n_cur)
+        mdd = min_detectable_drop(base, n_cur, n_base, alpha=alpha, power=POWER) * 100.0
+        power = f"detectable drop at {POWER:.0%} power: {mdd:.1f} points"
+    n = describe_test(worse, k_cur, n_cur, k_base, n_base)
     if -points > gate.threshold_pct:
         if worse.p < alpha:
             return Verdict(
@@ -58,8 +106,9 @@ def decide_rate(
             f"{-points:.1f} points lower but not significant (p={worse.p:.2g} >= {alpha:g}, "
             f"{n}; {power}); more items give the test more power",
         )
-    better = drop_test(k_base, n_base, k_cur, n_cur)
     if points > gate.threshold_pct and better.p < alpha:
+        if better.discordant is None:  # the paired description already counts both ways
+            n = describe_test(better, k_cur, n_cur, k_base, n_base)
         return Verdict(
             "improvement", base, cur, points, better.p, f"{points:.1f} points higher ({n})"
         )

@@ -1,4 +1,4 @@
-"""Statistics for proportions: Wilson intervals, a one-sided test of a drop, and its power.
+"""Statistics for proportions: Wilson intervals, one-sided tests of a drop, and their power.
 
 Why these: an accuracy or exact-match rate is k right out of n, a binomial proportion, so the
 t-test of the performance gates (:mod:`pytest_sglang.baseline.stats`) does not fit it. The
@@ -14,12 +14,23 @@ rules:
   given power at ``alpha``, n items on each side (normal approximation):
   ``(z_{1-alpha} + z_power) * sqrt(2 p (1 - p) / n)``; at p = 0.85, n = 500, alpha 0.05,
   power 0.8: 5.6 points.
+- **The paired test** (:func:`paired_drop_test`): when both runs answered the same items and
+  each item's outcome is known, only the *discordant* items carry evidence (right before and
+  wrong now: "worse"; wrong before and right now: "better"). McNemar's exact test, one-sided:
+  under no change each discordant item is worse or better with probability 1/2, so
+  ``p = P(X >= worse)`` for ``X ~ Binomial(worse + better, 1/2)`` (6 worse and 1 better:
+  ``8/128 = 0.0625``). It is exact at any size and needs no expected-count rule.
+- **Its minimum detectable drop** (:func:`paired_min_detectable_drop`) depends on how many
+  items change at all (the discordance ``psi``), not on the rate:
+  ``d`` solving ``sqrt(n) d = z_{1-alpha} sqrt(psi) + z_power sqrt(psi - d^2)`` (Connor, 1987),
+  and never below the least drop the exact test can call significant (5 items at alpha 0.05).
 
-The items of both runs are the same questions, so the two samples are positively correlated;
-a test that treats them as independent over-states the noise of the difference: false alarms
-stay about ``alpha`` and the real power is at least the stated one
-(``benchmarks/quality_gate_noise.py``: 4.8 % and 79.8 % for a 6-point drop at 500 independent
-items; 98.5 % on the simulator's same items).
+Why both: the items of both runs are the same questions, so the two samples are positively
+correlated (a config that changes a few answers leaves the rest alone). The unpaired test treats
+them as independent and over-states the noise of the difference: its false alarms stay below
+``alpha`` but it misses drops the paired test sees (``benchmarks/quality_gate_noise.py``). The
+unpaired test stays for what cannot be paired: a stored run without per-item outcomes, or
+another item set.
 """
 
 from __future__ import annotations
@@ -28,7 +39,17 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-__all__ = ["DropTest", "drop_test", "fisher_lower_tail", "min_detectable_drop", "wilson"]
+__all__ = [
+    "DropTest",
+    "drop_test",
+    "fisher_lower_tail",
+    "least_significant",
+    "mcnemar_upper_tail",
+    "min_detectable_drop",
+    "paired_drop_test",
+    "paired_min_detectable_drop",
+    "wilson",
+]
 
 _NORMAL = NormalDist()
 
@@ -71,6 +92,8 @@ class DropTest:
     p: float
     method: str
     z: float | None = None
+    #: The paired test's discordant items: (worse, better); None for the unpaired tests.
+    discordant: tuple[int, int] | None = None
 
 
 def drop_test(k_cur: int, n_cur: int, k_base: int, n_base: int) -> DropTest:
@@ -96,3 +119,44 @@ def min_detectable_drop(
     p = min(max(p, 1.0 / (n_cur + n_base)), 1 - 1.0 / (n_cur + n_base))
     z = _NORMAL.inv_cdf(1 - alpha) + _NORMAL.inv_cdf(power)
     return min(1.0, z * math.sqrt(p * (1 - p) * (1 / n_cur + 1 / n_base)))
+
+
+def mcnemar_upper_tail(worse: int, better: int) -> float:
+    """P(X >= worse) for X ~ Binomial(worse + better, 1/2): the one-sided exact McNemar p-value
+    of "the current run is worse", given its discordant items. Exact integer arithmetic."""
+    if worse < 0 or better < 0:
+        raise ValueError("discordant counts cannot be negative")
+    m = worse + better
+    if m == 0:
+        return 1.0
+    tail: int = sum(math.comb(m, i) for i in range(worse, m + 1))
+    return tail / (1 << m)
+
+
+def paired_drop_test(worse: int, better: int) -> DropTest:
+    """One-sided McNemar exact test of "the current run is worse" on the same items: ``worse``
+    items right in the baseline and wrong now, ``better`` the other way round."""
+    return DropTest(mcnemar_upper_tail(worse, better), "mcnemar", discordant=(worse, better))
+
+
+def least_significant(alpha: float) -> int:
+    """The fewest discordant items, all worse, that the exact test calls significant."""
+    k = 1
+    while 0.5**k >= alpha:
+        k += 1
+    return k
+
+
+def paired_min_detectable_drop(
+    discordance: float, n: int, *, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """The drop (as a fraction) the paired test catches with ``power`` at ``alpha`` on ``n``
+    items of which a fraction ``discordance`` differ between the runs (normal approximation of
+    McNemar's test), but at least :func:`least_significant` items."""
+    if n <= 0:
+        return 1.0
+    psi = min(max(discordance, 0.0), 1.0)
+    za, zb = _NORMAL.inv_cdf(1 - alpha), _NORMAL.inv_cdf(power)
+    root = math.sqrt(max(0.0, n + zb * zb - za * za))
+    d = math.sqrt(psi) * (math.sqrt(n) * za + zb * root) / (n + zb * zb)
+    return min(1.0, max(d, least_significant(alpha) / n))

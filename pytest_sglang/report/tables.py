@@ -218,6 +218,7 @@ _QUALITY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("ci_low", "95% CI low"),
     ("ci_high", "95% CI high"),
     ("n", "items"),
+    ("noise_floor", "noise floor"),
     ("output_throughput", "out tok/s"),
     ("verdict", "verdict"),
     ("reason", "reason"),

@@ -40,6 +40,9 @@ the executable:
 - ``SGLANG_SIM_SEED``: which built-in task items the quality stand-in (:mod:`.quality`) gets
   wrong (default 0).
 - ``SGLANG_SIM_ACCURACY``: the quality stand-in's accuracy before the config's drops (0.85).
+- ``SGLANG_SIM_NOISE``: the fraction of prompts that are near ties, whose greedy output varies
+  between runs and between servers whose flags differ (:mod:`.quality`; default 0, off with
+  ``--enable-deterministic-inference``).
 
 Modules: :mod:`.cli` (flags), :mod:`.resolve` (ServerArgs post-init), :mod:`.perf` (performance
 model), :mod:`.tokenizer` (word tokenizer), :mod:`.startup` (milestones), :mod:`.scheduler`

@@ -105,6 +105,8 @@ class SimSettings:
     seed: int = 0
     #: The quality stand-in's accuracy before the config's drops (:mod:`.quality`).
     accuracy: float = 0.85
+    #: The fraction of prompts that are near ties: their greedy output varies between runs.
+    noise: float = 0.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SimSettings:
@@ -142,6 +144,7 @@ class SimSettings:
             gpu=gpu,
             seed=int(_float(env, "SGLANG_SIM_SEED", 0)),
             accuracy=min(1.0, _float(env, "SGLANG_SIM_ACCURACY", 0.85)),
+            noise=min(1.0, _float(env, "SGLANG_SIM_NOISE", 0.0)),
         )
 
     @property

@@ -50,7 +50,7 @@ def test_decision() -> None:
     assert same.verdict == "ok" and "within 1 points" in same.reason
     drop = decide_rate(GATE, 395, 500, 425, 500)
     assert drop.verdict == "regression" and drop.delta_pct == pytest.approx(-6.0)
-    assert "p=0.0068 < 0.05, z test, 395/500 vs 425/500" in drop.reason
+    assert "p=0.0068 < 0.05, unpaired z test, 395/500 vs 425/500" in drop.reason
     small = decide_rate(GATE, 420, 500, 425, 500)
     assert small.verdict == "ok" and "not significant" in small.reason
     assert decide_rate(GATE, 460, 500, 425, 500).verdict == "improvement"
