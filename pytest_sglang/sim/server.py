@@ -36,7 +36,14 @@ from .logs import access_log, log
 from .quality import QualityModel
 from .scheduler import Request, Scheduler
 from .startup import StartupReport
-from .tokenizer import chat_prompt_ids, prompt_seed, text_ids, token_text
+from .tokenizer import (
+    chat_prompt_ids,
+    chat_prompt_tokens,
+    count_tokens,
+    prompt_seed,
+    text_ids,
+    token_text,
+)
 
 __all__ = ["ServerState", "SimServer", "build_app"]
 
@@ -182,27 +189,39 @@ async def _read_json(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def _completion_prompt(body: dict[str, Any]) -> tuple[list[int], str]:
-    """/v1/completions' prompt: (token ids, sampling seed text)."""
+#: A prompt as read: (token count, token ids or None when no prefix cache needs them, the
+#: sampling seed text).
+Prompt = tuple[int, list[int] | None, str]
+
+
+def _text_prompt(text: str, ids: bool) -> Prompt:
+    if ids:
+        token_ids = text_ids(text)
+        return len(token_ids), token_ids, text
+    return count_tokens(text), None, text
+
+
+def _completion_prompt(body: dict[str, Any], ids: bool) -> Prompt:
+    """/v1/completions' prompt; its token ids only if ``ids``."""
     prompt_raw = body.get("prompt")
     if isinstance(prompt_raw, list) and prompt_raw and isinstance(prompt_raw[0], int):
-        return list(prompt_raw), json.dumps(prompt_raw)
+        return len(prompt_raw), list(prompt_raw), json.dumps(prompt_raw)
     if isinstance(prompt_raw, list) and len(prompt_raw) == 1:
-        return text_ids(str(prompt_raw[0])), str(prompt_raw[0])
+        return _text_prompt(str(prompt_raw[0]), ids)
     if isinstance(prompt_raw, str):
-        return text_ids(prompt_raw), prompt_raw
+        return _text_prompt(prompt_raw, ids)
     raise ValueError("prompt must be a string, one string in a list, or token ids")
 
 
-def _generate_prompt(body: dict[str, Any]) -> tuple[list[int], str]:
-    """/generate's prompt: (token ids, sampling seed text)."""
+def _generate_prompt(body: dict[str, Any], ids: bool) -> Prompt:
+    """/generate's prompt; its token ids only if ``ids`` (``input_ids`` always)."""
     if body.get("input_ids") is not None:
-        ids = body["input_ids"]
-        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        token_ids = body["input_ids"]
+        if not isinstance(token_ids, list) or not all(isinstance(i, int) for i in token_ids):
             raise ValueError("input_ids must be a list of token ids")
-        return ids, json.dumps(ids)
+        return len(token_ids), token_ids, json.dumps(token_ids)
     if isinstance(body.get("text"), str):
-        return text_ids(body["text"]), body["text"]
+        return _text_prompt(body["text"], ids)
     raise ValueError("give text (a string) or input_ids")
 
 
@@ -373,6 +392,8 @@ class SimServer:
         self.sched = state.scheduler
         self.quality = QualityModel.of(state.args, state.scheduler.settings)
         self.cache_report = bool(state.args.get("enable_cache_report"))
+        #: prompts are turned into token ids only for the prefix cache (a cost per word)
+        self.ids = state.scheduler.pool.caching
 
     def routes(self) -> list[web.RouteDef]:
         """Every route, in registration order; /metrics only with ``--enable-metrics``."""
@@ -648,19 +669,19 @@ class SimServer:
 
     def _new_request(
         self,
-        prompt_ids: list[int],
+        prompt: Prompt,
         sampling: tuple[int, float, bool],
-        seed_text: str,
         seed: Any = None,
         warmup: bool = False,
         arrived: float | None = None,
     ) -> Request:
         max_new, temperature, ignore_eos = sampling
+        tokens, prompt_ids, seed_text = prompt
         base = prompt_seed(seed_text)
         if temperature > 0:
             base ^= prompt_seed(str(seed) if seed is not None else uuid.uuid4().hex)
         req = Request(
-            len(prompt_ids),
+            tokens,
             max_new,
             ignore_eos,
             temperature,
@@ -695,37 +716,35 @@ class SimServer:
             if not isinstance(messages, list) or not messages:
                 raise ValueError("messages must be a non-empty list")
             max_new, temperature, ignore_eos = _sampling(body, "max_tokens", 1 << 30)
-            prompt = chat_prompt_ids(messages)
+            ids = chat_prompt_ids(messages) if self.ids else None
+            tokens = len(ids) if ids is not None else chat_prompt_tokens(messages)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
-        max_new = min(max_new, max(1, self.state.context_len - len(prompt)))
-        seed_text = json.dumps(messages, sort_keys=True, default=str)
+        max_new = min(max_new, max(1, self.state.context_len - tokens))
+        prompt = (tokens, ids, json.dumps(messages, sort_keys=True, default=str))
         sampling = (max_new, temperature, ignore_eos)
-        return await self._serve_oai(request, body, prompt, seed_text, sampling, chat=True)
+        return await self._serve_oai(request, body, prompt, sampling, chat=True)
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await _read_json(request)
-            prompt, seed_text = _completion_prompt(body)
+            prompt = _completion_prompt(body, self.ids)
             sampling = _sampling(body, "max_tokens", 16)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
-        return await self._serve_oai(request, body, prompt, seed_text, sampling, chat=False)
+        return await self._serve_oai(request, body, prompt, sampling, chat=False)
 
     async def _serve_oai(
         self,
         request: web.Request,
         body: dict[str, Any],
-        prompt: list[int],
-        seed_text: str,
+        prompt: Prompt,
         sampling: tuple[int, float, bool],
         *,
         chat: bool,
     ) -> web.StreamResponse:
         """What /v1/chat/completions and /v1/completions share once the prompt is read."""
-        req = self._new_request(
-            prompt, sampling, seed_text, body.get("seed"), arrived=request.get(ARRIVED)
-        )
+        req = self._new_request(prompt, sampling, body.get("seed"), arrived=request.get(ARRIVED))
         model = str(body.get("model") or self.state.served)
         if body.get("stream"):
             return await self._stream_oai(request, req, chat, model, self._include_usage(body))
@@ -832,13 +851,13 @@ class SimServer:
             return await self._generate_batch(request, body, batch)
         try:
             params = body.get("sampling_params") or {}
-            prompt, seed_text = _generate_prompt(body)
+            prompt = _generate_prompt(body, self.ids)
             sampling = _sampling(params, "max_new_tokens", 128)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
         warmup = request.headers.get("X-Sglang-Sim-Warmup") == "1"
         req = self._new_request(
-            prompt, sampling, seed_text, params.get("seed"), warmup, arrived=request.get(ARRIVED)
+            prompt, sampling, params.get("seed"), warmup, arrived=request.get(ARRIVED)
         )
         if body.get("stream"):
             return await self._stream_generate(request, req)
@@ -860,12 +879,12 @@ class SimServer:
         params = body.get("sampling_params") or {}
         try:
             sampling = _sampling(params, "max_new_tokens", 128)
-            prompts = [_generate_prompt(item) for item in items]
+            prompts = [_generate_prompt(item, self.ids) for item in items]
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
         reqs = [
-            self._new_request(ids, sampling, seed, params.get("seed"), arrived=request.get(ARRIVED))
-            for ids, seed in prompts
+            self._new_request(prompt, sampling, params.get("seed"), arrived=request.get(ARRIVED))
+            for prompt in prompts
         ]
         for req in reqs:
             await _wait_done(req)

@@ -286,8 +286,12 @@ def _word_id(word: str) -> int:
 
 def text_ids(text: str) -> list[int]:
     """The token ids of ``text``: one per whitespace-separated word (``count_tokens``)."""
-    known = _KNOWN.get
-    return [tid if (tid := known(word)) is not None else _word_id(word) for word in text.split()]
+    words = text.split()
+    try:
+        return list(map(_KNOWN.__getitem__, words))  # every word met before: no Python loop
+    except KeyError:
+        known = _KNOWN.get
+        return [tid if (tid := known(word)) is not None else _word_id(word) for word in words]
 
 
 def _content_ids(content: Any) -> list[int]:
