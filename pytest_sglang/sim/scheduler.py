@@ -100,15 +100,20 @@ class Request:
             return len(self.script)
         return NATURAL_MIN + self.seed % NATURAL_SPREAD
 
-    def cache_ids(self) -> array[int] | None:
-        """The ids whose KV a finished request leaves in the cache: the prompt and the output
-        but the last id (its KV is never computed); after a stop the last id is the stop token,
-        which the simulator does not put in ``output_ids``, so every output id counts."""
+    def cache_ids(self, overlap: bool) -> array[int] | None:
+        """The ids whose KV a finished request leaves in the cache (0.5.23's
+        ``owned_kv_len``): the prompt and the output but its last id, whose KV is never
+        computed. A stop's last id is the stop token, which the simulator leaves out of
+        ``output_ids``; under the overlap scheduler (the default) the next step was already
+        under way when the stop was seen, so the stop token's KV is computed and cached too
+        (a request that ends by length is known in advance and left out of that step)."""
         if self.kv.ids is None:
             return None
-        out = self.output_ids
+        out = list(self.output_ids)
         if (self.finish_reason or {}).get("type") != "stop":
             out = out[:-1]
+        elif overlap:
+            out.append(EOS_TOKEN_ID)
         return self.kv.ids + array("q", out) if out else self.kv.ids
 
     def token_at(self, pos: int) -> int:
@@ -185,6 +190,8 @@ class Scheduler:
         #: ``--chunked-prefill-size``: the most prompt tokens one prefill step computes (None: off)
         self.chunk_size: int | None = chunk if chunk > 0 else None
         self.max_prefill_tokens = int(args.get("max_prefill_tokens") or MAX_PREFILL_TOKENS)
+        #: the overlap scheduler (on unless ``--disable-overlap-schedule``): what a stop caches
+        self.overlap = not args.get("disable_overlap_schedule")
         self.waiting: list[Request] = []
         #: the request whose prompt is being prefilled chunk by chunk
         self.chunked: Request | None = None
@@ -350,7 +357,7 @@ class Scheduler:
     def _release(self, req: Request) -> None:
         """Give the request's KV back; a finished one first leaves its sequence in the cache."""
         kv = req.kv
-        ids = req.cache_ids() if req.finished and not req.aborted else None
+        ids = req.cache_ids(self.overlap) if req.finished and not req.aborted else None
         if ids is not None and self.pool.caching and kv.node is not None:
             self.pool.alloc(kv, len(ids) - kv.kv_len)  # the slot of a stop's last step
             self.pool.checkpoint(kv, ids)

@@ -108,6 +108,23 @@ def test_openai_usage_reports_cached_tokens_only_with_cache_report(start_sim: St
     assert events[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] >= cached
 
 
+@pytest.mark.parametrize(("flags", "stop_cached"), [([], 1), (["--disable-overlap-schedule"], 0)])
+def test_a_reply_that_stopped_is_cached_with_its_stop_token_under_overlap(
+    start_sim: StartSim, flags: list[str], stop_cached: int
+) -> None:
+    sim = start_sim([*MODEL, "--enable-cache-report", *flags])
+    history = [{"role": "user", "content": words("s", 30)}]
+    first = chat(sim, history, max_tokens=1000)
+    assert first["choices"][0]["finish_reason"] == "stop"
+    reply = first["choices"][0]["message"]["content"]
+    turn = [*history, {"role": "assistant", "content": reply}, {"role": "user", "content": "ok"}]
+    usage = first["usage"]
+    # the template closes the reply with <|im_end|>, the stop token: under the overlap
+    # scheduler its KV was computed before the stop was seen, and is cached
+    expected = usage["prompt_tokens"] + usage["completion_tokens"] + stop_cached
+    assert chat(sim, turn)["usage"]["prompt_tokens_details"] == {"cached_tokens": expected}
+
+
 def test_a_full_pool_evicts_the_least_recently_used_prefix(start_sim: StartSim) -> None:
     sim = start_sim([*MODEL, "--max-total-tokens", "400"])
     one, two, three = words("a", 150), words("b", 150), words("c", 150)
