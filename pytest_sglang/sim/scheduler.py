@@ -8,6 +8,15 @@ size; each step hands every running request its accepted tokens (fractional acce
 carried over, so the average is exact). At ``SGLANG_SIM_TIME_SCALE=0`` a step only yields to the
 event loop, which keeps the cost per token at a few microseconds.
 
+Admission is SGLang 0.5.23's ``PrefillAdder`` in outline: the waiting queue is ordered by
+``--schedule-policy`` (:mod:`.policy`), each request is matched against the prefix cache
+(:mod:`.kvcache`, :mod:`.radix`) and only its uncached tokens are prefilled (and timed); a
+prefill batch takes at most ``--chunked-prefill-size`` tokens (a longer prompt is split into
+chunks, one per step, each inserted into the cache once computed) and stops past
+``--max-prefill-tokens`` without chunking, or when the pool cannot hold the next prompt even
+after evicting unlocked prefixes. A request's KV goes into the tree after its prefill and again
+when it finishes.
+
 With ``SGLANG_SIM_TTFT_MS`` / ``SGLANG_SIM_ITL_MS`` set, each request instead runs on its own
 absolute timetable (token k at arrival + TTFT + (k-1) * ITL), which is exact regardless of load.
 """
@@ -17,16 +26,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .knobs import SimSettings
+from .kvcache import KvPool, ReqKv, token_array
 from .logs import rank_log
 from .perf import accept_length, decode_step_ms, prefill_ms
+from .policy import SchedulePolicy
 from .post_init import Resolved
 from .quality import diverged_id
+from .radix import Node
 from .tokenizer import EOS_TOKEN_ID, token_id
 
 __all__ = ["Request", "Scheduler"]
@@ -37,6 +50,10 @@ NATURAL_MIN = 24
 NATURAL_SPREAD = 232
 #: The event loop's timer granularity (epoll waits in whole milliseconds, rounded up).
 TIMER_SLACK_S = 0.001
+#: Speculative algorithms whose prefix cache is keyed by bigrams (``is_eagle()`` in 0.5.23).
+BIGRAM_ALGORITHMS = ("EAGLE", "EAGLE3", "FROZEN_KV_MTP")
+#: ``--max-prefill-tokens``' default in 0.5.23.
+MAX_PREFILL_TOKENS = 16384
 
 
 @dataclass(eq=False)
@@ -65,15 +82,39 @@ class Request:
     script: tuple[int, ...] = ()
     #: ``diverge-after=N`` under speculative decoding: ids from position N on are changed.
     diverge_after: int | None = None
+    #: the prompt's token ids (:mod:`.tokenizer`); None: served, never matched nor cached
+    prompt_ids: Sequence[int] | None = None
+    #: the prompt tokens its prefill found cached (``meta_info.cached_tokens``)
+    cached_tokens: int = 0
     _credit: float = 0.0
     _accept_len: float = 1.0
     event: asyncio.Event = field(default_factory=asyncio.Event)
+    kv: ReqKv = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.kv = ReqKv(token_array(self.prompt_ids))
 
     @property
     def natural_length(self) -> int:
         if self.script:
             return len(self.script)
         return NATURAL_MIN + self.seed % NATURAL_SPREAD
+
+    def cache_ids(self, overlap: bool) -> array[int] | None:
+        """The ids whose KV a finished request leaves in the cache (0.5.23's
+        ``owned_kv_len``): the prompt and the output but its last id, whose KV is never
+        computed. A stop's last id is the stop token, which the simulator leaves out of
+        ``output_ids``; under the overlap scheduler (the default) the next step was already
+        under way when the stop was seen, so the stop token's KV is computed and cached too
+        (a request that ends by length is known in advance and left out of that step)."""
+        if self.kv.ids is None:
+            return None
+        out = list(self.output_ids)
+        if (self.finish_reason or {}).get("type") != "stop":
+            out = out[:-1]
+        elif overlap:
+            out.append(EOS_TOKEN_ID)
+        return self.kv.ids + array("q", out) if out else self.kv.ids
 
     def token_at(self, pos: int) -> int:
         """The id at output position ``pos``: the script's, else the prompt-seeded one."""
@@ -135,7 +176,27 @@ class Scheduler:
         self.on_request = on_request
         self.tp = int(resolved.args.get("tp_size") or 1)
         self.log_interval = max(1, int(resolved.args.get("decode_log_interval") or 40))
-        self.waiting: deque[Request] = deque()
+        args = resolved.args
+        self.pool = KvPool(
+            self.max_total_tokens,
+            int(args.get("page_size") or 1),
+            radix=not args.get("disable_radix_cache"),
+            bigram=resolved.spec.algorithm in BIGRAM_ALGORITHMS,
+        )
+        self.policy = SchedulePolicy(
+            str(args.get("schedule_policy") or "fcfs"), self.pool, settings.seed
+        )
+        chunk = int(args.get("chunked_prefill_size") or 0)
+        #: ``--chunked-prefill-size``: the most prompt tokens one prefill step computes (None: off)
+        self.chunk_size: int | None = chunk if chunk > 0 else None
+        self.max_prefill_tokens = int(args.get("max_prefill_tokens") or MAX_PREFILL_TOKENS)
+        #: the overlap scheduler (on unless ``--disable-overlap-schedule``): what a stop caches
+        self.overlap = not args.get("disable_overlap_schedule")
+        self.waiting: list[Request] = []
+        #: the request whose prompt is being prefilled chunk by chunk
+        self.chunked: Request | None = None
+        #: the last admission stopped for want of memory; retried once a request finishes
+        self._blocked = False
         #: Requests on their own exact timetable (SGLANG_SIM_TTFT_MS/ITL_MS), not in a batch.
         self.timed: set[Request] = set()
         #: Those waiting for a place on a timetable (SGLANG_SIM_CAPACITY), in arrival order.
@@ -154,6 +215,12 @@ class Scheduler:
         self.last_accept_len = 0.0
         self.ttft_sum = 0.0
         self.e2e_sum = 0.0
+        # The prefix cache's figures: the last prefill batch's hit rate, and since start the
+        # cached prompt tokens of finished requests and the prefilled / cached tokens.
+        self.last_cache_hit_rate = 0.0
+        self.cached_tokens_total = 0
+        self.prefill_input_tokens = 0
+        self.prefill_hit_tokens = 0
         #: every finished request's TTFT and end-to-end latency, s (the /metrics histograms)
         self.ttft_samples: list[float] = []
         self.e2e_samples: list[float] = []
@@ -178,7 +245,9 @@ class Scheduler:
         self._wake.set()
 
     def _done(self, req: Request) -> None:
+        self._release(req)
         self.finished_requests += 0 if req.is_warmup else 1
+        self.cached_tokens_total += req.cached_tokens
         if req.first_token_at:
             self.ttft_sum += req.first_token_at - req.created
             self.ttft_samples.append(req.first_token_at - req.created)
@@ -193,7 +262,8 @@ class Scheduler:
 
     @property
     def busy(self) -> int:
-        return self.num_running + len(self.waiting) + len(self.timed_waiting)
+        chunked = 0 if self.chunked is None else 1
+        return self.num_running + len(self.waiting) + len(self.timed_waiting) + chunked
 
     @property
     def avg_spec_accept_length(self) -> float | None:
@@ -244,6 +314,9 @@ class Scheduler:
             start = time.monotonic()
         self.timed.add(req)
         try:
+            prefix, node = self.pool.match(req.kv)
+            self._admit(req, prefix, node, req.prompt_tokens - prefix)
+            self._count_prefill(req.prompt_tokens - prefix, prefix)
             await self._timetable(req, start)
         finally:
             self.timed.discard(req)
@@ -256,12 +329,124 @@ class Scheduler:
         ttft = (self.settings.ttft_ms or 0.0) / 1000.0
         itl = (self.settings.itl_ms or 0.0) / 1000.0
         await self._sleep_until(start + ttft)
+        self._prefilled(req, req.prompt_tokens - req.kv.extend_end)
         k = 0
         while not req.finished and not req.aborted:
+            if k:
+                self.pool.alloc(req.kv, 1)
             self.generation_tokens_total += req._emit(1)
             k += 1
             if not req.finished:
                 await self._sleep_until(start + ttft + k * itl)
+
+    # ------------------------------------------------------------------ prefix cache
+    def _admit(self, req: Request, prefix: int, node: Node, tokens: int) -> None:
+        """``req`` starts on its cached ``prefix``: lock it and take slots for ``tokens``."""
+        self.pool.admit(req.kv, prefix, node)
+        self.pool.alloc(req.kv, self.pool.ceil_page(tokens))
+        req.cached_tokens = prefix
+
+    def _prefilled(self, req: Request, tokens: int) -> bool:
+        """``tokens`` more of the prompt were computed: cache them; whether the prompt is done."""
+        kv = req.kv
+        kv.extend_end += tokens
+        if kv.ids is not None:
+            self.pool.checkpoint(kv, kv.ids[: kv.extend_end])
+        return kv.extend_end >= req.prompt_tokens
+
+    def _release(self, req: Request) -> None:
+        """Give the request's KV back; a finished one first leaves its sequence in the cache."""
+        kv = req.kv
+        ids = req.cache_ids(self.overlap) if req.finished and not req.aborted else None
+        if ids is not None and self.pool.caching and kv.node is not None:
+            self.pool.alloc(kv, len(ids) - kv.kv_len)  # the slot of a stop's last step
+            self.pool.checkpoint(kv, ids)
+            assert kv.ids is not None
+            self.pool.split_at(kv.ids)
+        self.pool.release(kv)
+        self._blocked = False
+
+    def _count_prefill(self, tokens: int, hits: int) -> None:
+        self.prefill_input_tokens += tokens
+        self.prefill_hit_tokens += hits
+        total = tokens + hits
+        self.last_cache_hit_rate = hits / total if total else 0.0
+
+    def flush_cache(self) -> bool:
+        """``/flush_cache``: drop every cached prefix, only while no request is in flight."""
+        if self.busy:
+            return False
+        self.pool.flush()
+        return True
+
+    # ------------------------------------------------------------------ admission
+    def _schedule_prefill(self) -> list[tuple[Request, int]]:
+        """The next prefill batch as (request, prompt tokens computed now), or [] to decode.
+
+        The continuing chunk first, then waiting requests in the policy's order while the
+        batch has room: ``--max-running-requests``, ``--chunked-prefill-size`` tokens (a longer
+        prompt is cut at a page boundary and continues next step), ``--max-prefill-tokens``
+        without chunking (the first request always goes), and the pool (free + evictable
+        slots; with nothing running the head request goes regardless, as it must to progress).
+        """
+        pool, page = self.pool, self.pool.page_size
+        if self.chunked is None and (
+            not self.waiting or self._blocked or len(self.running) >= self.max_running
+        ):
+            return []
+        rem_chunk, rem_input = self.chunk_size, self.max_prefill_tokens
+        batch: list[tuple[Request, int]] = []
+        if self.chunked is not None:
+            req, kv = self.chunked, self.chunked.kv
+            take = req.prompt_tokens - kv.extend_end
+            if rem_chunk is not None and pool.ceil_page(take) > rem_chunk:
+                take = (kv.extend_end + rem_chunk) // page * page - kv.extend_end
+                take = take if take > 0 else min(rem_chunk, req.prompt_tokens - kv.extend_end)
+            pool.alloc(kv, pool.ceil_page(take))
+            batch.append((req, take))
+            rem_input -= pool.ceil_page(take)
+            rem_chunk = None if rem_chunk is None else rem_chunk - pool.ceil_page(take)
+            if self._blocked:
+                return batch
+        self.policy.order(self.waiting)
+        taken: set[Request] = set()
+        for req in self.waiting:
+            if req.aborted:
+                taken.add(req)
+                continue
+            idle = not batch and not self.running
+            if not idle and (
+                rem_input <= 0
+                or (rem_chunk is not None and rem_chunk <= 0)
+                or len(self.running) + len(batch) >= self.max_running
+            ):
+                break
+            prefix, node = pool.match(req.kv)
+            extend = req.prompt_tokens - prefix
+            take = extend
+            if rem_chunk is not None and pool.ceil_page(extend) > rem_chunk:
+                take = (prefix + rem_chunk) // page * page - prefix
+                if take <= 0:
+                    if not idle:
+                        break
+                    take = extend
+            elif rem_chunk is None and batch and pool.ceil_page(extend) >= rem_input:
+                break
+            pool.admit(req.kv, prefix, node)
+            if not idle and not pool.fits(pool.ceil_page(take)):
+                pool.release(req.kv)
+                self._blocked = True
+                break
+            pool.alloc(req.kv, pool.ceil_page(take))
+            req.cached_tokens = prefix
+            taken.add(req)
+            batch.append((req, take))
+            rem_input -= pool.ceil_page(take)
+            if rem_chunk is not None:
+                rem_chunk -= pool.ceil_page(take)
+        if taken:
+            self.waiting = [r for r in self.waiting if r not in taken]
+        return batch
 
     # ------------------------------------------------------------------ main loop
     async def run(self) -> None:
@@ -271,32 +456,43 @@ class Scheduler:
         model, tp, spec = self.resolved.model, self.tp, self.resolved.spec
         speed = self.settings.speed_factor
         while True:
-            if not self.running and not self.waiting:
+            if not self.running and not self.waiting and self.chunked is None:
                 self._wake.clear()
                 await self._wake.wait()
                 deadline = time.monotonic()
-            new: list[Request] = []
-            while self.waiting and len(self.running) + len(new) < self.max_running:
-                req = self.waiting.popleft()
-                if not req.aborted:
-                    new.append(req)
-            if new:
-                tokens = sum(r.prompt_tokens for r in new)
+            batch = self._schedule_prefill()
+            if batch:
+                tokens = sum(take for _, take in batch)
+                hits = sum(r.cached_tokens for r, _ in batch if r is not self.chunked)
                 ms = prefill_ms(model, tp, tokens, self.resolved.gpu) / speed
                 deadline = await self._sleep_until(deadline + ms * scale)
-                self._log_prefill(new, tokens, ms)
-                for r in new:
-                    self.generation_tokens_total += r._emit(1)
-                    if spec.algorithm is not None:
-                        r.verify_ct += 1
-                        self.spec_verify_ct += 1
-                        self.spec_tokens += 1
-                self.running.extend(new)
+                self._count_prefill(tokens, hits)
+                self._log_prefill(batch, tokens, hits, ms)
+                self._finish_prefill(batch, spec.algorithm is not None)
             elif self.running:
                 ms = decode_step_ms(model, tp, spec, len(self.running), self.resolved.gpu) / speed
                 deadline = await self._sleep_until(deadline + ms * scale)
                 self._decode_step(ms)
             self._reap()
+
+    def _finish_prefill(self, batch: list[tuple[Request, int]], spec_on: bool) -> None:
+        """Cache what the prefill computed; a request whose prompt is done gets its first token
+        and joins the running batch, an unfinished one continues next step."""
+        self.chunked = None
+        for r, take in batch:
+            done = self._prefilled(r, take)
+            if not done:
+                if r.aborted:
+                    self._done(r)
+                else:
+                    self.chunked = r
+                continue
+            self.generation_tokens_total += r._emit(1)
+            if spec_on:
+                r.verify_ct += 1
+                self.spec_verify_ct += 1
+                self.spec_tokens += 1
+            self.running.append(r)
 
     def _decode_step(self, ms: float) -> None:
         produced = 0
@@ -308,6 +504,7 @@ class Scheduler:
             want = int(r._credit)
             r._credit -= want
             got = r._emit(want)
+            self.pool.alloc(r.kv, got)
             produced += got
             if spec_on:
                 r.verify_ct += 1
@@ -335,13 +532,16 @@ class Scheduler:
 
     # ------------------------------------------------------------------ log lines
     def _used_tokens(self) -> int:
-        return sum(r.prompt_tokens + len(r.output_ids) for r in self.running)
+        """SGLang's ``num_used_tokens``: the pool less free and evictable slots."""
+        return self.pool.used
 
-    def _log_prefill(self, new: list[Request], tokens: int, ms: float) -> None:
+    def _log_prefill(
+        self, batch: list[tuple[Request, int]], tokens: int, hits: int, ms: float
+    ) -> None:
         usage = self._used_tokens() / self.max_total_tokens
         throughput = tokens / (ms / 1000.0) if ms > 0 else 0.0
         rank_log(
-            f"Prefill batch, #new-seq: {len(new)}, #new-token: {tokens}, #cached-token: 0, "
+            f"Prefill batch, #new-seq: {len(batch)}, #new-token: {tokens}, #cached-token: {hits}, "
             f"token usage: {usage:.2f}, #running-req: {len(self.running)}, "
             f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
             f"input throughput (token/s): {throughput:.2f}",

@@ -36,7 +36,14 @@ from .logs import access_log, log
 from .quality import QualityModel
 from .scheduler import Request, Scheduler
 from .startup import StartupReport
-from .tokenizer import chat_prompt_tokens, count_tokens, prompt_seed, token_text
+from .tokenizer import (
+    chat_prompt_ids,
+    chat_prompt_tokens,
+    count_tokens,
+    prompt_seed,
+    text_ids,
+    token_text,
+)
 
 __all__ = ["ServerState", "SimServer", "build_app"]
 
@@ -182,27 +189,39 @@ async def _read_json(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def _completion_prompt(body: dict[str, Any]) -> tuple[int, str]:
-    """/v1/completions' prompt: (token count, sampling seed text)."""
+#: A prompt as read: (token count, token ids or None when no prefix cache needs them, the
+#: sampling seed text).
+Prompt = tuple[int, list[int] | None, str]
+
+
+def _text_prompt(text: str, ids: bool) -> Prompt:
+    if ids:
+        token_ids = text_ids(text)
+        return len(token_ids), token_ids, text
+    return count_tokens(text), None, text
+
+
+def _completion_prompt(body: dict[str, Any], ids: bool) -> Prompt:
+    """/v1/completions' prompt; its token ids only if ``ids``."""
     prompt_raw = body.get("prompt")
     if isinstance(prompt_raw, list) and prompt_raw and isinstance(prompt_raw[0], int):
-        return len(prompt_raw), json.dumps(prompt_raw)
+        return len(prompt_raw), list(prompt_raw), json.dumps(prompt_raw)
     if isinstance(prompt_raw, list) and len(prompt_raw) == 1:
-        return count_tokens(str(prompt_raw[0])), str(prompt_raw[0])
+        return _text_prompt(str(prompt_raw[0]), ids)
     if isinstance(prompt_raw, str):
-        return count_tokens(prompt_raw), prompt_raw
+        return _text_prompt(prompt_raw, ids)
     raise ValueError("prompt must be a string, one string in a list, or token ids")
 
 
-def _generate_prompt(body: dict[str, Any]) -> tuple[int, str]:
-    """/generate's prompt: (token count, sampling seed text)."""
+def _generate_prompt(body: dict[str, Any], ids: bool) -> Prompt:
+    """/generate's prompt; its token ids only if ``ids`` (``input_ids`` always)."""
     if body.get("input_ids") is not None:
-        ids = body["input_ids"]
-        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        token_ids = body["input_ids"]
+        if not isinstance(token_ids, list) or not all(isinstance(i, int) for i in token_ids):
             raise ValueError("input_ids must be a list of token ids")
-        return len(ids), json.dumps(ids)
+        return len(token_ids), token_ids, json.dumps(token_ids)
     if isinstance(body.get("text"), str):
-        return count_tokens(body["text"]), body["text"]
+        return _text_prompt(body["text"], ids)
     raise ValueError("give text (a string) or input_ids")
 
 
@@ -236,12 +255,14 @@ def _text_of(ids: list[int]) -> str:
     return "".join(token_text(i) for i in ids)
 
 
-def _usage(req: Request) -> dict[str, Any]:
+def _usage(req: Request, cache_report: bool = False) -> dict[str, Any]:
+    """0.5.23's ``UsageInfo``: ``prompt_tokens_details`` is ``{"cached_tokens": n}`` only with
+    ``--enable-cache-report`` (``UsageProcessor``), else null."""
     return {
         "prompt_tokens": req.prompt_tokens,
         "total_tokens": req.prompt_tokens + req.completion_tokens,
         "completion_tokens": req.completion_tokens,
-        "prompt_tokens_details": None,
+        "prompt_tokens_details": {"cached_tokens": req.cached_tokens} if cache_report else None,
         "reasoning_tokens": 0,
         # 0.5.23 sets it only when there are reasoning tokens (UsageInfo), so null here
         "completion_tokens_details": None,
@@ -281,9 +302,10 @@ def _oai_templates(head: str, chat: bool) -> tuple[str, str, str]:
     return first, pre, post
 
 
-def _with_usage(post: str, req: Request, chat: bool) -> str:
-    """A token chunk's tail carrying the running usage (``continuous_usage_stats``)."""
-    usage = json.dumps(_usage(req))
+def _with_usage(post: str, req: Request, chat: bool, cache_report: bool) -> str:
+    """A token chunk's tail carrying the running usage (``continuous_usage_stats``); only the
+    chat chunks report cached tokens there (0.5.23's completions pass none)."""
+    usage = json.dumps(_usage(req, cache_report and chat))
     if chat:
         return post.replace('"usage":null}', f'"usage":{usage}}}')
     return post.replace("}]}", f'}}],"usage":{usage}}}')
@@ -303,7 +325,7 @@ def _oai_last_chunk(head: str, req: Request, chat: bool) -> str:
     return head + tail
 
 
-def _oai_body(req: Request, chat: bool, model: str) -> dict[str, Any]:
+def _oai_body(req: Request, chat: bool, model: str, cache_report: bool) -> dict[str, Any]:
     """The whole non-streamed chat or text completion."""
     reason, matched = _oai_finish(req)
     text = _text_of(req.output_ids)
@@ -321,7 +343,7 @@ def _oai_body(req: Request, chat: bool, model: str) -> dict[str, Any]:
         "created": int(req.created),
         "model": model,
         "choices": [choice],
-        "usage": _usage(req),
+        "usage": _usage(req, cache_report),
         "metadata": {
             "weight_version": "default",
             "weight_versions": weight_versions("default", req.completion_tokens),
@@ -369,6 +391,9 @@ class SimServer:
         self.state = state
         self.sched = state.scheduler
         self.quality = QualityModel.of(state.args, state.scheduler.settings)
+        self.cache_report = bool(state.args.get("enable_cache_report"))
+        #: prompts are turned into token ids only for the prefix cache (a cost per word)
+        self.ids = state.scheduler.pool.caching
 
     def routes(self) -> list[web.RouteDef]:
         """Every route, in registration order; /metrics only with ``--enable-metrics``."""
@@ -571,6 +596,7 @@ class SimServer:
                 f"{len(sched.waiting)}, #running-req: {sched.num_running}"
             )
             return web.Response(status=400, text=FLUSH_OK)
+        sched.flush_cache()
         log("Cache flushed successfully!")
         return web.Response(status=200, text=FLUSH_OK)
 
@@ -578,13 +604,18 @@ class SimServer:
         sched = self.sched
         labels = f'engine_type="unified",model_name="{self.state.served}",pp_rank="0",tp_rank="0"'
         used = sched._used_tokens()
+        pool = sched.pool
         values: list[tuple[str, str, float]] = [
             ("num_running_reqs", "gauge", sched.num_running),
             ("num_used_tokens", "gauge", used),
             ("token_usage", "gauge", used / max(1, self.state.max_total_num_tokens)),
             ("gen_throughput", "gauge", sched.last_gen_throughput),
             ("num_queue_reqs", "gauge", len(sched.waiting)),
-            ("cache_hit_rate", "gauge", 0.0),
+            # the last prefill batch's cached / (cached + computed) prompt tokens
+            ("cache_hit_rate", "gauge", sched.last_cache_hit_rate),
+            ("kv_available_tokens", "gauge", max(0, pool.available)),
+            ("kv_evictable_tokens", "gauge", pool.evictable),
+            ("kv_used_tokens", "gauge", used),
         ]
         if sched.resolved.spec.algorithm is not None:
             values += [
@@ -599,6 +630,23 @@ class SimServer:
             ("num_requests_total", "counter", sched.requests_total),
         ]
         lines = [line for value in values for line in _metric(*value, labels)]
+        # finished requests' cached prompt tokens, all from the GPU pool (no host cache)
+        lines += _metric(
+            "cached_tokens_total",
+            "counter",
+            sched.cached_tokens_total,
+            labels + ',cache_source="device"',
+        )
+        lines += _metric(
+            "prefill_effective_tokens_total",
+            "counter",
+            sched.prefill_input_tokens,
+            labels + ',mode="input"',
+        )
+        lines.append(
+            f'sglang:prefill_effective_tokens_total{{{labels},mode="device_hit"}} '
+            f"{float(sched.prefill_hit_tokens)}"
+        )
         lines += _histogram(
             "time_to_first_token_seconds",
             "Histogram of time to first token in seconds.",
@@ -621,19 +669,26 @@ class SimServer:
 
     def _new_request(
         self,
-        prompt_tokens: int,
+        prompt: Prompt,
         sampling: tuple[int, float, bool],
-        seed_text: str,
         seed: Any = None,
         warmup: bool = False,
         arrived: float | None = None,
     ) -> Request:
         max_new, temperature, ignore_eos = sampling
+        tokens, prompt_ids, seed_text = prompt
         base = prompt_seed(seed_text)
         if temperature > 0:
             base ^= prompt_seed(str(seed) if seed is not None else uuid.uuid4().hex)
         req = Request(
-            prompt_tokens, max_new, ignore_eos, temperature, base, is_warmup=warmup, arrived=arrived
+            tokens,
+            max_new,
+            ignore_eos,
+            temperature,
+            base,
+            is_warmup=warmup,
+            arrived=arrived,
+            prompt_ids=prompt_ids,
         )
         self.quality.prepare(req, seed_text)
         self.sched.submit(req)
@@ -661,42 +716,40 @@ class SimServer:
             if not isinstance(messages, list) or not messages:
                 raise ValueError("messages must be a non-empty list")
             max_new, temperature, ignore_eos = _sampling(body, "max_tokens", 1 << 30)
-            prompt = chat_prompt_tokens(messages)
+            ids = chat_prompt_ids(messages) if self.ids else None
+            tokens = len(ids) if ids is not None else chat_prompt_tokens(messages)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
-        max_new = min(max_new, max(1, self.state.context_len - prompt))
-        seed_text = json.dumps(messages, sort_keys=True, default=str)
+        max_new = min(max_new, max(1, self.state.context_len - tokens))
+        prompt = (tokens, ids, json.dumps(messages, sort_keys=True, default=str))
         sampling = (max_new, temperature, ignore_eos)
-        return await self._serve_oai(request, body, prompt, seed_text, sampling, chat=True)
+        return await self._serve_oai(request, body, prompt, sampling, chat=True)
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await _read_json(request)
-            prompt, seed_text = _completion_prompt(body)
+            prompt = _completion_prompt(body, self.ids)
             sampling = _sampling(body, "max_tokens", 16)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
-        return await self._serve_oai(request, body, prompt, seed_text, sampling, chat=False)
+        return await self._serve_oai(request, body, prompt, sampling, chat=False)
 
     async def _serve_oai(
         self,
         request: web.Request,
         body: dict[str, Any],
-        prompt: int,
-        seed_text: str,
+        prompt: Prompt,
         sampling: tuple[int, float, bool],
         *,
         chat: bool,
     ) -> web.StreamResponse:
         """What /v1/chat/completions and /v1/completions share once the prompt is read."""
-        req = self._new_request(
-            prompt, sampling, seed_text, body.get("seed"), arrived=request.get(ARRIVED)
-        )
+        req = self._new_request(prompt, sampling, body.get("seed"), arrived=request.get(ARRIVED))
         model = str(body.get("model") or self.state.served)
         if body.get("stream"):
             return await self._stream_oai(request, req, chat, model, self._include_usage(body))
         await _wait_done(req)
-        return web.json_response(_oai_body(req, chat, model))
+        return web.json_response(_oai_body(req, chat, model, self.cache_report))
 
     async def _stream_oai(
         self,
@@ -724,7 +777,7 @@ class SimServer:
             while True:
                 ids, done = await _next_tokens(req)
                 if ids:
-                    tail = _with_usage(post, req, chat) if continuous else post
+                    tail = _with_usage(post, req, chat, self.cache_report) if continuous else post
                     await resp.write((pre + _text_of(ids) + tail).encode())
                 if done:
                     break
@@ -736,7 +789,7 @@ class SimServer:
                     "created": int(req.created),
                     "model": model,
                     "choices": [],
-                    "usage": _usage(req),
+                    "usage": _usage(req, self.cache_report),
                 }
                 if not chat:
                     # 0.5.23 writes the completions usage chunk with exclude_none=True
@@ -751,8 +804,9 @@ class SimServer:
 
     def _meta_info(self, req: Request, final: bool) -> dict[str, Any]:
         """``meta_info`` as 0.5.23's TokenizerManager builds it (``_handle_batch_output``): the
-        timing fields only with ``--enable-metrics``, ``dp_rank`` and ``cached_tokens_details``
-        null (one DP rank, nothing cached)."""
+        timing fields only with ``--enable-metrics``, ``dp_rank`` null (one DP rank),
+        ``cached_tokens_details`` ``{"device": n, "host": 0}`` once a prefix was cached, else
+        null (``get_cached_tokens_details`` without a host cache)."""
         meta: dict[str, Any] = {
             "id": req.rid,
             "finish_reason": req.finish_reason if final else None,
@@ -767,9 +821,11 @@ class SimServer:
         meta.update(
             reasoning_tokens=0,
             completion_tokens=req.completion_tokens,
-            cached_tokens=0,
+            cached_tokens=req.cached_tokens,
             weight_versions=weight_versions("default", req.completion_tokens),
-            cached_tokens_details=None,
+            cached_tokens_details=(
+                {"device": req.cached_tokens, "host": 0} if req.cached_tokens else None
+            ),
             dp_rank=None,
         )
         if final:
@@ -795,13 +851,13 @@ class SimServer:
             return await self._generate_batch(request, body, batch)
         try:
             params = body.get("sampling_params") or {}
-            prompt, seed_text = _generate_prompt(body)
+            prompt = _generate_prompt(body, self.ids)
             sampling = _sampling(params, "max_new_tokens", 128)
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
         warmup = request.headers.get("X-Sglang-Sim-Warmup") == "1"
         req = self._new_request(
-            prompt, sampling, seed_text, params.get("seed"), warmup, arrived=request.get(ARRIVED)
+            prompt, sampling, params.get("seed"), warmup, arrived=request.get(ARRIVED)
         )
         if body.get("stream"):
             return await self._stream_generate(request, req)
@@ -823,12 +879,12 @@ class SimServer:
         params = body.get("sampling_params") or {}
         try:
             sampling = _sampling(params, "max_new_tokens", 128)
-            prompts = [_generate_prompt(item) for item in items]
+            prompts = [_generate_prompt(item, self.ids) for item in items]
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
         reqs = [
-            self._new_request(n, sampling, seed, params.get("seed"), arrived=request.get(ARRIVED))
-            for n, seed in prompts
+            self._new_request(prompt, sampling, params.get("seed"), arrived=request.get(ARRIVED))
+            for prompt in prompts
         ]
         for req in reqs:
             await _wait_done(req)

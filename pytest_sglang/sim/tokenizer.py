@@ -14,6 +14,14 @@ Why: the load generator must build prompts of an exact token length and check th
 - Generated text: every token is one word followed by a space (``"alpha "``), drawn
   deterministically from the prompt, the request's seed and the position, so greedy output is the
   same for the same prompt. Token ids are the word's index in :data:`VOCAB`.
+- Prompt token ids (what the prefix cache matches): ``text_ids(text)`` gives each word its id,
+  the same one generation gives it (a :data:`VOCAB` word its index, a number ``NUMBER_BASE + n``,
+  ``####`` :data:`MARK_ID`) and any other word a stable hash at or above :data:`HASHED_BASE`; so
+  a reply sent back as the next turn's history has the ids it was generated with. A chat prompt
+  (``chat_prompt_ids``) is, per message, ``<|im_start|>``, the role's id, ``"\n"``, the content's
+  ids and ``<|im_end|>``, then ``<|im_start|>``, ``assistant``'s id and ``"\n"`` (Qwen's ids
+  for the special tokens): the counts above, and a turn's prompt then its reply are a prefix of
+  the next turn's prompt.
 """
 
 from __future__ import annotations
@@ -26,12 +34,15 @@ __all__ = [
     "CHAT_TOKENS_GENERATION_PROMPT",
     "CHAT_TOKENS_PER_MESSAGE",
     "EOS_TOKEN_ID",
+    "HASHED_BASE",
     "MARK_ID",
     "NUMBER_BASE",
     "VOCAB",
+    "chat_prompt_ids",
     "chat_prompt_tokens",
     "count_tokens",
     "prompt_seed",
+    "text_ids",
     "token_id",
     "token_text",
 ]
@@ -42,6 +53,16 @@ EOS_TOKEN_ID = 151645
 #: Ids at or above this one render as the number ``id - NUMBER_BASE``; ``MARK_ID`` as ``####``.
 NUMBER_BASE = 1 << 24
 MARK_ID = NUMBER_BASE - 1
+#: The chat template's special tokens: ``<|im_start|>``, ``<|im_end|>`` (the stop), ``"\n"``.
+IM_START_ID = 151644
+IM_END_ID = EOS_TOKEN_ID
+NEWLINE_ID = 198
+#: Prompt words outside the vocabulary hash to ids in [HASHED_BASE, MARK_ID).
+HASHED_BASE = 1 << 18
+#: Numbers of more digits than this hash like words (their id would not fit 31 bits).
+_NUMBER_DIGITS = 9
+#: Hashed words remembered for the next prompt, at most (a prompt of fresh words still works).
+_KNOWN_MAX = 1 << 18
 
 VOCAB: tuple[str, ...] = (
     "the",
@@ -246,3 +267,51 @@ def token_text(tid: int) -> str:
     if tid == MARK_ID:
         return "#### "
     return VOCAB[tid % len(VOCAB)] + " "
+
+
+#: Word -> id: the vocabulary, the answer mark, then hashed words as they are met.
+_KNOWN: dict[str, int] = {word: index for index, word in enumerate(VOCAB)}
+_KNOWN["####"] = MARK_ID
+
+
+def _word_id(word: str) -> int:
+    if word.isascii() and word.isdigit() and len(word) <= _NUMBER_DIGITS:
+        tid = NUMBER_BASE + int(word)
+    else:
+        tid = HASHED_BASE + prompt_seed(word) % (MARK_ID - HASHED_BASE)
+    if len(_KNOWN) < _KNOWN_MAX:
+        _KNOWN[word] = tid
+    return tid
+
+
+def text_ids(text: str) -> list[int]:
+    """The token ids of ``text``: one per whitespace-separated word (``count_tokens``)."""
+    words = text.split()
+    try:
+        return list(map(_KNOWN.__getitem__, words))  # every word met before: no Python loop
+    except KeyError:
+        known = _KNOWN.get
+        return [tid if (tid := known(word)) is not None else _word_id(word) for word in words]
+
+
+def _content_ids(content: Any) -> list[int]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return text_ids(content)
+    ids: list[int] = []
+    for part in content:
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            ids += text_ids(part["text"])
+    return ids
+
+
+def chat_prompt_ids(messages: Iterable[Mapping[str, Any]]) -> list[int]:
+    """A chat request's prompt ids after the (fixed) chat template; ``chat_prompt_tokens`` long."""
+    ids: list[int] = []
+    for message in messages:
+        role = text_ids(str(message.get("role") or ""))[:1] or [NEWLINE_ID]
+        ids += [IM_START_ID, role[0], NEWLINE_ID]
+        ids += _content_ids(message.get("content"))
+        ids.append(IM_END_ID)
+    return [*ids, IM_START_ID, text_ids("assistant")[0], NEWLINE_ID]
