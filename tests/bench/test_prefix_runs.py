@@ -184,8 +184,14 @@ def test_the_fixture_keeps_cache_figures_and_says_once_what_chat_lacks(
 ) -> None:
     pytester.makepyfile(TEST)
     out = pytester.path / "bench.json"
+    store = pytester.path / "baselines"
     result = pytester.runpytest(
-        "-p", "pytest_sglang.bench.pytest_plugin", f"--benchmark-json={out}"
+        "-p",
+        "pytest_sglang.bench.pytest_plugin",
+        f"--benchmark-json={out}",
+        f"--sglang-baseline-dir={store}",
+        "--sglang-baseline-save",
+        "--sglang-gate=cache_hit_rate:-5%",
     )
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
@@ -211,3 +217,12 @@ def test_the_fixture_keeps_cache_figures_and_says_once_what_chat_lacks(
     assert 0.0 <= talk["cache_hit_rate"] <= 1.0
     assert [row["turn"] for row in talk["per_turn"]] == [1, 2]
     assert talk["per_turn"][1]["mean_prompt_tokens"] == 6 + 4 + 6
+    # stored per round with the baseline: what a later run's gate compares
+    saved = [json.loads(p.read_text()) for p in store.rglob("*.json")]
+    runs = [
+        b["extra_info"]
+        for data in saved
+        for b in data["benchmarks"]
+        if b["extra_info"].get("workload") == "multi-turn-concurrency-2"
+    ]
+    assert runs and len(runs[0]["rounds_values"]["cache_hit_rate"]) == 2
