@@ -89,6 +89,7 @@ class Plan:
     warmup_requests: int
     request_timeout_s: float
     total_timeout_s: float
+    flush_cache: bool
     prompts: list[str]
     lengths: list[int]
     delays: list[float]

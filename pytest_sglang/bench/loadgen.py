@@ -38,11 +38,13 @@ if TYPE_CHECKING:  # a type only: on a GPU host this module runs without the pac
     from .workload import Workload
 
 __all__ = [
+    "FlushFailed",
     "RawRun",
     "complete_prompts",
     "fetch_prometheus",
     "fetch_server_accept_length",
     "finish",
+    "flush_cache",
     "generate",
     "run_workload",
     "run_workload_async",
@@ -400,6 +402,40 @@ async def warm_pool(session: aiohttp.ClientSession, base_url: str, connections: 
     await asyncio.gather(*(one() for _ in range(min(connections, MAX_WARM_CONNECTIONS))))
 
 
+#: How long SGLang may wait for requests in flight before it flushes (bench_serving's).
+FLUSH_TIMEOUT_S = 60.0
+
+
+class FlushFailed(RuntimeError):
+    """The server did not flush its prefix cache when the workload asked for it."""
+
+
+async def flush_cache(session: aiohttp.ClientSession, base_url: str) -> None:
+    """Empty the server's prefix cache (``POST /flush_cache``, as bench_serving's
+    ``--flush-cache``; SGLang refuses while requests run, so it may wait ``FLUSH_TIMEOUT_S``).
+
+    Why an error and not a counted failure: a round that was to start cold and did not is
+    another workload, and its figures would be compared as this one's."""
+    try:
+        async with session.post(
+            base_url + "/flush_cache",
+            params={"timeout": str(FLUSH_TIMEOUT_S)},
+            timeout=aiohttp.ClientTimeout(total=FLUSH_TIMEOUT_S + INFO_TIMEOUT_S),
+        ) as response:
+            text = (await response.text(errors="replace")).strip()
+            if response.status == 200:
+                return
+            raise FlushFailed(
+                f"the server did not flush its prefix cache (HTTP {response.status}: "
+                f"{text[:200]}); the workload asks for flush_cache=True"
+            )
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        raise FlushFailed(
+            f"the server did not flush its prefix cache ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); the workload asks for flush_cache=True"
+        ) from None
+
+
 async def fetch_prometheus(session: aiohttp.ClientSession, base_url: str) -> Sample | None:
     """The server's ``sglang:`` Prometheus series, or None without ``--enable-metrics``."""
     try:
@@ -584,6 +620,8 @@ async def generate(
                 min(workload.output_tokens, 16),
                 per_chunk,
             )
+        if workload.flush_cache:
+            await flush_cache(session, base_url)
         # concurrently, and within the run's deadline: a server that stalls GETs costs little
         scrape_before: Sample | None = None
         with contextlib.suppress(asyncio.TimeoutError, TimeoutError):

@@ -304,7 +304,10 @@ class Workload:
     None); ``request_rate`` sends arrivals at that mean rate per second (seeded by ``seed``),
     spaced as bench_serving spaces them: gamma-distributed gaps of shape ``burstiness``
     (1.0: Poisson; below 1: burstier; ``math.inf``: evenly spaced, a constant rate).
-    ``warmup_requests`` go first and are not measured. ``request_timeout_s`` bounds one
+    ``warmup_requests`` go first and are not measured; ``flush_cache`` then empties the
+    server's prefix cache (``/flush_cache``, bench_serving's ``--flush-cache``), so that every
+    round starts from the same cold cache rather than the prompts of the rounds before it.
+    ``request_timeout_s`` bounds one
     request; ``total_timeout_s`` bounds the whole run: what is still running then is cancelled
     and counted as failed.
     """
@@ -323,6 +326,7 @@ class Workload:
     seed: int = 0
     request_timeout_s: float = 300.0
     total_timeout_s: float = 1800.0
+    flush_cache: bool = False
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -743,6 +747,8 @@ class Workload:
             "ignore_eos": self.ignore_eos,
             "warmup_requests": self.warmup_requests,
             "seed": self.seed,
+            # only when set: the workloads from before it keep their digests
+            **({"flush_cache": True} if self.flush_cache else {}),
         }
 
     def describe(self) -> dict[str, object]:
@@ -761,6 +767,7 @@ class Workload:
             "ignore_eos": self.ignore_eos,
             "warmup_requests": self.warmup_requests,
             "seed": self.seed,
+            **({"flush_cache": True} if self.flush_cache else {}),
         }
 
 
@@ -856,6 +863,7 @@ class SloSearch:
                 seed=shape.seed,
                 request_timeout_s=shape.request_timeout_s,
                 total_timeout_s=2 * self.probe_time_s + shape.request_timeout_s,
+                flush_cache=shape.flush_cache,
             )
         count = max(
             self.min_probe_requests, min(self.probe_requests, round(level * self.probe_time_s))
@@ -875,6 +883,7 @@ class SloSearch:
             seed=shape.seed,
             request_timeout_s=shape.request_timeout_s,
             total_timeout_s=2 * self.probe_time_s + shape.request_timeout_s,
+            flush_cache=shape.flush_cache,
         )
 
     def canonical(self) -> dict[str, object]:

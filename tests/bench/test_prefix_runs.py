@@ -5,15 +5,18 @@ outputs (pytester)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
+import socket
 from pathlib import Path
 
 import pytest
 from helpers import use_simulator_env
 
 from pytest_sglang.bench import Workload, run_workload
-from pytest_sglang.bench.loadgen import _Stream, generate
+from pytest_sglang.bench.identity import identify
+from pytest_sglang.bench.loadgen import FlushFailed, _Stream, generate
 from pytest_sglang.bench.metrics import RequestRecord, compute_metrics
 from pytest_sglang.sim.tokenizer import CHAT_TOKENS_GENERATION_PROMPT, CHAT_TOKENS_PER_MESSAGE
 
@@ -147,6 +150,20 @@ def test_the_server_s_own_cache_figures_come_from_metrics(simulator) -> None:
     assert r.completed == 6, r.errors
     assert r.server_metrics["prompt_tokens_delta"] == r.total_input_tokens
     assert r.server_cache_hit_rate is not None and 0.0 <= r.server_cache_hit_rate <= 1.0
+
+
+def test_flush_cache_empties_the_cache_before_the_measured_requests(fast_sim: str) -> None:
+    w = Workload.shared_prefix(2, 2, 16, 4, 4, concurrency=2, api="generate", flush_cache=True)
+    r = run_workload(fast_sim, w, model="qwen3-8b")
+    assert (r.completed, r.failed) == (4, 0), r.errors
+    assert identify(w).digest != identify(dataclasses.replace(w, flush_cache=False)).digest
+    assert "flush_cache" not in Workload.shared_prefix(2, 2, 16, 4, 4).canonical()
+    with socket.socket() as sock:  # a port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # a round that was to start cold and cannot is an error, not a figure
+    with pytest.raises(FlushFailed, match="did not flush its prefix cache"):
+        run_workload(f"http://127.0.0.1:{port}", dataclasses.replace(w, warmup_requests=0))
 
 
 TEST = """
