@@ -281,3 +281,29 @@ def test_runs_of_different_workloads_are_not_one_sweep() -> None:
         run.info["workload_key"] = key * 16
     (sweep,) = find_sweeps(varied)  # the parameter is the axis, the workload follows it
     assert sweep.parameter == "concurrency"
+
+
+def test_cache_figures_show_where_a_run_has_them() -> None:
+    """The prefix-cache hit rates get their columns in the HTML tables and their samples in
+    Allure's performance file when a run has them; runs without them keep the tables as they
+    were."""
+    from pytest_sglang.report.tables import benchmarks_table
+
+    plain, cached = record(config_id="a"), record(config_id="b")
+    cached.info.update(cache_hit_rate=0.625, server_cache_hit_rate=None)
+    assert "cache hit rate" not in benchmarks_table([plain])
+    table = benchmarks_table([plain, cached])
+    assert "cache hit rate</th>" in table and "server cache hit rate" not in table
+    assert "<td>0.625</td>" in table
+    runs = [record(params={"concurrency": c}) for c in (1, 4)]
+    runs[1].info.update(cache_hit_rate=0.5)
+    (sweep,) = find_sweeps(runs)
+    assert "cache hit rate</th>" in sweep_table(sweep)
+    samples = {s["key"]: s for s in perf_samples([cached])}
+    hit = samples["sglang.cache_hit_rate"]
+    assert (hit["value"], hit["better"], hit["groupTitle"]) == (
+        0.625,
+        "higher",
+        "SGLang prefix cache",
+    )
+    assert "sglang.server_cache_hit_rate" not in samples
