@@ -2,7 +2,8 @@
 
 Why direction-aware: pytest-benchmark's ``--benchmark-compare-fail`` treats bigger as worse,
 which is right for times and wrong for throughput. Every metric here knows its direction
-(``*_throughput`` and ``accept_length`` are higher-is-better, ``*_ms`` latencies lower-is-better).
+(``*_throughput``, ``accept_length`` and ``cache_hit_rate`` are higher-is-better, ``*_ms``
+latencies lower-is-better).
 
 Spec syntax (``--sglang-gate`` and the ``sglang_gate`` marker)::
 
@@ -61,6 +62,9 @@ _HIGHER = {
     "slo_attainment",
     "max_rate",
     "max_concurrency",
+    # prefix-cache hit rates (pytest_sglang.bench.metrics): a drop is worse
+    "cache_hit_rate",
+    "server_cache_hit_rate",
 }
 
 

@@ -6,23 +6,38 @@ bounds (a request timeout and a run deadline), and it turns every bad response i
 failure with a reason instead of a crash. Metric names follow bench_serving's results file so
 the numbers can be compared with it.
 
-Modules: :mod:`.workload` (what to send, incl. concurrency sweeps), :mod:`.loadgen` (sending
-it, timing each stream), :mod:`.metrics` (the run's figures), :mod:`.prometheus` (the server's
-own ``/metrics`` figures for the run), :mod:`.pytest_plugin` (the ``sglang_bench`` fixture).
+Modules: :mod:`.workload` (what to send, incl. concurrency sweeps), :mod:`.datasets` (prompts
+that share prefixes: shared-prefix groups, conversations, traces, long contexts),
+:mod:`.loadgen` (sending it, timing each stream), :mod:`.metrics` (the run's figures),
+:mod:`.prometheus` (the server's own ``/metrics`` figures for the run), :mod:`.pytest_plugin`
+(the ``sglang_bench`` fixture).
 """
 
 from __future__ import annotations
 
 from .loadgen import run_workload, run_workload_async
 from .metrics import BenchResult, RequestRecord, compute_metrics
-from .workload import JsonlPrompts, RandomPrompts, ShareGPTPrompts, Workload
+from .workload import (
+    ConversationPrompts,
+    JsonlPrompts,
+    LongContextPrompts,
+    MooncakeTrace,
+    RandomPrompts,
+    SharedPrefixPrompts,
+    ShareGPTPrompts,
+    Workload,
+)
 
 __all__ = [
     "BenchResult",
+    "ConversationPrompts",
     "JsonlPrompts",
+    "LongContextPrompts",
+    "MooncakeTrace",
     "RandomPrompts",
     "RequestRecord",
     "ShareGPTPrompts",
+    "SharedPrefixPrompts",
     "Workload",
     "compute_metrics",
     "run_workload",

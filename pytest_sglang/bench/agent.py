@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .prometheus import Sample
     from .workload import Workload
 
-__all__ = ["BOOT", "PACKAGE", "Plan", "main", "payload", "raw_run", "record_of"]
+__all__ = ["BOOT", "PACKAGE", "RESOLVED", "Plan", "main", "payload", "raw_run", "record_of"]
 
 #: The in-memory package the shipped modules become on the host.
 PACKAGE = "_sglang_bench"
@@ -47,6 +47,8 @@ PACKAGE = "_sglang_bench"
 MODULES = ("metrics", "prometheus", "loadgen", "agent")
 #: Seconds between heartbeat lines.
 BEAT_S = 0.2
+#: The plan's fields resolved from the workload's methods (the others are its own fields).
+RESOLVED = ("prompts", "lengths", "delays", "turns", "pauses")
 
 #: ``python -c`` program on the host: reads the payload from stdin, runs the agent. Any
 #: failure to start (no aiohttp, a Python too old to read the sources) is one JSON line.
@@ -87,20 +89,27 @@ class Plan:
     warmup_requests: int
     request_timeout_s: float
     total_timeout_s: float
+    flush_cache: bool
     prompts: list[str]
     lengths: list[int]
     delays: list[float]
+    #: requests per session (a conversation's turns) and the pause before each request
+    turns: list[int]
+    pauses: list[float]
 
     @classmethod
     def of(cls, workload: Workload) -> Plan:
         """The workload's own fields of the same names (read from it, not restated, so a field
-        both have cannot be forgotten here), and its requests and gaps resolved."""
+        both have cannot be forgotten here), and its requests, gaps and sessions resolved."""
         requests = workload.requests()
         resolved: dict[str, Any] = {
             "prompts": [p for p, _ in requests],
             "lengths": [n for _, n in requests],
             "delays": list(workload.arrival_delays()),
+            "turns": list(workload.session_turns()),
+            "pauses": list(workload.think_times()),
         }
+        assert set(resolved) == set(RESOLVED)
         names = [f.name for f in dataclasses.fields(cls) if f.name not in resolved]
         return cls(**{name: getattr(workload, name) for name in names}, **resolved)
 
@@ -109,6 +118,12 @@ class Plan:
 
     def arrival_delays(self) -> list[float]:
         return list(self.delays)
+
+    def session_turns(self) -> list[int]:
+        return list(self.turns)
+
+    def think_times(self) -> list[float]:
+        return list(self.pauses)
 
 
 def payload(base_url: str, workload: Workload, model: str, api_key: str | None = None) -> bytes:

@@ -24,25 +24,27 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from .metrics import BenchResult, RequestRecord, compute_metrics
+from .metrics import BenchResult, RequestRecord, compute_metrics, server_cache_hit_rate
 from .prometheus import Sample, parse_prometheus, run_delta
 
 if TYPE_CHECKING:  # a type only: on a GPU host this module runs without the package around it
     from .workload import Workload
 
 __all__ = [
+    "FlushFailed",
     "RawRun",
     "complete_prompts",
     "fetch_prometheus",
     "fetch_server_accept_length",
     "finish",
+    "flush_cache",
     "generate",
     "run_workload",
     "run_workload_async",
@@ -56,12 +58,38 @@ MAX_WARM_CONNECTIONS = 1024
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
+#: One earlier turn of a conversation: (what was asked, what the server replied).
+Turn = tuple[str, str]
+#: Between a reply and the next question in a conversation sent as text.
+TURN_SEPARATOR = "\n\n"
+
+
+def _history_text(history: Sequence[Turn], prompt: str) -> str:
+    """A conversation as one text: each question followed by its reply as it streamed (the
+    tokens the server has just seen, in order), then the new question.
+
+    A reply continues its question's text; where neither side has whitespace at the seam (a
+    reply whose first token carries no leading space), one space keeps the question's last
+    word and the reply's first apart, as they were two tokens when the server produced them.
+    """
+    parts: list[str] = []
+    for ask, reply in history:
+        seam = " " if ask and reply and not (ask[-1].isspace() or reply[0].isspace()) else ""
+        parts.append(f"{ask}{seam}{reply}{TURN_SEPARATOR}")
+    return "".join(parts) + prompt
+
+
 def _body(
-    workload: Workload, prompt: str, model: str, output_tokens: int, per_chunk_usage: bool = True
+    workload: Workload,
+    prompt: str,
+    model: str,
+    output_tokens: int,
+    per_chunk_usage: bool = True,
+    history: Sequence[Turn] = (),
 ) -> tuple[str, dict[str, Any]]:
     if workload.api == "generate":
         return "/generate", {
-            "text": prompt,
+            "text": _history_text(history, prompt),
             "sampling_params": {
                 "max_new_tokens": output_tokens,
                 "temperature": workload.temperature,
@@ -79,8 +107,24 @@ def _body(
         "stream_options": {"include_usage": True, "continuous_usage_stats": per_chunk_usage},
     }
     if workload.api == "completions":
-        return "/v1/completions", {**body, "prompt": prompt}
-    return "/v1/chat/completions", {**body, "messages": [{"role": "user", "content": prompt}]}
+        return "/v1/completions", {**body, "prompt": _history_text(history, prompt)}
+    messages = [
+        message
+        for ask, reply in history
+        for message in ({"role": "user", "content": ask}, {"role": "assistant", "content": reply})
+    ]
+    messages.append({"role": "user", "content": prompt})
+    return "/v1/chat/completions", {**body, "messages": messages}
+
+
+def _cached_tokens(counts: dict[str, Any]) -> int | None:
+    """Cached prompt tokens from ``meta_info`` (``cached_tokens``) or an OpenAI ``usage``
+    (``prompt_tokens_details.cached_tokens``, null without ``--enable-cache-report``)."""
+    value = counts.get("cached_tokens")
+    if value is None:
+        details = counts.get("prompt_tokens_details")
+        value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _auth_headers(api_key: str | None) -> dict[str, str]:
@@ -162,6 +206,9 @@ class _Stream:
         self.usage_seen = True
         self.record.prompt_tokens = counts.get("prompt_tokens") or 0
         self.record.completion_tokens = total
+        cached = _cached_tokens(counts)
+        if cached is not None:
+            self.record.cached_tokens = cached
         new, self.counted = total - self.counted, total
         return new
 
@@ -282,8 +329,9 @@ async def _exchange(
     output_tokens: int,
     record: RequestRecord,
     per_chunk_usage: bool,
+    history: Sequence[Turn],
 ) -> None:
-    path, body = _body(workload, prompt, model, output_tokens, per_chunk_usage)
+    path, body = _body(workload, prompt, model, output_tokens, per_chunk_usage, history)
     parser = _Stream(record, workload.api)
     payload = json.dumps(body).encode()
     async with session.post(
@@ -310,10 +358,11 @@ async def _one(
     model: str,
     output_tokens: int,
     per_chunk_usage: bool = True,
+    history: Sequence[Turn] = (),
 ) -> RequestRecord:
     record = RequestRecord(start=time.perf_counter())
     exchange = _exchange(
-        session, base_url, workload, prompt, model, output_tokens, record, per_chunk_usage
+        session, base_url, workload, prompt, model, output_tokens, record, per_chunk_usage, history
     )
     try:
         await asyncio.wait_for(
@@ -351,6 +400,40 @@ async def warm_pool(session: aiohttp.ClientSession, base_url: str, connections: 
             pass
 
     await asyncio.gather(*(one() for _ in range(min(connections, MAX_WARM_CONNECTIONS))))
+
+
+#: How long SGLang may wait for requests in flight before it flushes (bench_serving's).
+FLUSH_TIMEOUT_S = 60.0
+
+
+class FlushFailed(RuntimeError):
+    """The server did not flush its prefix cache when the workload asked for it."""
+
+
+async def flush_cache(session: aiohttp.ClientSession, base_url: str) -> None:
+    """Empty the server's prefix cache (``POST /flush_cache``, as bench_serving's
+    ``--flush-cache``; SGLang refuses while requests run, so it may wait ``FLUSH_TIMEOUT_S``).
+
+    Why an error and not a counted failure: a round that was to start cold and did not is
+    another workload, and its figures would be compared as this one's."""
+    try:
+        async with session.post(
+            base_url + "/flush_cache",
+            params={"timeout": str(FLUSH_TIMEOUT_S)},
+            timeout=aiohttp.ClientTimeout(total=FLUSH_TIMEOUT_S + INFO_TIMEOUT_S),
+        ) as response:
+            text = (await response.text(errors="replace")).strip()
+            if response.status == 200:
+                return
+            raise FlushFailed(
+                f"the server did not flush its prefix cache (HTTP {response.status}: "
+                f"{text[:200]}); the workload asks for flush_cache=True"
+            )
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        raise FlushFailed(
+            f"the server did not flush its prefix cache ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); the workload asks for flush_cache=True"
+        ) from None
 
 
 async def fetch_prometheus(session: aiohttp.ClientSession, base_url: str) -> Sample | None:
@@ -449,6 +532,7 @@ def finish(raw: RawRun) -> BenchResult:
     result = compute_metrics(raw.records, raw.duration, server_accept_length=raw.accept)
     if raw.scrape_before and raw.scrape_after:
         result.server_metrics = run_delta(raw.scrape_before, raw.scrape_after)
+        result.server_cache_hit_rate = server_cache_hit_rate(result.server_metrics)
     return result
 
 
@@ -536,6 +620,8 @@ async def generate(
                 min(workload.output_tokens, 16),
                 per_chunk,
             )
+        if workload.flush_cache:
+            await flush_cache(session, base_url)
         # concurrently, and within the run's deadline: a server that stalls GETs costs little
         scrape_before: Sample | None = None
         with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
@@ -549,32 +635,55 @@ async def generate(
         gate = asyncio.Semaphore(limit)
         stopped: list[asyncio.Task[None]] = []
 
-        async def gated(prompt: str, output_tokens: int) -> None:
+        def keep(record: RequestRecord) -> None:
+            # kept as each finishes: at the run's deadline, what finished still counts
+            records.append(record)
+            if on_record is not None and on_record(record) and not stopped:
+                stopped.append(launcher)
+                launcher.cancel()
+
+        async def gated(index: int, turns: list[tuple[str, int, float]]) -> None:
+            # one session: a request, or a conversation's turns, each sent with the history
+            # before it; the session holds its place under ``concurrency`` while it thinks
             async with gate:
-                # kept as each finishes: at the run's deadline, what finished still counts
-                record = await _one(
-                    session, base_url, workload, prompt, model, output_tokens, per_chunk
-                )
-                records.append(record)
-                if on_record is not None and on_record(record) and not stopped:
-                    stopped.append(launcher)
-                    launcher.cancel()
+                history: list[Turn] = []
+                for turn, (prompt, output_tokens, pause) in enumerate(turns):
+                    if turn and pause > 0:
+                        await asyncio.sleep(pause)
+                    record = await _one(
+                        session,
+                        base_url,
+                        workload,
+                        prompt,
+                        model,
+                        output_tokens,
+                        per_chunk,
+                        history,
+                    )
+                    record.session, record.turn = index, turn
+                    keep(record)
+                    if not record.ok:
+                        for later in range(turn + 1, len(turns)):
+                            keep(_ended(index, later, record))
+                        return
+                    if turn + 1 < len(turns):
+                        history.append((prompt, record.text))
 
         async def launch() -> None:
             tasks: list[asyncio.Task[None]] = []
             try:
-                # the first request goes at once, the others after their gaps (bench_serving's
+                # the first session goes at once, the others after their gaps (bench_serving's
                 # order); each start is timed from the launch, so late wake-ups do not add up
                 first = time.perf_counter()
                 offset = 0.0
-                for (prompt, output_tokens), gap in zip(
-                    requests, [0.0, *workload.arrival_delays()]
+                for index, (turns, gap) in enumerate(
+                    zip(_sessions(workload, requests), [0.0, *workload.arrival_delays()])
                 ):
                     offset += gap
                     wait = first + offset - time.perf_counter()
                     if wait > 0:
                         await asyncio.sleep(wait)
-                    tasks.append(asyncio.ensure_future(gated(prompt, output_tokens)))
+                    tasks.append(asyncio.ensure_future(gated(index, turns)))
                 await asyncio.gather(*tasks)
             finally:
                 for task in tasks:
@@ -614,6 +723,30 @@ async def generate(
         if workload.api != "generate" and any(r.ok for r in records):
             accept = await fetch_server_accept_length(session, base_url)
     return RawRun(records, duration, began, scrape_before, scrape_after, accept)
+
+
+def _sessions(
+    workload: Workload, requests: list[tuple[str, int]]
+) -> list[list[tuple[str, int, float]]]:
+    """The requests grouped by session (``workload.session_turns()``), each with the pause
+    before it (``workload.think_times()``)."""
+    pauses = workload.think_times()
+    out: list[list[tuple[str, int, float]]] = []
+    at = 0
+    for count in workload.session_turns():
+        out.append([(p, n, pauses[at + k]) for k, (p, n) in enumerate(requests[at : at + count])])
+        at += count
+    return out
+
+
+def _ended(session: int, turn: int, cause: RequestRecord) -> RequestRecord:
+    """A turn never sent because an earlier turn of its conversation failed (its history would
+    be missing a reply)."""
+    record = RequestRecord(start=time.perf_counter(), session=session, turn=turn)
+    return record.fail(
+        "conversation ended",
+        f"not sent: turn {cause.turn + 1} of its conversation failed ({cause.reason})",
+    )
 
 
 def run_workload(

@@ -27,6 +27,9 @@ Definitions, as bench_serving's:
   depend on the client's CPU.
 - ``server_metrics``: the server's own Prometheus figures for the run when it exposes
   ``/metrics`` (flat names, see :mod:`.prometheus`), else empty.
+- ``cache_hit_rate``: cached prompt tokens / prompt tokens of the completed requests whose
+  server reported cached tokens (bench_serving's ``--cache-report`` hit rate, as a fraction);
+  ``server_cache_hit_rate`` the same from the server's own counters over the run.
 - Latencies are in milliseconds; percentiles interpolate linearly (numpy's default).
 
 ``METRICS_VERSION`` numbers these definitions; baselines store it, and a baseline of another
@@ -41,7 +44,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["METRICS_VERSION", "BenchResult", "RequestRecord", "compute_metrics", "percentile"]
+__all__ = [
+    "METRICS_VERSION",
+    "BenchResult",
+    "RequestRecord",
+    "cache_figures",
+    "compute_metrics",
+    "per_turn",
+    "percentile",
+    "server_cache_hit_rate",
+]
 
 MAX_ERROR_SAMPLES = 10
 #: The version of the definitions above; bump it when a figure's meaning changes.
@@ -77,6 +89,13 @@ class RequestRecord:
     longest_gap_at: float = 0.0
     #: When the last event arrived (``perf_counter``; 0.0 before the first).
     last_event: float = 0.0
+    #: Prompt tokens the server found in its prefix cache (``meta_info.cached_tokens`` on
+    #: /generate, ``usage.prompt_tokens_details.cached_tokens`` on the OpenAI APIs); None when
+    #: the server did not say (the OpenAI APIs without ``--enable-cache-report``).
+    cached_tokens: int | None = None
+    #: The request's session (a conversation, or the request alone) and its turn in it (0-based).
+    session: int = 0
+    turn: int = 0
 
     @property
     def ok(self) -> bool:
@@ -128,6 +147,14 @@ class BenchResult:
     errors: list[str]
     server_metrics: dict[str, float] = field(default_factory=dict)
     itl_token_counts: str = "server"
+    #: Cached prompt tokens of the completed requests that report them, and their share of
+    #: those requests' prompt tokens (None: no request reported its cached tokens).
+    total_cached_tokens: int | None = None
+    cache_hit_rate: float | None = None
+    #: The server's own share for the run, from /metrics: cached / prompt token counters.
+    server_cache_hit_rate: float | None = None
+    #: Per turn of multi-turn conversations (empty for single requests): see :func:`per_turn`.
+    per_turn: list[dict[str, Any]] = field(default_factory=list)
 
     def __getattr__(self, name: str) -> Any:
         # mean_ttft_ms etc. read like bench_serving's attributes
@@ -157,6 +184,11 @@ class BenchResult:
         out["errors"] = list(self.errors)
         out["server_metrics"] = dict(self.server_metrics)
         out["itl_token_counts"] = self.itl_token_counts
+        out["total_cached_tokens"] = self.total_cached_tokens
+        out["cache_hit_rate"] = self.cache_hit_rate
+        out["server_cache_hit_rate"] = self.server_cache_hit_rate
+        if self.per_turn:
+            out["per_turn"] = [dict(row) for row in self.per_turn]
         out["metrics_version"] = METRICS_VERSION
         return out
 
@@ -191,6 +223,57 @@ def request_accept_length(records: Sequence[RequestRecord]) -> float | None:
     return sum((r.accept_length or 0.0) * r.completion_tokens for r in done) / weight
 
 
+def cache_figures(records: Sequence[RequestRecord]) -> tuple[int | None, float | None]:
+    """(cached prompt tokens, cache hit rate) of the completed requests that report their
+    cached tokens: sum cached / sum prompt tokens, as bench_serving's ``--cache-report``;
+    (None, None) when none does."""
+    told = [r for r in records if r.ok and r.cached_tokens is not None]
+    if not told:
+        return None, None
+    cached = sum(r.cached_tokens or 0 for r in told)
+    prompt = sum(r.prompt_tokens for r in told)
+    return cached, (cached / prompt if prompt > 0 else 0.0)
+
+
+def per_turn(records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+    """One row per turn (1-based) of multi-turn conversations: requests, completed, mean
+    prompt tokens, TTFT (median, p99 ms), mean E2E ms and the cache figures of that turn over
+    every conversation. Empty when every request is a session of its own."""
+    if not any(r.turn for r in records):
+        return []
+    rows: list[dict[str, Any]] = []
+    for turn in sorted({r.turn for r in records}):
+        mine = [r for r in records if r.turn == turn]
+        ok = [r for r in mine if r.ok]
+        ttfts = [r.ttft * 1000.0 for r in ok if r.ttft is not None]
+        e2es = [r.e2e * 1000.0 for r in ok if r.e2e is not None]
+        cached, rate = cache_figures(ok)
+        rows.append(
+            {
+                "turn": turn + 1,
+                "requests": len(mine),
+                "completed": len(ok),
+                "mean_prompt_tokens": sum(r.prompt_tokens for r in ok) / len(ok) if ok else None,
+                "median_ttft_ms": percentile(ttfts, 50) if ttfts else None,
+                "p99_ttft_ms": percentile(ttfts, 99) if ttfts else None,
+                "mean_e2e_latency_ms": sum(e2es) / len(e2es) if e2es else None,
+                "total_cached_tokens": cached,
+                "cache_hit_rate": rate,
+            }
+        )
+    return rows
+
+
+def server_cache_hit_rate(server_metrics: dict[str, float]) -> float | None:
+    """The server's prefix-cache hit rate over the run: ``sglang:cached_tokens_total`` over
+    ``sglang:prompt_tokens_total``, both as deltas of the run (a server that hit nothing has
+    no cached-tokens series yet: 0). None without the prompt counter."""
+    prompt = server_metrics.get("prompt_tokens_delta")
+    if not prompt or prompt <= 0:
+        return None
+    return server_metrics.get("cached_tokens_delta", 0.0) / prompt
+
+
 def compute_metrics(
     records: Sequence[RequestRecord],
     duration: float,
@@ -222,6 +305,7 @@ def compute_metrics(
     latencies.update(_summary("chunk_gap", gaps))
     latencies.update(_summary("tpot", tpots))
     latencies.update(_summary("e2e_latency", e2es))
+    cached, hit_rate = cache_figures(ok)
     accept = request_accept_length(records)
     source = "generate meta_info" if accept is not None else ""
     if accept is None and server_accept_length is not None:
@@ -243,6 +327,9 @@ def compute_metrics(
         failures=dict(Counter(r.reason for r in bad)),
         errors=[r.error for r in bad][:MAX_ERROR_SAMPLES],
         itl_token_counts=_itl_token_counts(ok),
+        total_cached_tokens=cached,
+        cache_hit_rate=hit_rate,
+        per_turn=per_turn(records),
     )
 
 

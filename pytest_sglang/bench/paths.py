@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, TransportError
+from ..errors import ConfigError, SglangError, TransportError
 from ..launch_plan import LOCAL_ADDRESSES
-from .loadgen import ProgressSink, RawRun, finish, generate
+from .loadgen import FlushFailed, ProgressSink, RawRun, finish, generate
 from .metrics import BenchResult, RequestRecord, compute_metrics
 from .remote import NoAiohttp, run_on_host
 from .stalls import Evidence, disturbance
@@ -238,6 +238,8 @@ def run_round(
                     api_key=deployment.api_key,
                 )
             )
+        except FlushFailed as exc:
+            raise SglangError(f"{deployment.config_id} {workload.name}: {exc}") from None
         finally:
             link = watch.stop() if watch is not None else []
         link_began = raw.began  # the same clock here: the link's times count from the run's start

@@ -170,6 +170,9 @@ class SglangBench:
             self._disturbed(workload, runs, failure[0], notes, paths)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
+        note = cache_report_note(workload, self.deployment, result)
+        if note:
+            info["cache_report"] = note
         slo_text = "" if target is None else str(target)
         identity = identify(workload, bench_from=paths[-1], slo=slo_text)
         info.update(bench_from=paths[-1], disturbed=notes, **identity.as_info())
@@ -350,6 +353,30 @@ class SglangBench:
         return info
 
 
+def _cache_report_on(deployment: Deployment) -> bool:
+    """Whether the server fills ``usage.prompt_tokens_details`` on the OpenAI APIs: its
+    ``enable_cache_report`` as it reports it, else the flag in the launch arguments."""
+    for told in (deployment.server_args, deployment.server_info):
+        if isinstance(told, dict) and "enable_cache_report" in told:
+            return bool(told["enable_cache_report"])
+    return "--enable-cache-report" in (deployment.resolved.extra_args or ())
+
+
+def cache_report_note(workload: Workload, deployment: Deployment, result: BenchResult) -> str:
+    """One line when a workload that shares prefixes ran on an OpenAI API of a server that
+    reports no cached tokens there (SGLang does only with ``--enable-cache-report``); "" when
+    there is nothing to say."""
+    if workload.api == "generate" or not workload.shares_prefixes:
+        return ""
+    if result.cache_hit_rate is not None or _cache_report_on(deployment):
+        return ""
+    return (
+        f"{deployment.config_id}: no cache hit rate on the {workload.api} API: SGLang reports "
+        "cached tokens there only with --enable-cache-report; add it to the config's "
+        'extra_args, or use api="generate"'
+    )
+
+
 class _Disturbed(Exception):
     """A round disturbed twice (ends the rounds; the test then fails with the reason)."""
 
@@ -398,8 +425,14 @@ BENCH_COLUMNS: tuple[tuple[Column, Any], ...] = (
     (Column("TTFT p50 ms", ">"), lambda r: _fmt(r["median_ttft_ms"])),
     (Column("ITL p50 ms", ">"), lambda r: _fmt(r["median_itl_ms"], 2)),
     (Column("accept", ">"), lambda r: _fmt(r["accept_length"], 2)),
+    (Column("cache hit", ">", optional=True), lambda r: _percent(r.get("cache_hit_rate"))),
     (Column("failed", ">"), lambda r: f"{r['failed']}/{r['completed'] + r['failed']}"),
 )
+
+
+def _percent(rate: Any) -> str:
+    """A rate in [0, 1] as a percentage; "" when there is none (the column then goes)."""
+    return "" if rate is None else f"{100.0 * rate:.1f}%"
 
 
 def benchmarks_table(results: list[dict[str, Any]]) -> TextTable:
@@ -434,3 +467,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for r in results:
         for note in r.get("disturbed", []):
             write_lines(terminalreporter, f"{r['config_id']} {r['workload']}: {note}", yellow=True)
+    for note in dict.fromkeys(r["cache_report"] for r in results if r.get("cache_report")):
+        write_lines(terminalreporter, note, yellow=True)

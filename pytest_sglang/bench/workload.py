@@ -23,16 +23,21 @@ from typing import Literal
 
 from ..errors import ConfigError
 from ..sim.tokenizer import VOCAB
+from .datasets import ConversationPrompts, LongContextPrompts, MooncakeTrace, SharedPrefixPrompts
 from .identity import CANONICAL_VERSION, file_sha256, text_sha256
 from .slo import Slo
 
 __all__ = [
     "API",
+    "ConversationPrompts",
     "JsonlPrompts",
+    "LongContextPrompts",
+    "MooncakeTrace",
     "PromptList",
     "PromptSource",
     "RandomPrompts",
     "ShareGPTPrompts",
+    "SharedPrefixPrompts",
     "SloSearch",
     "Workload",
 ]
@@ -40,7 +45,7 @@ __all__ = [
 #: chat: /v1/chat/completions; completions: /v1/completions (bench_serving's ``sglang-oai``);
 #: generate: SGLang's native /generate (bench_serving's default ``sglang`` backend).
 API = Literal["chat", "completions", "generate"]
-Kind = Literal["single-stream", "concurrency", "rate"]
+Kind = Literal["single-stream", "concurrency", "rate", "trace"]
 
 #: The default levels of :meth:`Workload.sweep`: powers of two up to 64.
 DEFAULT_SWEEP = (1, 2, 4, 8, 16, 32, 64)
@@ -286,7 +291,16 @@ class PromptList:
         return {"source": "list", "sha256": text_sha256(json.dumps(list(self.texts)))}
 
 
-PromptSource = RandomPrompts | JsonlPrompts | ShareGPTPrompts | PromptList
+PromptSource = (
+    RandomPrompts
+    | JsonlPrompts
+    | ShareGPTPrompts
+    | PromptList
+    | SharedPrefixPrompts
+    | ConversationPrompts
+    | MooncakeTrace
+    | LongContextPrompts
+)
 
 
 @dataclass(frozen=True)
@@ -297,7 +311,10 @@ class Workload:
     None); ``request_rate`` sends arrivals at that mean rate per second (seeded by ``seed``),
     spaced as bench_serving spaces them: gamma-distributed gaps of shape ``burstiness``
     (1.0: Poisson; below 1: burstier; ``math.inf``: evenly spaced, a constant rate).
-    ``warmup_requests`` go first and are not measured. ``request_timeout_s`` bounds one
+    ``warmup_requests`` go first and are not measured; ``flush_cache`` then empties the
+    server's prefix cache (``/flush_cache``, bench_serving's ``--flush-cache``), so that every
+    round starts from the same cold cache rather than the prompts of the rounds before it.
+    ``request_timeout_s`` bounds one
     request; ``total_timeout_s`` bounds the whole run: what is still running then is cancelled
     and counted as failed.
     """
@@ -316,6 +333,7 @@ class Workload:
     seed: int = 0
     request_timeout_s: float = 300.0
     total_timeout_s: float = 1800.0
+    flush_cache: bool = False
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -339,8 +357,27 @@ class Workload:
             problems.append(f"warmup_requests={self.warmup_requests} (needs >= 0)")
         if not (self.request_timeout_s > 0 and self.total_timeout_s > 0):
             problems.append("request_timeout_s and total_timeout_s must be > 0")
+        problems += self._shape_problems()
         if problems:
             raise ConfigError("invalid Workload: " + "; ".join(problems))
+
+    def _shape_problems(self) -> list[str]:
+        """What the conversation and trace sources need of the rest (they set the requests'
+        count and, for a trace, the arrivals)."""
+        source = self.prompts
+        if isinstance(source, ConversationPrompts) and self.num_requests != source.total:
+            return [
+                f"num_requests={self.num_requests} with {source.label} (needs "
+                f"{source.total}: conversations x turns; Workload.multi_turn sets it)"
+            ]
+        if (self.kind == "trace") != isinstance(source, MooncakeTrace):
+            return ["a trace replays on its own timestamps: build it with Workload.trace(path)"]
+        if self.kind == "trace" and self.request_rate is not None:
+            return [
+                "request_rate with a trace (its timestamps are the arrivals; time_scale "
+                "speeds them up or slows them down)"
+            ]
+        return []
 
     # -- the three shapes ---------------------------------------------------------------------
 
@@ -431,6 +468,155 @@ class Workload:
         ]
 
     @classmethod
+    def shared_prefix(
+        cls,
+        num_groups: int = 64,
+        prompts_per_group: int = 16,
+        system_prompt_len: int = 2048,
+        question_len: int = 128,
+        output_len: int = 256,
+        *,
+        concurrency: int | None = None,
+        request_rate: float | None = None,
+        range_ratio: float = 1.0,
+        ordered: bool = False,
+        **options: object,
+    ) -> Workload:
+        """bench_serving's ``generated-shared-prefix`` dataset (its ``--gsp-*`` knobs and
+        defaults, :class:`~.datasets.SharedPrefixPrompts`): ``num_groups * prompts_per_group``
+        requests, each a group's system prompt and a question of its own.
+
+        Arrivals as :meth:`fixed_concurrency` with ``concurrency``, as :meth:`rate` with
+        ``request_rate`` (``concurrency`` then caps requests in flight), else all at once
+        (bench_serving's default, an infinite rate). ``seed`` seeds the text too.
+        """
+        source = SharedPrefixPrompts(
+            num_groups,
+            prompts_per_group,
+            system_prompt_len,
+            question_len,
+            output_len,
+            range_ratio=range_ratio,
+            ordered=ordered,
+            seed=int(options.get("seed", 0)),  # type: ignore[call-overload]
+        )
+        return cls._arriving(source, source.total, output_len, concurrency, request_rate, options)
+
+    @classmethod
+    def multi_turn(
+        cls,
+        conversations: int = 8,
+        turns: int = 4,
+        question_len: int | tuple[int, int] = 64,
+        output_tokens: int = 64,
+        *,
+        concurrency: int | None = None,
+        request_rate: float | None = None,
+        think_time_s: float | tuple[float, float] = 0.0,
+        system_prompt_len: int = 0,
+        **options: object,
+    ) -> Workload:
+        """``conversations`` conversations of ``turns`` turns (:class:`~.datasets.
+        ConversationPrompts`): each turn sends the history and a new question, ``think_time_s``
+        after the previous reply ended. At most ``concurrency`` conversations are open at once
+        (a conversation holds its place while it thinks); with ``request_rate``, conversations
+        start at that mean rate. Every turn is one measured request."""
+        source = ConversationPrompts(
+            conversations,
+            turns,
+            question_len,
+            system_prompt_len,
+            think_time_s,
+            seed=int(options.get("seed", 0)),  # type: ignore[call-overload]
+        )
+        return cls._arriving(
+            source, source.total, output_tokens, concurrency, request_rate, options
+        )
+
+    @classmethod
+    def long_context(
+        cls,
+        context_len: int | tuple[int, int] = (8192, 32768),
+        num_requests: int = 8,
+        output_tokens: int = 128,
+        *,
+        question_len: int = 32,
+        documents: int = 0,
+        concurrency: int | None = 1,
+        request_rate: float | None = None,
+        **options: object,
+    ) -> Workload:
+        """Long prompts (:class:`~.datasets.LongContextPrompts`): a document of
+        ``context_len`` tokens and a question; ``documents=k`` shares ``k`` documents among
+        all the questions. One at a time by default."""
+        source = LongContextPrompts(
+            context_len,
+            question_len,
+            documents,
+            seed=int(options.get("seed", 0)),  # type: ignore[call-overload]
+        )
+        return cls._arriving(
+            source, num_requests, output_tokens, concurrency, request_rate, options
+        )
+
+    @classmethod
+    def trace(
+        cls,
+        path: str | Path,
+        *,
+        time_scale: float = 1.0,
+        block_size: int = 512,
+        num_requests: int | None = None,
+        max_concurrency: int | None = None,
+        **options: object,
+    ) -> Workload:
+        """Replay a Mooncake-format trace (:class:`~.datasets.MooncakeTrace`) on its timestamps
+        times ``time_scale``: its first ``num_requests`` requests (all by default), each asking
+        for its ``output_length``, at most ``max_concurrency`` in flight when given."""
+        source = MooncakeTrace(
+            Path(path),
+            block_size,
+            time_scale,
+            seed=int(options.get("seed", 0)),  # type: ignore[call-overload]
+        )
+        count = num_requests if num_requests is not None else len(source.requests)
+        options.setdefault("output_tokens", 16)  # the warmup request's; the trace sets the rest
+        return cls(
+            kind="trace",
+            num_requests=count,
+            prompts=source,
+            concurrency=max_concurrency,
+            **options,  # type: ignore[arg-type]
+        )
+
+    @classmethod
+    def _arriving(
+        cls,
+        source: PromptSource,
+        num_requests: int,
+        output_tokens: int,
+        concurrency: int | None,
+        request_rate: float | None,
+        options: dict[str, object],
+    ) -> Workload:
+        """The workload of ``source`` at a rate, or at a fixed concurrency (all at once when
+        neither is given)."""
+        if "prompts" in options:
+            raise ConfigError("this workload makes its own prompts; give its knobs, not prompts=")
+        if request_rate is not None:
+            return cls.rate(
+                request_rate,
+                num_requests,
+                output_tokens,
+                max_concurrency=concurrency,
+                prompts=source,
+                **options,  # type: ignore[arg-type]
+            )
+        return cls.fixed_concurrency(
+            concurrency or num_requests, num_requests, output_tokens, prompts=source, **options
+        )
+
+    @classmethod
     def max_rate(
         cls,
         slo: Slo | str,
@@ -470,17 +656,34 @@ class Workload:
 
     @property
     def name(self) -> str:
-        """Short name for tables and ``extra_info``: single-stream, concurrency-64, rate-8."""
+        """Short name for tables and ``extra_info``: single-stream, concurrency-64, rate-8;
+        prefixed by the prompts' shape when they share prefixes (shared-prefix-concurrency-16,
+        multi-turn-rate-2, trace-1x, long-context-single-stream)."""
         if self.kind == "single-stream":
-            return "single-stream"
-        if self.kind == "concurrency":
-            return f"concurrency-{self.concurrency}"
-        return f"rate-{self.request_rate:g}"
+            base = "single-stream"
+        elif self.kind == "concurrency":
+            base = f"concurrency-{self.concurrency}"
+        elif self.kind == "trace":
+            assert isinstance(self.prompts, MooncakeTrace)
+            return f"trace-{self.prompts.time_scale:g}x"
+        else:
+            base = f"rate-{self.request_rate:g}"
+        shape = getattr(self.prompts, "shape", "")
+        return f"{shape}-{base}" if shape else base
+
+    @property
+    def shares_prefixes(self) -> bool:
+        """Whether requests share prefixes by design: what the cache figures are about."""
+        if isinstance(self.prompts, LongContextPrompts):
+            return self.prompts.documents > 0
+        return bool(getattr(self.prompts, "shape", ""))
 
     @property
     def arrivals(self) -> str:
-        """How requests arrive: ``all at once`` (fixed concurrency), ``poisson``, ``constant``
-        or ``gamma(burstiness)``."""
+        """How requests arrive: ``all at once`` (fixed concurrency), ``poisson``, ``constant``,
+        ``gamma(burstiness)`` or ``trace``."""
+        if self.kind == "trace":
+            return "trace"
         if self.request_rate is None:
             return "all at once"
         if math.isinf(self.burstiness):
@@ -488,16 +691,35 @@ class Workload:
         return "poisson" if self.burstiness == 1.0 else f"gamma({self.burstiness:g})"
 
     def arrival_delays(self) -> list[float]:
-        """Seconds between consecutive request starts (all zero without a rate)."""
+        """Seconds between consecutive session starts (all zero without a rate); a session is
+        a request, or a conversation of several (:meth:`session_turns`)."""
+        sessions = len(self.session_turns())
+        if isinstance(self.prompts, MooncakeTrace):
+            offsets = self.prompts.offsets(sessions)
+            return [b - a for a, b in itertools.pairwise(offsets)] + [0.0]
         if self.request_rate is None:
-            return [0.0] * self.num_requests
+            return [0.0] * sessions
         if math.isinf(self.burstiness):
-            return [1.0 / self.request_rate] * self.num_requests
+            return [1.0 / self.request_rate] * sessions
         rng = random.Random(self.seed)
         if self.burstiness == 1.0:
-            return [rng.expovariate(self.request_rate) for _ in range(self.num_requests)]
+            return [rng.expovariate(self.request_rate) for _ in range(sessions)]
         scale = 1.0 / (self.request_rate * self.burstiness)
-        return [rng.gammavariate(self.burstiness, scale) for _ in range(self.num_requests)]
+        return [rng.gammavariate(self.burstiness, scale) for _ in range(sessions)]
+
+    def session_turns(self) -> list[int]:
+        """The number of requests of each session, in order: one each, or a conversation's
+        turns (sent one after the other, each with the history before it)."""
+        if isinstance(self.prompts, ConversationPrompts):
+            return self.prompts.session_turns()
+        return [1] * self.num_requests
+
+    def think_times(self) -> list[float]:
+        """Seconds each request waits after the previous turn of its session ended (0 for a
+        session's first request)."""
+        if isinstance(self.prompts, ConversationPrompts):
+            return self.prompts.think_times()
+        return [0.0] * self.num_requests
 
     def requests(self) -> list[tuple[str, int]]:
         """(prompt, output tokens) of every measured request, in order."""
@@ -532,6 +754,8 @@ class Workload:
             "ignore_eos": self.ignore_eos,
             "warmup_requests": self.warmup_requests,
             "seed": self.seed,
+            # only when set: the workloads from before it keep their digests
+            **({"flush_cache": True} if self.flush_cache else {}),
         }
 
     def describe(self) -> dict[str, object]:
@@ -550,6 +774,7 @@ class Workload:
             "ignore_eos": self.ignore_eos,
             "warmup_requests": self.warmup_requests,
             "seed": self.seed,
+            **({"flush_cache": True} if self.flush_cache else {}),
         }
 
 
@@ -645,6 +870,7 @@ class SloSearch:
                 seed=shape.seed,
                 request_timeout_s=shape.request_timeout_s,
                 total_timeout_s=2 * self.probe_time_s + shape.request_timeout_s,
+                flush_cache=shape.flush_cache,
             )
         count = max(
             self.min_probe_requests, min(self.probe_requests, round(level * self.probe_time_s))
@@ -664,6 +890,7 @@ class SloSearch:
             seed=shape.seed,
             request_timeout_s=shape.request_timeout_s,
             total_timeout_s=2 * self.probe_time_s + shape.request_timeout_s,
+            flush_cache=shape.flush_cache,
         )
 
     def canonical(self) -> dict[str, object]:
@@ -707,6 +934,12 @@ def _search(
     options: dict[str, object],
 ) -> SloSearch:
     """Split the search's own options from the probes' shape and build the value."""
+    if isinstance(options.get("prompts"), (ConversationPrompts, MooncakeTrace)):
+        raise ConfigError(
+            f"Workload.max_{kind}: a search sizes its own probes, which conversations and "
+            "traces do not allow; search with other prompts (SharedPrefixPrompts, "
+            "LongContextPrompts, ...)"
+        )
     tuning = {k: options.pop(k) for k in _SEARCH_OPTIONS if k in options}
     if kind == "rate":
         shape = Workload.rate(1.0, 1, output_tokens, **options)  # type: ignore[arg-type]

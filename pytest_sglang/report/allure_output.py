@@ -136,8 +136,14 @@ PERF_METRICS: dict[str, tuple[str, str, str, str]] = {
     "median_itl_ms": ("ITL p50", "ms", "lower", "latency"),
     "mean_tpot_ms": ("TPOT mean", "ms", "lower", "latency"),
     "median_e2e_latency_ms": ("E2E p50", "ms", "lower", "latency"),
+    "cache_hit_rate": ("Prefix cache hit rate", "fraction", "higher", "cache"),
+    "server_cache_hit_rate": ("Server prefix cache hit rate", "fraction", "higher", "cache"),
 }
-_GROUP_TITLES = {"throughput": "SGLang throughput", "latency": "SGLang latency"}
+_GROUP_TITLES = {
+    "throughput": "SGLang throughput",
+    "latency": "SGLang latency",
+    "cache": "SGLang prefix cache",
+}
 
 
 def _allure() -> Any:

@@ -65,6 +65,18 @@ _SWEEP_METRICS: tuple[tuple[str, str], ...] = (
     *((m, m.replace("_ms", " ms").replace("_", " ")) for m in LATENCY_METRICS),
     ("accept_length", "accept len"),
 )
+#: Shown when a run has them (a server that reports cached tokens): prefix-cache figures.
+_CACHE_METRICS: tuple[tuple[str, str], ...] = (
+    ("cache_hit_rate", "cache hit rate"),
+    ("server_cache_hit_rate", "server cache hit rate"),
+)
+
+
+def _metrics(infos: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The figures' columns: the sweep metrics, and each cache figure some run has."""
+    rows = list(infos)
+    cache = [(k, label) for k, label in _CACHE_METRICS if any(r.get(k) is not None for r in rows)]
+    return [*_SWEEP_METRICS, *cache]
 
 
 def fmt(value: Any) -> str:
@@ -132,15 +144,16 @@ def comparison_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def sweep_table(sweep: Sweep) -> str:
     """One row per sweep point: the parameter's value, the config and its figures."""
+    metrics = _metrics(point.record.info for point in sweep.points)
     labels = [(sweep.parameter, True), ("config", True), ("workload", True)]
-    labels += [(label, False) for _, label in _SWEEP_METRICS]
+    labels += [(label, False) for _, label in metrics]
     labels += [("completed", False), ("failed", False)]
     body = []
     for point in sweep.points:
         info = point.record.info
         cells = _cell(point.label, text=True)
         cells += _cell(point.config, text=True) + _cell(point.record.workload, text=True)
-        cells += "".join(_cell(info.get(metric)) for metric, _ in _SWEEP_METRICS)
+        cells += "".join(_cell(info.get(metric)) for metric, _ in metrics)
         cells += _cell(info.get("completed")) + _cell(info.get("failed"))
         cls = ' class="failed"' if info.get("failed") else ""
         body.append(f"<tr{cls}>{cells}</tr>")
@@ -150,8 +163,9 @@ def sweep_table(sweep: Sweep) -> str:
 def benchmarks_table(records: Sequence[BenchRecord]) -> str:
     """Every benchmark run of the session, in run order; a "disturbed" column (the rounds the
     stall check repeated, and why) when any run had one, its row marked when it was not gated."""
+    metrics = _metrics(record.info for record in records)
     labels = [("test", True), ("host", True), ("config", True), ("workload", True)]
-    labels += [(label, False) for _, label in _SWEEP_METRICS]
+    labels += [(label, False) for _, label in metrics]
     labels += [("failed", False)]
     disturbed = any(record.info.get("disturbed") for record in records)
     labels += [("disturbed", True)] if disturbed else []
@@ -162,7 +176,7 @@ def benchmarks_table(records: Sequence[BenchRecord]) -> str:
         cells = tests[record.nodeid] + "".join(
             _cell(v, text=True) for v in (record.host, record.config_id, record.workload)
         )
-        cells += "".join(_cell(info.get(metric)) for metric, _ in _SWEEP_METRICS)
+        cells += "".join(_cell(info.get(metric)) for metric, _ in metrics)
         cells += _cell(info.get("failed"))
         if disturbed:
             cells += _cell("; ".join(info.get("disturbed") or []), text=True)

@@ -376,17 +376,22 @@ def test_the_host_plan_carries_every_workload_field_it_names() -> None:
     their gaps resolved here: nothing set on the workload is lost on the way to the host."""
     import dataclasses
 
-    from pytest_sglang.bench.agent import Plan
+    from pytest_sglang.bench.agent import RESOLVED, Plan
 
     workload = Workload.rate(
         4.0, 6, 16, api="completions", temperature=0.5, ignore_eos=False, warmup_requests=0
     )
     plan = Plan.of(workload)
     for field in dataclasses.fields(Plan):
-        if field.name not in ("prompts", "lengths", "delays"):
+        if field.name not in RESOLVED:
             assert getattr(plan, field.name) == getattr(workload, field.name), field.name
     assert plan.requests() == workload.requests()
     assert plan.arrival_delays() == workload.arrival_delays()
+    talk = Workload.multi_turn(3, 2, 8, 4, concurrency=2, think_time_s=(0.1, 0.3))
+    plan = Plan.of(talk)
+    assert plan.session_turns() == talk.session_turns() == [2, 2, 2]
+    assert plan.think_times() == talk.think_times()
+    assert plan.requests() == talk.requests()
 
 
 def test_a_search_probes_from_the_host_and_stops_a_probe_once_it_cannot_pass(

@@ -297,3 +297,29 @@ def test_one_config_under_two_names_is_one_sweep_point() -> None:
     assert [(p.value, p.config) for p in sweep.points] == [(1, "s1"), (3, "production-s3 = s3")]
     assert sweep.points[1].record.metric("output_throughput") == 310.0
     assert '<td class="text">production-s3 = s3</td>' in sweep_table(sweep)
+
+
+def test_cache_figures_show_where_a_run_has_them() -> None:
+    """The prefix-cache hit rates get their columns in the HTML tables and their samples in
+    Allure's performance file when a run has them; runs without them keep the tables as they
+    were."""
+    from pytest_sglang.report.tables import benchmarks_table
+
+    plain, cached = record(config_id="a"), record(config_id="b")
+    cached.info.update(cache_hit_rate=0.625, server_cache_hit_rate=None)
+    assert "cache hit rate" not in benchmarks_table([plain])
+    table = benchmarks_table([plain, cached])
+    assert "cache hit rate</th>" in table and "server cache hit rate" not in table
+    assert "<td>0.625</td>" in table
+    runs = [record(params={"concurrency": c}) for c in (1, 4)]
+    runs[1].info.update(cache_hit_rate=0.5)
+    (sweep,) = find_sweeps(runs)
+    assert "cache hit rate</th>" in sweep_table(sweep)
+    samples = {s["key"]: s for s in perf_samples([cached])}
+    hit = samples["sglang.cache_hit_rate"]
+    assert (hit["value"], hit["better"], hit["groupTitle"]) == (
+        0.625,
+        "higher",
+        "SGLang prefix cache",
+    )
+    assert "sglang.server_cache_hit_rate" not in samples
