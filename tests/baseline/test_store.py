@@ -38,21 +38,34 @@ def entry(value: float) -> dict[str, object]:
     }
 
 
-def test_save_keeps_the_last_n_runs_in_pytest_benchmark_format(tmp_path: Path) -> None:
+def test_save_keeps_every_run_in_pytest_benchmark_format(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path, history=2)
     for value in (10.0, 20.0, 30.0):
         path = store.save(KEY, {"gpu_name": "X"}, entry(value), version="5.3.1")
     assert path == tmp_path / "eagle-s2-k1-0123456789ab" / "single-stream" / "fp0123456789abcd.json"
     data = json.loads(path.read_text())
     assert data["machine_info"]["sglang_fingerprint"] == {"gpu_name": "X"}
-    assert [b["extra_info"]["output_throughput"] for b in data["benchmarks"]] == [20.0, 30.0]
+    assert [b["extra_info"]["output_throughput"] for b in data["benchmarks"]] == [10.0, 20.0, 30.0]
     assert {"min", "max", "mean", "stddev", "rounds", "median", "iqr", "ops"} <= set(
         data["benchmarks"][0]["stats"]
     )
     stored = store.load(KEY)
     assert stored is not None
-    assert stored.values("output_throughput") == [20.0, 21.0, 30.0, 31.0]
+    # a gate compares with the last `history` runs; the file keeps them all
+    assert stored.latest(store.history).values("output_throughput") == [20.0, 21.0, 30.0, 31.0]
     assert stored.values("median_ttft_ms") == []
+
+
+def test_settings_are_kept_per_file_until_a_run_brings_new_ones(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.save(KEY, {"gpu_name": "X"}, entry(1.0), settings={"chunked_prefill_size": 8192})
+    store.save(KEY, {"gpu_name": "X"}, entry(2.0))  # a save without settings keeps them
+    stored = store.load(KEY)
+    assert stored is not None and stored.settings == {"chunked_prefill_size": 8192}
+    store.save(KEY, {"gpu_name": "X"}, entry(3.0), settings={"chunked_prefill_size": 4096})
+    stored = store.load(KEY)
+    assert stored is not None and stored.settings == {"chunked_prefill_size": 4096}
+    assert len(stored.runs) == 3
 
 
 def test_others_finds_the_same_config_on_another_fingerprint(tmp_path: Path) -> None:
