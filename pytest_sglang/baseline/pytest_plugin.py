@@ -61,8 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sglang-baseline-save",
         action="store_true",
         default=False,
-        help="Append this run to the baselines (keeping the last --sglang-baseline-history "
-        "runs); a run that regressed is not saved. Default: %(default)r",
+        help="Append this run to the baselines (every run is kept); a run that regressed is "
+        "not saved. Default: %(default)r",
     )
     group.addoption(
         "--sglang-baseline-history",

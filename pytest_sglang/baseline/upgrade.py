@@ -52,6 +52,9 @@ __all__ = [
 
 #: Characters of a setting's value shown in the terminal (the summary JSON keeps all of it).
 SHOWN_CHARS = 60
+#: Settings that say where a server listens or which seed it drew, not how it runs: a
+#: simulator on a free port, or SGLang's random seed drawn at start, differ at every start.
+IGNORED_SETTINGS = frozenset({"host", "port", "nccl_port", "dist_init_addr", "random_seed"})
 #: The CI variables that name the person behind a job, before the local user name.
 _ACTOR_VARIABLES = ("GITHUB_ACTOR", "GITLAB_USER_LOGIN", "BUILD_USER_ID")
 
@@ -142,7 +145,8 @@ def settings_diff(
     """Every setting in effect that differs, by name: ``{"name", "before", "after",
     "source"}``, ``source`` being ``"default"`` (the command line does not set it: a default
     changed, or a backend was chosen differently) or ``"command line"`` (set, and resolved
-    otherwise). A setting present on one side only and None on the other is not a change."""
+    otherwise). A setting present on one side only and None on the other is not a change, nor
+    is one of :data:`IGNORED_SETTINGS`."""
     old = canonical_settings(before, before_version)
     new = canonical_settings(after, after_version)
     fields = set(set_fields)
@@ -152,6 +156,8 @@ def settings_diff(
         if a == b:
             continue
         top = name.split(".", 1)[0]
+        if top in IGNORED_SETTINGS:
+            continue
         source = "command line" if top in fields else "default"
         out.append({"name": name, "before": a, "after": b, "source": source})
     return out

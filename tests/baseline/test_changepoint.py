@@ -31,7 +31,7 @@ def test_one_step_is_found_where_it_is() -> None:
 
 
 def test_two_steps_are_both_found() -> None:
-    values = [1000.0, 1004.0, 996.0, 1001.0, 999.0] + [900.0, 903.0, 897.0, 901.0, 899.0]
+    values = [1000.0, 1004.0, 996.0, 1001.0, 999.0, 900.0, 903.0, 897.0, 901.0, 899.0]
     values += [960.0, 957.0, 963.0, 961.0, 959.0]
     steps = change_points(values)
     assert [s.index for s in steps] == [5, 10]
@@ -127,9 +127,9 @@ def test_history_cli_names_the_step_with_versions_and_commits(
 
 
 def test_history_cli_json_and_module_entry_point(store: Path) -> None:
+    cli = [sys.executable, "-m", "pytest_sglang.baseline", "history", "--json"]
     shown = subprocess.run(
-        [sys.executable, "-m", "pytest_sglang.baseline", "history", "--json"]
-        + ["--metric", "output_throughput", str(store)],
+        [*cli, "--metric", "output_throughput", str(store)],
         capture_output=True,
         text=True,
         timeout=60,

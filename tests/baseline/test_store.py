@@ -6,15 +6,20 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_sglang.baseline.fingerprint import (
+    LIBRARY_PACKAGES,
     diff_fingerprints,
     fingerprint_digest,
     gpu_facts,
+    hardware_of,
+    library_versions,
     model_config_sha256,
+    software_changes,
 )
 from pytest_sglang.baseline.store import BaselineError, BaselineKey, BaselineStore, round_stats
 from pytest_sglang.transport.local import LocalTransport
@@ -132,3 +137,23 @@ def test_model_config_hash(tmp_path: Path) -> None:
     expected = hashlib.sha256(b'{"hidden_size": 4096}').hexdigest()
     assert model_config_sha256(LocalTransport(), str(tmp_path)) == expected
     assert model_config_sha256(LocalTransport(), str(tmp_path / "nope")) == "absent"
+
+
+def test_software_changes_are_an_upgrade_and_anything_else_is_not() -> None:
+    old = {"gpu_name": "H100", "gpu_count": 8, "sglang_version": "0.5.22", "driver": "550.54"}
+    new = {**old, "sglang_version": "0.5.23", "torch_version": "2.9.1"}
+    assert software_changes(new, old) == [
+        ("sglang_version", "0.5.22", "0.5.23"),
+        ("torch_version", None, "2.9.1"),
+    ]
+    assert software_changes(old, old) == []
+    assert software_changes({**new, "gpu_count": 4}, old) is None
+    assert software_changes({**new, "kernel": "6.8"}, old) is None  # a hook's field: not judged
+    assert hardware_of(new) == {"gpu_name": "H100", "gpu_count": 8}
+
+
+def test_library_versions_from_the_launcher_python_metadata() -> None:
+    found = library_versions(LocalTransport(), sys.executable)
+    assert set(found) <= set(LIBRARY_PACKAGES)
+    assert all(found.values())  # a package that is not installed is left out, not ""
+    assert library_versions(LocalTransport(), "/nonexistent/python3") == {}
