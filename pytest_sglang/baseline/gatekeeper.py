@@ -203,12 +203,12 @@ class Gatekeeper:
         else:
             values = list(rounds)
             outcome.rows = self._compare(base, active, stored, values)
-            for row in outcome.rows:
-                row["reason"] += f"; {note}" if note else ""
             while outcome.regressed and outcome.confirm_runs < self.confirm:
                 values += rerun()
                 outcome.confirm_runs += 1
                 outcome.rows = self._compare(base, active, stored, values)
+            for row in outcome.rows:  # after the re-runs, whose rows replace the first ones
+                row["reason"] += f"; {note}" if note else ""
             rounds = values
             if upgrade is not None:
                 settings = self._settings_changed(upgrade, deployment)

@@ -7,7 +7,9 @@ fingerprint differs in ``sglang_version`` only, so the run is gated against the 
 ``SGLANG_SIM_GPU_MEMORY_GB=40`` stands for a release whose defaults changed: the simulator
 resolves a smaller ``chunked_prefill_size``, ``mem_fraction_static`` and CUDA-graph batch sizes
 with the same command line (a GPU's memory is not in the fingerprint; the release is).
-Gates are widened as in test_baseline_plugin.py.
+Only output throughput is gated (10 %, as in test_baseline_plugin.py): the per-token ITL of 32
+tokens on a loaded two-core machine swings between bursts and steady streams, and the flow under
+test is the upgrade's, not a metric's.
 """
 
 from __future__ import annotations
@@ -31,13 +33,13 @@ from pytest_sglang.bench import Workload
 
 CFG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
 
-@pytest.mark.sglang_gate(median_ttft_ms="off")
+@pytest.mark.sglang_gate(median_ttft_ms="off", median_itl_ms="off")
 @pytest.mark.parametrize("sglang_server", [CFG], indirect=True)
 def test_decode(sglang_bench):
     sglang_bench(Workload.single_stream(32), rounds=3)
 """
 
-WIDE = ("--sglang-gate=output_throughput:-10%", "--sglang-gate=median_itl_ms:+20%")
+WIDE = ("--sglang-gate=output_throughput:-10%",)
 SIM_ENV = {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TIME_SCALE": "0.2"}
 OLD = {"SGLANG_SIM_VERSION": "0.5.22"}
 NEW = {"SGLANG_SIM_VERSION": "0.5.23"}
@@ -117,7 +119,7 @@ def test_new_release_is_gated_against_the_old_one_with_the_settings_that_changed
             "*sglang baseline comparisons*",
             "*test_decode[[]base[]]*output_throughput*",
             "test_decode[[]base[]] upgrade: SGLang 0.5.22 -> 0.5.23: output_throughput *%, "
-            "p=*; median_itl_ms *%, p=*; * settings in effect changed",
+            "p=*; 6 settings in effect changed",
             "    chunked_prefill_size 8192 -> 4096 (default)",
         ]
     )
