@@ -4,17 +4,22 @@
 in one place; the ``sglang_bench`` fixture calls :meth:`Gatekeeper.check` after every run:
 
 1. the fingerprint of the deployment's host (once per deployment, through the hooks);
-2. the stored runs for (fingerprint, config, workload digest), less the runs this session
-   saved itself (two tests that measure one workload are never gated against each other); an
-   old-layout file keyed by the workload's name alone is re-keyed or refused (:mod:`.legacy`);
-   none -> ``missing``; only for another fingerprint -> ``skipped`` with the fields that
-   differ; ``--sglang-baseline-require`` turns both into a failure; runs of another version of
-   the metric definitions -> a one-line failure saying to re-record (``--sglang-baseline-save``
+2. the last ``--sglang-baseline-history`` stored runs for (fingerprint, config, workload
+   digest), less the runs this session saved itself (two tests that measure one workload are
+   never gated against each other); an old-layout file keyed by the workload's name alone is
+   re-keyed or refused (:mod:`.legacy`); none, but a stored fingerprint that differs in
+   software only -> an upgrade comparison against it (:mod:`.upgrade`); none at all ->
+   ``missing``; only for another machine or model -> ``skipped`` with the fields that differ;
+   ``--sglang-baseline-require`` turns both into a failure; runs of another version of the
+   metric definitions -> a one-line failure saying to re-record (``--sglang-baseline-save``
    replaces them);
 3. every enabled gate decided on the per-round values (:func:`.gates.decide`); a regression
    re-runs the workload ``--sglang-confirm`` times, pooling the rounds, before it stands;
-4. the rows recorded (terminal table, summary, JUnit properties) and, with
-   ``--sglang-baseline-save``, the run appended to the store unless it regressed.
+4. the rows recorded (terminal table, summary, JUnit properties; after an upgrade each row
+   carries ``upgrade``: the one-line summary, the versions and the settings in effect that
+   changed) and, with ``--sglang-baseline-save``, the run appended to the store unless it
+   regressed; ``--sglang-baseline-accept-upgrade`` saves an upgrade's run even so, with the
+   record of who accepted what.
 """
 
 from __future__ import annotations
@@ -31,6 +36,14 @@ from .fingerprint import diff_fingerprints, fingerprint_digest
 from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, is_quality_metric, known_metric
 from .legacy import read_legacy, rekey
 from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
+from .upgrade import (
+    Upgrade,
+    find_upgrade,
+    settings_diff,
+    settings_digest,
+    upgrade_line,
+    upgrade_record,
+)
 
 if TYPE_CHECKING:
     from ..bench.identity import WorkloadIdentity
@@ -78,6 +91,8 @@ class Gatekeeper:
         floor: float = DEFAULT_NOISE_FLOOR,
         version: str = "",
         session: str = "",
+        accept_upgrade: bool = False,
+        commit_info: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.store = store
         #: stamped on every run this session saves (shared by the xdist workers of a session)
@@ -90,8 +105,18 @@ class Gatekeeper:
         self.alpha = alpha
         self.floor = floor
         self.version = version
+        #: save an upgrade's run as the new baseline even when it regressed, with a record
+        self.accept_upgrade = accept_upgrade
+        self._commit_of = commit_info
+        self._commit: dict[str, Any] | None = None
         self.results: list[dict[str, Any]] = []
         self._fingerprints: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def commit_info(self) -> dict[str, Any]:
+        """The tests' commit (asked once, at the first save): kept with every saved run."""
+        if self._commit is None:
+            self._commit = dict(self._commit_of()) if self._commit_of is not None else {}
+        return self._commit
 
     def fingerprint(self, deployment: Deployment) -> dict[str, Any]:
         key = (deployment.host, deployment.config.digest)
@@ -125,6 +150,12 @@ class Gatekeeper:
             workload.digest,
         )
         stored, note = self._stored(key)
+        upgrade: Upgrade | None = None
+        others: list[StoredBaseline] = []
+        if stored is None:
+            upgrade, others = find_upgrade(self.store, key, fp, self.session)
+            if upgrade is not None:
+                stored = upgrade.stored
         base = dict(
             nodeid=nodeid,
             config_id=deployment.config_id,
@@ -133,7 +164,21 @@ class Gatekeeper:
         )
         outcome = GateOutcome()
         outdated = stored is not None and stored.metrics_version != METRICS_VERSION
-        if stored is not None and outdated:
+        settings: list[dict[str, Any]] | None = None
+        if stored is not None and outdated and upgrade is not None:
+            reason = (
+                f"baseline before the upgrade ({upgrade.versions}) {stored.path} holds metric "
+                f"definitions v{stored.metrics_version}, this plugin measures v{METRICS_VERSION}; "
+                "not compared"
+            )
+            outcome.rows = [
+                self._row(base, gate, "missing", None, None, None, reason, None)
+                for gate in active.values()
+            ]
+            outdated, upgrade = False, None
+            if self.require and not self.save:
+                outcome.failure = f"baseline required (--sglang-baseline-require): {reason}"
+        elif stored is not None and outdated:
             old = stored.metrics_version
             if not self.save:
                 raise BaselineError(
@@ -150,7 +195,7 @@ class Gatekeeper:
                 for gate in active.values()
             ]
         elif stored is None:
-            outcome.rows = self._unmatched(base, active, key, fp, note)
+            outcome.rows = self._unmatched(base, active, key, fp, note, others)
             if self.require and not self.save:
                 outcome.failure = "baseline required (--sglang-baseline-require): " + (
                     outcome.rows[0]["reason"] if outcome.rows else "none found"
@@ -158,25 +203,83 @@ class Gatekeeper:
         else:
             values = list(rounds)
             outcome.rows = self._compare(base, active, stored, values)
-            for row in outcome.rows:
-                row["reason"] += f"; {note}" if note else ""
             while outcome.regressed and outcome.confirm_runs < self.confirm:
                 values += rerun()
                 outcome.confirm_runs += 1
                 outcome.rows = self._compare(base, active, stored, values)
+            for row in outcome.rows:  # after the re-runs, whose rows replace the first ones
+                row["reason"] += f"; {note}" if note else ""
             rounds = values
-            if outcome.regressed:
-                outcome.failure = self._regression_message(outcome, stored)
-        if self.save and not outcome.regressed:
-            entry = self._entry(nodeid, name, extra_info, rounds, active)
-            self.store.save(key, fp, entry, version=self.version, replace=outdated)
+            if upgrade is not None:
+                settings = self._settings_changed(upgrade, deployment)
+                self._mark_upgrade(outcome, upgrade, settings)
+            if outcome.regressed and upgrade is not None and self.accept_upgrade:
+                for row in outcome.rows:
+                    if row["verdict"] == "regression":
+                        row["verdict"] = "accepted"
+                        row["reason"] += (
+                            "; accepted as the new baseline (--sglang-baseline-accept-upgrade)"
+                        )
+            elif outcome.regressed:
+                outcome.failure = self._regression_message(outcome, stored, upgrade)
+        accepting = upgrade is not None and self.accept_upgrade
+        if (self.save or accepting) and not outcome.regressed:
+            entry = self._entry(nodeid, name, extra_info, rounds, active, deployment)
+            if upgrade is not None:
+                entry["extra_info"]["upgrade"] = upgrade_record(
+                    upgrade, outcome.rows, settings, accepted=accepting
+                )
+            self.store.save(
+                key,
+                fp,
+                entry,
+                version=self.version,
+                replace=outdated,
+                settings=dict(deployment.server_args) or None,
+            )
             for row in outcome.rows:
                 row["saved"] = True  # the terminal says how many were saved, and where
         elif self.save:
+            hint = (
+                "; accept the upgrade's figures with --sglang-baseline-accept-upgrade"
+                if upgrade is not None
+                else ""
+            )
             for row in outcome.rows:
-                row["reason"] += "; not saved as a baseline (it regressed)"
+                row["reason"] += f"; not saved as a baseline (it regressed){hint}"
         self.results.extend(outcome.rows)
         return outcome
+
+    @staticmethod
+    def _settings_changed(upgrade: Upgrade, deployment: Deployment) -> list[dict[str, Any]] | None:
+        """The settings in effect that differ from the baseline's (None: it kept none)."""
+        before = upgrade.stored.settings
+        if before is None or not deployment.server_args:
+            return None
+        return settings_diff(
+            before,
+            str(upgrade.stored.fingerprint.get("sglang_version", "")),
+            deployment.server_args,
+            deployment.sglang_version,
+            deployment.config.tuned(),
+        )
+
+    @staticmethod
+    def _mark_upgrade(
+        outcome: GateOutcome, upgrade: Upgrade, settings: list[dict[str, Any]] | None
+    ) -> None:
+        """Every row says it compared across an upgrade: the one line, versions, settings."""
+        line = upgrade_line(upgrade, outcome.rows, settings)
+        before, after = upgrade.sides()
+        for row in outcome.rows:
+            row["upgrade"] = {
+                "summary": line,
+                "from": before,
+                "to": after,
+                "baseline": str(upgrade.stored.path),
+                "settings_changed": settings,
+            }
+            row["reason"] += f"; upgrade: {upgrade.versions}"
 
     def _stored(self, key: BaselineKey) -> tuple[StoredBaseline | None, str]:
         """The key's runs saved before this session, and a note on where they came from: the
@@ -205,7 +308,7 @@ class Gatekeeper:
         before = stored.without_session(self.session)
         if not before.runs:
             return None, "its only runs were saved by this session; not gated against them"
-        return before, note
+        return before.latest(self.store.history), note
 
     def _unmatched(
         self,
@@ -214,14 +317,16 @@ class Gatekeeper:
         key: BaselineKey,
         fp: dict[str, Any],
         note: str = "",
+        others: list[StoredBaseline] | None = None,
     ) -> list[dict[str, Any]]:
-        others = self.store.others(key)
+        others = self.store.others(key) if others is None else others
         where = f"config {key.config_id}, workload {key.workload} ({key.workload_digest})"
         if note:
             verdict = "missing"
             reason = f"baseline for {where}: {note}"
         elif others:
-            diffs = diff_fingerprints(fp, others[-1].fingerprint) or ["fingerprint digest"]
+            latest = max(others, key=lambda o: o.saved_at)
+            diffs = diff_fingerprints(fp, latest.fingerprint) or ["fingerprint digest"]
             verdict = "skipped"
             reason = (
                 f"baseline for {where} was measured on another host fingerprint "
@@ -289,7 +394,9 @@ class Gatekeeper:
             "p_value": p_value,
         }
 
-    def _regression_message(self, outcome: GateOutcome, stored: StoredBaseline) -> str:
+    def _regression_message(
+        self, outcome: GateOutcome, stored: StoredBaseline, upgrade: Upgrade | None = None
+    ) -> str:
         parts = [
             f"{r['metric']} {abs(r['delta_pct']):.1f}% worse ({fmt(r['baseline'])} -> "
             f"{fmt(r['current'])}, threshold {r['threshold_pct']:g}%, p={r['p_value']:.2g})"
@@ -299,6 +406,12 @@ class Gatekeeper:
         confirmed = (
             f", confirmed by {outcome.confirm_runs} re-run(s)" if outcome.confirm_runs else ""
         )
+        if upgrade is not None:
+            return (
+                f"performance regression after an upgrade ({upgrade.versions}) vs {stored.path}: "
+                f"{'; '.join(parts)}{confirmed}; accept it as the new baseline with "
+                "--sglang-baseline-accept-upgrade"
+            )
         return f"performance regression vs {stored.path}: {'; '.join(parts)}{confirmed}"
 
     def _entry(
@@ -308,8 +421,10 @@ class Gatekeeper:
         extra_info: dict[str, Any],
         rounds: RoundValues,
         gates: Mapping[str, Gate],
+        deployment: Deployment,
     ) -> dict[str, Any]:
-        """A pytest-benchmark benchmark entry for this run (``stats`` over round wall times)."""
+        """A pytest-benchmark benchmark entry for this run (``stats`` over round wall times),
+        with the tests' commit and the digest of the settings in effect (the file keeps them)."""
         # every known metric, so that a gate enabled later has per-round history too
         metrics = sorted({m for r in rounds for m in r if known_metric(m)} | set(gates))
         rounds_values = {
@@ -321,6 +436,8 @@ class Gatekeeper:
             session=self.session,
             rounds_values=rounds_values,
             saved_at=dt.datetime.now(dt.timezone.utc).isoformat(),
+            commit_info=self.commit_info(),
+            server_args_digest=settings_digest(deployment.server_args),
         )
         return {
             "group": None,

@@ -30,6 +30,7 @@ from .gates import (
     parse_gate_option,
 )
 from .store import BaselineStore
+from .upgrade import setting_line
 
 if TYPE_CHECKING:
     from ..deployment import Deployment
@@ -60,15 +61,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sglang-baseline-save",
         action="store_true",
         default=False,
-        help="Append this run to the baselines (keeping the last --sglang-baseline-history "
-        "runs); a run that regressed is not saved. Default: %(default)r",
+        help="Append this run to the baselines (every run is kept); a run that regressed is "
+        "not saved. Default: %(default)r",
     )
     group.addoption(
         "--sglang-baseline-history",
         type=number(int, minimum=1),
         default=10,
         metavar="N",
-        help="Runs kept per baseline by --sglang-baseline-save. Default: %(default)r",
+        help="A benchmark is compared with the last N saved runs of its baseline (every run is "
+        "kept, for 'python -m pytest_sglang.baseline history'). Default: %(default)r",
+    )
+    group.addoption(
+        "--sglang-baseline-accept-upgrade",
+        action="store_true",
+        default=False,
+        help="Save the runs that were compared across a software upgrade (another SGLang, "
+        "torch, driver... on the same hardware) as the new release's baseline even when they "
+        "regressed, recording who accepted which versions and figures. Default: %(default)r",
     )
     group.addoption(
         "--sglang-baseline-require",
@@ -145,7 +155,21 @@ def pytest_configure(config: pytest.Config) -> None:
         alpha=config.getoption("sglang_gate_alpha"),
         version=str(pb_version),
         session=str(getattr(config, "workerinput", {}).get(_SESSION_INPUT, "")),
+        accept_upgrade=config.getoption("sglang_baseline_accept_upgrade"),
+        commit_info=_commit_info,
     )
+
+
+def _commit_info() -> dict[str, Any]:
+    """The tests' commit, as pytest-benchmark records it (id, branch, dirty, time)."""
+    try:
+        from pytest_benchmark.utils import get_commit_info
+
+        info = get_commit_info()  # type: ignore[no-untyped-call]
+    except Exception:  # no git, or a broken checkout: a baseline is still worth saving
+        return {}
+    keep = ("id", "branch", "dirty", "time")
+    return {k: info[k] for k in keep if k in info} if isinstance(info, dict) else {}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -210,6 +234,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         )
     for note in notes:
         write_lines(tr, note)
+    for line, markup in upgrade_lines(compared, names):
+        write_lines(tr, line, **markup)
     if saved:
         if not compared and not unsaved:
             tr.section("sglang baselines")
@@ -233,7 +259,11 @@ def comparisons_table(rows: list[dict[str, Any]], names: dict[str, str]) -> Text
         test = names[r["nodeid"]] if r["nodeid"] != previous else ""
         previous = r["nodeid"]
         delta = "-" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}%"
-        colour = {"regression": {"red": True}, "improvement": {"green": True}}
+        colour = {
+            "regression": {"red": True},
+            "improvement": {"green": True},
+            "accepted": {"yellow": True},
+        }
         table.add(
             test,
             r["metric"],
@@ -257,6 +287,34 @@ def verdict_notes(rows: list[dict[str, Any]], names: dict[str, str]) -> list[str
         if note not in notes:
             notes.append(note)
     return notes
+
+
+#: Settings in effect listed per upgrade in the terminal; the summary JSON keeps them all.
+SHOWN_SETTINGS = 12
+
+
+def upgrade_lines(
+    rows: list[dict[str, Any]], names: dict[str, str]
+) -> list[tuple[str, dict[str, bool]]]:
+    """Per test compared across an upgrade: its one line, then the settings in effect that
+    changed ("same command line, different settings"), each on its own indented line."""
+    out: list[tuple[str, dict[str, bool]]] = []
+    seen: set[str] = set()
+    for r in rows:
+        upgrade = r.get("upgrade")
+        if not isinstance(upgrade, dict) or r["nodeid"] in seen:
+            continue
+        seen.add(r["nodeid"])
+        verdicts = {x["verdict"] for x in rows if x["nodeid"] == r["nodeid"]}
+        markup = {"red": True} if "regression" in verdicts else {"bold": True}
+        out.append((f"{names[r['nodeid']]} upgrade: {upgrade['summary']}", markup))
+        settings = upgrade.get("settings_changed") or []
+        for change in settings[:SHOWN_SETTINGS]:
+            out.append((f"    {setting_line(change)}", {}))
+        if len(settings) > SHOWN_SETTINGS:
+            more = len(settings) - SHOWN_SETTINGS
+            out.append((f"    ... {more} more in the summary JSON (--sglang-summary)", {}))
+    return out
 
 
 def _count(n: int, noun: str) -> str:

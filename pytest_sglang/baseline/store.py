@@ -10,12 +10,18 @@ by :mod:`.legacy`.
 
 Why pytest-benchmark's own format: ``pytest-benchmark compare baselines/.../*.json`` and every
 tool that reads ``--benchmark-json`` output work on the baselines as they are. Each file is one
-such document: ``machine_info`` holds the fingerprint (plus its digest), ``benchmarks`` the last
-N saved runs of the key, oldest first, each a regular benchmark entry (``name``, ``fullname``,
-``stats`` with min/max/mean/stddev/rounds/median/... over the rounds' wall times, and
-``extra_info`` with our figures, ``metrics_version`` (the version of their definitions, see
-:mod:`pytest_sglang.bench.metrics`) and ``rounds_values``: every gated metric per round, which
-the significance test needs).
+such document: ``machine_info`` holds the fingerprint (plus its digest) and the server
+settings in effect of the latest run (``sglang_server_args``: the ``server_args`` its startup
+journal logged and the plugin verified), ``commit_info`` the latest run's commit, ``benchmarks``
+every saved run of the key, oldest first, each a regular benchmark entry (``name``,
+``fullname``, ``stats`` with min/max/mean/stddev/rounds/median/... over the rounds' wall times,
+and ``extra_info`` with our figures, ``metrics_version`` (the version of their definitions, see
+:mod:`pytest_sglang.bench.metrics`), ``rounds_values``: every gated metric per round, which the
+significance test needs, ``commit_info`` and ``server_args_digest``).
+
+Why every run is kept: a gate compares with the last N (``history``), but finding *where* a
+metric stepped (:mod:`.history`) needs the whole series. A run is a few kilobytes; the settings
+(about 20 kB of ``server_args``) are kept once per file, and per run only as a digest.
 """
 
 from __future__ import annotations
@@ -91,6 +97,23 @@ class StoredBaseline:
         return fp if isinstance(fp, dict) else {}
 
     @property
+    def settings(self) -> dict[str, Any] | None:
+        """The server settings in effect of the latest run (None: saved before they were)."""
+        args = self.machine_info.get("sglang_server_args")
+        return args if isinstance(args, dict) else None
+
+    @property
+    def saved_at(self) -> str:
+        """When the latest run was saved (ISO 8601, UTC; "" when it does not say)."""
+        info = self.runs[-1].get("extra_info", {}) if self.runs else {}
+        at = info.get("saved_at", "") if isinstance(info, dict) else ""
+        return at if isinstance(at, str) else ""
+
+    def latest(self, n: int) -> StoredBaseline:
+        """The last ``n`` runs: what a gate compares with (the file keeps them all)."""
+        return StoredBaseline(self.path, self.machine_info, self.runs[-n:] if n > 0 else [])
+
+    @property
     def metrics_version(self) -> int:
         """The metric definitions' version of the latest run (1: saved before it was stored)."""
         info = self.runs[-1].get("extra_info", {}) if self.runs else {}
@@ -130,7 +153,8 @@ def round_stats(durations: list[float]) -> dict[str, Any]:
 
 
 class BaselineStore:
-    """Reads and writes baseline files under ``root``; keeps the last ``history`` runs."""
+    """Reads and writes baseline files under ``root``; keeps every run, and a gate compares
+    with the last ``history`` of them."""
 
     def __init__(self, root: Path, history: int = 10) -> None:
         self.root = root
@@ -175,11 +199,16 @@ class BaselineStore:
         *,
         version: str = "",
         replace: bool = False,
+        settings: dict[str, Any] | None = None,
     ) -> Path:
-        """Append ``entry`` (a pytest-benchmark benchmark dict) to the key's file, keep N;
-        ``replace`` drops the runs stored before (another version of the metric definitions)."""
-        stored = None if replace else self.load(key)
-        return self.write(key, fingerprint, [*(stored.runs if stored else []), entry], version)
+        """Append ``entry`` (a pytest-benchmark benchmark dict) to the key's file; ``replace``
+        drops the runs stored before (another version of the metric definitions). ``settings``
+        (the run's server settings in effect) replace the file's; None keeps them."""
+        stored = self.load(key)
+        if settings is None and stored is not None:
+            settings = stored.settings
+        runs = [] if replace or stored is None else stored.runs
+        return self.write(key, fingerprint, [*runs, entry], version, settings=settings)
 
     def write(
         self,
@@ -187,18 +216,24 @@ class BaselineStore:
         fingerprint: dict[str, Any],
         runs: list[dict[str, Any]],
         version: str,
+        *,
+        settings: dict[str, Any] | None = None,
     ) -> Path:
-        """Write the key's file with these runs (the last N of them)."""
+        """Write the key's file with these runs (all of them)."""
         path = self.path(key)
-        runs = runs[-self.history :]
         now = dt.datetime.now(dt.timezone.utc).isoformat()
+        machine_info: dict[str, Any] = {
+            "node": str(fingerprint.get("host", "")),
+            "sglang_fingerprint": fingerprint,
+            "sglang_fingerprint_digest": key.fingerprint_digest,
+        }
+        if settings is not None:
+            machine_info["sglang_server_args"] = settings
+        last = runs[-1].get("extra_info", {}) if runs else {}
+        commit = last.get("commit_info") if isinstance(last, dict) else None
         document = {
-            "machine_info": {
-                "node": str(fingerprint.get("host", "")),
-                "sglang_fingerprint": fingerprint,
-                "sglang_fingerprint_digest": key.fingerprint_digest,
-            },
-            "commit_info": {},
+            "machine_info": machine_info,
+            "commit_info": commit if isinstance(commit, dict) else {},
             "benchmarks": runs,
             "datetime": now,
             "version": version,

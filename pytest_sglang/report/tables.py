@@ -28,6 +28,7 @@ __all__ = [
     "html_document",
     "quality_table",
     "sweep_table",
+    "upgrades_html",
 ]
 
 CSS = """
@@ -38,6 +39,8 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; } td.text, th.text { text-align: left; white-space: nowrap; }
 td.text:last-child { white-space: normal; min-width: 18em; }
 tr.regression td { background: #fde2e1; } tr.improvement td { background: #e3f6e5; }
+tr.accepted td { background: #fff4d6; }
+table.sglang-upgrade-diff td.text { white-space: normal; max-width: 40em; overflow-wrap: anywhere; }
 tr.failed td { background: #fde2e1; }
 img.plot { max-width: 100%; border: 1px solid #ddd; }
 .muted { color: #777; }
@@ -139,7 +142,43 @@ def comparison_table(rows: Sequence[Mapping[str, Any]]) -> str:
             for key, _ in columns
         )
         body.append(f'<tr class="{cls}">{cells}</tr>')
-    return f'<table class="sglang-comparisons">{head}<tbody>{"".join(body)}</tbody></table>'
+    table = f'<table class="sglang-comparisons">{head}<tbody>{"".join(body)}</tbody></table>'
+    return table + upgrades_html(rows)
+
+
+def upgrades_html(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Per test compared across an upgrade: its one-line summary, then the software and the
+    settings in effect that changed, side by side ("same command line, different settings")."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    shown = display_test_ids(str(r.get("nodeid")) for r in rows)
+    for row in rows:
+        upgrade = row.get("upgrade")
+        nodeid = str(row.get("nodeid"))
+        if not isinstance(upgrade, Mapping) or nodeid in seen:
+            continue
+        seen.add(nodeid)
+        test = html.escape(shown[nodeid])
+        summary = html.escape(str(upgrade.get("summary", "")))
+        changes = [
+            ("software", str(field), before, upgrade.get("to", {}).get(field))
+            for field, before in dict(upgrade.get("from", {})).items()
+        ]
+        changes += [
+            (str(c.get("source", "")), str(c.get("name", "")), c.get("before"), c.get("after"))
+            for c in upgrade.get("settings_changed") or []
+        ]
+        body = "".join(
+            f"<tr>{_cell(kind, text=True)}{_cell(name, text=True)}"
+            f"{_cell(before, text=True)}{_cell(after, text=True)}</tr>"
+            for kind, name, before, after in changes
+        )
+        head = _head([("what", True), ("name", True), ("baseline", True), ("this run", True)])
+        parts.append(
+            f'<div class="sglang-upgrade"><p><code>{test}</code> upgrade: {summary}</p>'
+            f'<table class="sglang-upgrade-diff">{head}<tbody>{body}</tbody></table></div>'
+        )
+    return "".join(parts)
 
 
 def sweep_table(sweep: Sweep) -> str:

@@ -6,15 +6,20 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_sglang.baseline.fingerprint import (
+    LIBRARY_PACKAGES,
     diff_fingerprints,
     fingerprint_digest,
     gpu_facts,
+    hardware_of,
+    library_versions,
     model_config_sha256,
+    software_changes,
 )
 from pytest_sglang.baseline.store import BaselineError, BaselineKey, BaselineStore, round_stats
 from pytest_sglang.transport.local import LocalTransport
@@ -38,21 +43,34 @@ def entry(value: float) -> dict[str, object]:
     }
 
 
-def test_save_keeps_the_last_n_runs_in_pytest_benchmark_format(tmp_path: Path) -> None:
+def test_save_keeps_every_run_in_pytest_benchmark_format(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path, history=2)
     for value in (10.0, 20.0, 30.0):
         path = store.save(KEY, {"gpu_name": "X"}, entry(value), version="5.3.1")
     assert path == tmp_path / "eagle-s2-k1-0123456789ab" / "single-stream" / "fp0123456789abcd.json"
     data = json.loads(path.read_text())
     assert data["machine_info"]["sglang_fingerprint"] == {"gpu_name": "X"}
-    assert [b["extra_info"]["output_throughput"] for b in data["benchmarks"]] == [20.0, 30.0]
+    assert [b["extra_info"]["output_throughput"] for b in data["benchmarks"]] == [10.0, 20.0, 30.0]
     assert {"min", "max", "mean", "stddev", "rounds", "median", "iqr", "ops"} <= set(
         data["benchmarks"][0]["stats"]
     )
     stored = store.load(KEY)
     assert stored is not None
-    assert stored.values("output_throughput") == [20.0, 21.0, 30.0, 31.0]
+    # a gate compares with the last `history` runs; the file keeps them all
+    assert stored.latest(store.history).values("output_throughput") == [20.0, 21.0, 30.0, 31.0]
     assert stored.values("median_ttft_ms") == []
+
+
+def test_settings_are_kept_per_file_until_a_run_brings_new_ones(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.save(KEY, {"gpu_name": "X"}, entry(1.0), settings={"chunked_prefill_size": 8192})
+    store.save(KEY, {"gpu_name": "X"}, entry(2.0))  # a save without settings keeps them
+    stored = store.load(KEY)
+    assert stored is not None and stored.settings == {"chunked_prefill_size": 8192}
+    store.save(KEY, {"gpu_name": "X"}, entry(3.0), settings={"chunked_prefill_size": 4096})
+    stored = store.load(KEY)
+    assert stored is not None and stored.settings == {"chunked_prefill_size": 4096}
+    assert len(stored.runs) == 3
 
 
 def test_others_finds_the_same_config_on_another_fingerprint(tmp_path: Path) -> None:
@@ -119,3 +137,23 @@ def test_model_config_hash(tmp_path: Path) -> None:
     expected = hashlib.sha256(b'{"hidden_size": 4096}').hexdigest()
     assert model_config_sha256(LocalTransport(), str(tmp_path)) == expected
     assert model_config_sha256(LocalTransport(), str(tmp_path / "nope")) == "absent"
+
+
+def test_software_changes_are_an_upgrade_and_anything_else_is_not() -> None:
+    old = {"gpu_name": "H100", "gpu_count": 8, "sglang_version": "0.5.22", "driver": "550.54"}
+    new = {**old, "sglang_version": "0.5.23", "torch_version": "2.9.1"}
+    assert software_changes(new, old) == [
+        ("sglang_version", "0.5.22", "0.5.23"),
+        ("torch_version", None, "2.9.1"),
+    ]
+    assert software_changes(old, old) == []
+    assert software_changes({**new, "gpu_count": 4}, old) is None
+    assert software_changes({**new, "kernel": "6.8"}, old) is None  # a hook's field: not judged
+    assert hardware_of(new) == {"gpu_name": "H100", "gpu_count": 8}
+
+
+def test_library_versions_from_the_launcher_python_metadata() -> None:
+    found = library_versions(LocalTransport(), sys.executable)
+    assert set(found) <= set(LIBRARY_PACKAGES)
+    assert all(found.values())  # a package that is not installed is left out, not ""
+    assert library_versions(LocalTransport(), "/nonexistent/python3") == {}
