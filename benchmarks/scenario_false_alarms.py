@@ -1,4 +1,4 @@
-"""How often does ``pytest scenarios/`` cry wolf on a busy machine, and does it catch a 15 % slower build?
+"""How often does ``pytest scenarios/`` cry wolf on a busy machine; is a 15 % slower build caught?
 
 ``gate_noise.py`` answers this for the gate's statistics on simulated numbers; this script
 answers it for the whole thing a user runs, end to end, on the built-in simulator:

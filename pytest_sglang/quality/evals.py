@@ -142,6 +142,7 @@ class EquivalenceResult:
 
     @property
     def exact_match_rate(self) -> float:
+        """Share of prompts whose output matched the reference's exactly."""
         return self.matched / self.total if self.total else 0.0
 
     @property
@@ -152,6 +153,7 @@ class EquivalenceResult:
         return self.floor_matched / self.total
 
     def as_dict(self) -> dict[str, Any]:
+        """The figures as stored and reported (rate, Wilson interval, divergences, floor)."""
         low, high = wilson(self.matched, self.total)
         return {
             "kind": "equivalence",
@@ -244,13 +246,16 @@ class AccuracyResult:
 
     @property
     def accuracy(self) -> float:
+        """Share of items answered correctly."""
         return self.correct / self.total if self.total else 0.0
 
     @property
     def ci(self) -> tuple[float, float]:
+        """The accuracy's 95 % Wilson interval."""
         return wilson(self.correct, self.total)
 
     def as_dict(self) -> dict[str, Any]:
+        """The figures as stored and reported (accuracy, interval, counts, per-item outcomes)."""
         low, high = self.ci
         return {
             "kind": "accuracy",
