@@ -41,6 +41,12 @@ from .server_args import parse_server_args
 from .sweep import load_configs, sweep
 
 if TYPE_CHECKING:
+    from .bench.datasets import (
+        ConversationPrompts,
+        LongContextPrompts,
+        MooncakeTrace,
+        SharedPrefixPrompts,
+    )
     from .bench.metrics import BenchResult
     from .bench.pytest_plugin import SglangBench
     from .bench.slo import Slo
@@ -58,6 +64,10 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "AccuracyResult": ".quality.evals",
     "BenchResult": ".bench.metrics",
+    "ConversationPrompts": ".bench.datasets",
+    "LongContextPrompts": ".bench.datasets",
+    "MooncakeTrace": ".bench.datasets",
+    "SharedPrefixPrompts": ".bench.datasets",
     "Deployment": ".deployment",
     "EquivalenceResult": ".quality.evals",
     "Item": ".quality.tasks",
@@ -97,6 +107,7 @@ __all__ = [
     "CommandTimeout",
     "ConfigError",
     "ConnectError",
+    "ConversationPrompts",
     "DeployError",
     "Deployment",
     "EquivalenceResult",
@@ -107,6 +118,8 @@ __all__ = [
     "Item",
     "JournalError",
     "JsonlPrompts",
+    "LongContextPrompts",
+    "MooncakeTrace",
     "PreflightError",
     "RandomPrompts",
     "RestoreError",
@@ -116,6 +129,7 @@ __all__ = [
     "SglangError",
     "SglangQuality",
     "ShareGPTPrompts",
+    "SharedPrefixPrompts",
     "Slo",
     "Task",
     "TransportError",

@@ -126,6 +126,7 @@ class SharedPrefixPrompts:
 
     @property
     def total(self) -> int:
+        """Number of prompts: groups x prompts per group."""
         return self.num_groups * self.prompts_per_group
 
     @functools.cached_property
@@ -158,18 +159,22 @@ class SharedPrefixPrompts:
         return [rows[i % len(rows)][0] for i in range(count)]
 
     def prompts(self, count: int) -> list[str]:
+        """``count`` prompts in sending order (group by group, shuffled unless ``ordered``)."""
         rows = self._rows
         return [rows[i % len(rows)][1] for i in range(count)]
 
     def output_lengths(self, count: int) -> list[int] | None:
+        """Each prompt's drawn output length, as bench_serving draws them."""
         rows = self._rows
         return [rows[i % len(rows)][2] for i in range(count)]
 
     @property
     def label(self) -> str:
+        """A readable name, e.g. ``shared-prefix-64x16``."""
         return f"shared-prefix-{self.num_groups}x{self.prompts_per_group}"
 
     def canonical(self) -> dict[str, object]:
+        """Every knob that shapes the prompts (the baseline key's part)."""
         return {
             "source": "shared-prefix",
             "num_groups": self.num_groups,
@@ -235,6 +240,7 @@ class ConversationPrompts:
 
     @property
     def total(self) -> int:
+        """Number of turns over all conversations."""
         return self.conversations * self.turns
 
     @functools.cached_property
@@ -255,6 +261,7 @@ class ConversationPrompts:
         return questions, pauses
 
     def prompts(self, count: int) -> list[str]:
+        """The new question of each turn, conversation by conversation."""
         return self._drawn[0][:count]
 
     def output_lengths(self, count: int) -> list[int] | None:
@@ -262,16 +269,20 @@ class ConversationPrompts:
         return None
 
     def session_turns(self) -> list[int]:
+        """How many turns each conversation has, in order."""
         return [self.turns] * self.conversations
 
     def think_times(self) -> list[float]:
+        """The pause before each turn after the first, in seconds."""
         return list(self._drawn[1])
 
     @property
     def label(self) -> str:
+        """A readable name, e.g. ``multi-turn-8x4``."""
         return f"multi-turn-{self.conversations}x{self.turns}"
 
     def canonical(self) -> dict[str, object]:
+        """Every knob that shapes the conversations (the baseline key's part)."""
         return {
             "source": "multi-turn",
             "conversations": self.conversations,
@@ -399,6 +410,7 @@ class MooncakeTrace:
         return []
 
     def prompts(self, count: int) -> list[str]:
+        """``count`` prompts built from the trace's block hashes (equal hashes, equal blocks)."""
         rows = self._take(count)
         texts = self._texts
         blocks: dict[int, list[str]] = {}
@@ -423,6 +435,7 @@ class MooncakeTrace:
         return texts[:count]
 
     def output_lengths(self, count: int) -> list[int] | None:
+        """The trace's output lengths."""
         return [row.output_length for row in self._take(count)]
 
     def offsets(self, count: int) -> list[float]:
@@ -433,6 +446,7 @@ class MooncakeTrace:
 
     @property
     def label(self) -> str:
+        """``trace-<file name>``."""
         return f"trace-{Path(self.path).name}"
 
     def canonical(self) -> dict[str, object]:
@@ -473,6 +487,7 @@ class LongContextPrompts:
             )
 
     def prompts(self, count: int) -> list[str]:
+        """``count`` prompts: a long document and a question each."""
         rng = random.Random(self.seed)
         low, high = _bounds(self.context_len)
         shared = [_words(rng, rng.randint(low, high)) for _ in range(self.documents)]
@@ -488,12 +503,14 @@ class LongContextPrompts:
 
     @property
     def label(self) -> str:
+        """A readable name from the document lengths."""
         low, high = _bounds(self.context_len)
         span = f"{low}" if low == high else f"{low}-{high}"
         shared = f"-{self.documents}docs" if self.documents else ""
         return f"long-context-{span}{shared}"
 
     def canonical(self) -> dict[str, object]:
+        """Every knob that shapes the prompts (the baseline key's part)."""
         return {
             "source": "long-context",
             "context_len": list(_bounds(self.context_len)),
