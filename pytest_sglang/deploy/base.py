@@ -316,6 +316,11 @@ class Deployer(ABC):
         python = simulator_python(argv)
         return (python, "simulator") if python is not None else (argv[0], "sglang")
 
+    def service_env(self) -> dict[str, str]:
+        """The environment the server gets from its service beyond the launcher's (systemd:
+        the unit's ``Environment=``); what the host's resolution of a config runs with too."""
+        return {}
+
     def gpu_profile(self) -> str:
         """The host's GPUs as ``nvidia-smi`` names them (name, memory, compute capability, one
         line each; "" without one): once per deployer, part of what host answers are cached

@@ -211,10 +211,14 @@ def resolver_flags(plan: LaunchPlan) -> list[str]:
     return split_at_first_flag(plan.argv)[1]
 
 
-def _sent_env(plan: LaunchPlan, redactor: Redactor) -> dict[str, str]:
-    """The config's own environment, as resolution reads it (the launcher's comes with the
-    command), less the variables whose names are secret: resolution has no use for a token."""
-    return {k: v for k, v in plan.deployed.env.items() if not redactor.is_secret_name(k)}
+def _sent_env(
+    plan: LaunchPlan, redactor: Redactor, service: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The service's and the config's own environment, as the server gets them (the
+    launcher's comes with the command), less the variables whose names are secret: resolution
+    has no use for a token."""
+    env = {**(service or {}), **plan.deployed.env}
+    return {k: v for k, v in env.items() if not redactor.is_secret_name(k)}
 
 
 def _masked(flags: Sequence[str]) -> list[str]:
@@ -312,11 +316,12 @@ def ask_host(deployer: Deployer, plans: Sequence[LaunchPlan]) -> Resolution:
     redactor = deployer.redactor
     unique = {request_key(plan, redactor): plan for plan in plans}
     resolution = Resolution()
+    service = deployer.service_env()
     paths: dict[str, Path] = {}
     identity = deployer.launcher_identity()
     if identity is not None:
         gpu = deployer.gpu_profile()
-        env = deployer.launcher_env()
+        env = {**deployer.launcher_env(), **service}
         for key, plan in unique.items():
             paths[key] = _cache_path(identity, env, plan, gpu, key)
             cached = None if deployer.settings.refresh_probes else _load(paths[key])
@@ -327,7 +332,7 @@ def ask_host(deployer: Deployer, plans: Sequence[LaunchPlan]) -> Resolution:
     if not missing:
         return resolution
     configs = [
-        {"key": key, "argv": resolver_flags(plan), "env": _sent_env(plan, redactor)}
+        {"key": key, "argv": resolver_flags(plan), "env": _sent_env(plan, redactor, service)}
         for key, plan in missing.items()
     ]
     python, engine = deployer.resolver_python()

@@ -374,3 +374,39 @@ def test_no_secret_is_kept_in_the_cache_and_its_key_keeps_the_predicted_value(
     text = stored[0].read_text()
     assert "sekrit" not in text
     assert '"served_model_name": "/models/Qwen3-8B"' in text
+
+
+def test_over_ssh_resolution_runs_with_the_services_own_environment(
+    pytester: pytest.Pytester, systemd_host: SystemdTestHost, systemd_transport: Any
+) -> None:
+    # A config's server runs inside production's service and gets its Environment=: here one
+    # that makes every start fail (a version the simulator does not play). Resolution on the
+    # host gets it too, so the config is refused before production is stopped.
+    unit = PRODUCTION_UNIT.replace(
+        "[Service]\n", "[Service]\nEnvironment=SGLANG_SIM_VERSION=9.9.9\n"
+    )
+    systemd_transport.put(unit.encode(), UNIT, mode=0o644)
+    systemd_transport.check_output("systemctl daemon-reload && systemctl restart -- %s", SERVICE)
+    try:
+        before = _production(systemd_transport)
+        env = {**FAST_SIM, "PYTHONPATH": PACKAGE_ROOT}
+        entry = host_entry("testhost", systemd_host, SERVICE, env, launch=SIM_LAUNCH)
+        inventory = save_inventory(
+            pytester.path / "hosts.toml", entry + 'sglang_version = "0.5.23"\n'
+        )
+        pytester.makepyfile(TESTS.replace("{configs}", "ServerConfig(model_path='/m/Qwen3-8B')"))
+        result = pytester.runpytest(
+            "--sglang-host", "testhost", "--sglang-inventory", str(inventory),
+            "--sglang-host-resolve=on", "-p", "no:cacheprovider",
+        )  # fmt: skip
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(
+            ["*refuses config *: sglang-sim: error: SGLANG_SIM_VERSION='9.9.9' is not simulated*"]
+        )
+        assert _production(systemd_transport) == before
+    finally:
+        systemd_transport.run(
+            "systemctl stop -- %s; rm -rf -- %s /var/lib/pytest-sglang; systemctl daemon-reload",
+            SERVICE,
+            UNIT,
+        )
