@@ -76,7 +76,7 @@ REFUSALS = frozenset(
     {"usage", "ValueError", "AssertionError", "TypeError", "NotImplementedError", "KeyError"}
 )
 #: Longest request on one command line (the remote shell gets it as one word: 128 KiB at most).
-_MAX_REQUEST = 96_000
+_MAX_REQUEST = 64_000
 #: Lines of a refusal's output kept (the traceback's end).
 _REFUSAL_LOG_LINES = 20
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b:?")

@@ -410,3 +410,24 @@ def test_over_ssh_resolution_runs_with_the_services_own_environment(
             SERVICE,
             UNIT,
         )
+
+
+def test_a_request_too_long_for_one_command_line_goes_in_several(tmp_path: Path) -> None:
+    # each config's environment is 30 kB: three of them do not fit in one command line
+    configs = [
+        ServerConfig(model_path="/models/Qwen3-8B", name=f"c{i}", env={"PAD": str(i) * 30_000})
+        for i in range(3)
+    ]
+    session = _session(tmp_path, "on", [])
+    deployer = session.host("sim").deployer
+    try:
+        plans = [deployer.launch_plan(config) for config in configs]
+        deployer.launcher_identity(), deployer.gpu_profile()  # the probes, asked first
+        before = deployer.transport.round_trips
+        resolution = deployer.resolve_on_host(plans)
+        assert deployer.transport.round_trips - before == 2
+    finally:
+        session.restore_all()
+    assert resolution.failure == ""
+    assert resolution.asked == 3 and len(resolution.answers) == 3
+    assert all(answer.server_args for answer in resolution.answers.values())
