@@ -102,6 +102,17 @@ def _decode(value: Any) -> Any:
     return value
 
 
+def _readable(value: Any) -> bool:
+    """Whether no part of ``value`` came as a ``repr`` only."""
+    if value is _UNREADABLE:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_readable(v) for v in value)
+    if isinstance(value, dict):
+        return all(_readable(v) for v in value.values())
+    return True
+
+
 def _encode(value: Any) -> Any:
     if isinstance(value, tuple):
         return {"__tuple__": [_encode(v) for v in value]}
@@ -135,9 +146,7 @@ class HostAnswer:
         server_args = data.get("server_args")
         if isinstance(server_args, dict):
             values = {k: _decode(v) for k, v in server_args.items()}
-            return cls(
-                server_args={k: v for k, v in values.items() if v is not _UNREADABLE}, log=log
-            )
+            return cls(server_args={k: v for k, v in values.items() if _readable(v)}, log=log)
         error = str(data.get("error") or data.get("type") or "no answer")
         kind = str(data.get("type") or "")
         named = _EXCEPTION_LINE.match(error)

@@ -124,6 +124,7 @@ def test_values_come_back_as_the_log_line_shows_them() -> None:
                 "bs": {"__tuple__": [1, 2]},
                 "device": {"__repr__": "device(type='cuda')"},
                 "nested": {"a": [{"__tuple__": []}]},
+                "partly": {"a": 1, "b": [{"__repr__": "<object>"}]},
             },
             "log": ["[2026-01-01 00:00:00] a warning"],
         }
