@@ -62,6 +62,7 @@ SECTIONS: dict[str, list[str]] = {
         "HostKeyError",
         "CommandTimeout",
         "PreflightError",
+        "ConfigRefused",
         "DeployError",
         "ServerStartError",
         "JournalError",

@@ -12,6 +12,7 @@ Third-party errors (paramiko, requests, pydantic) are translated at the boundary
     │   ├── HostKeyError       unknown or changed host key (strict checking)
     │   └── CommandTimeout     a remote command ran past its timeout
     ├── PreflightError         the host's SGLang lacks a flag the config uses
+    │   └── ConfigRefused      the host's SGLang refuses the config (its parser or resolution)
     ├── DeployError            writing the unit/files or (re)starting the service failed
     │   └── RestoreError       the host could not be returned to its original state
     ├── ServerStartError       the server failed to become ready (classified reason)
@@ -25,6 +26,7 @@ __all__ = [
     "BaselineError",
     "CommandTimeout",
     "ConfigError",
+    "ConfigRefused",
     "ConnectError",
     "DeployError",
     "HostKeyError",
@@ -72,6 +74,13 @@ class CommandTimeout(TransportError):
 
 class PreflightError(SglangError):
     """The host's SGLang cannot run the requested configuration."""
+
+
+class ConfigRefused(PreflightError):
+    """The host's own SGLang refuses the configuration: its parser or its resolution raised
+    (the message carries SGLang's own last line). Nothing on the host was changed."""
+
+    reason = "invalid config"
 
 
 class DeployError(SglangError):

@@ -25,6 +25,7 @@ __all__ = [
     "StartupJournal",
     "find_fatal",
     "phase_of",
+    "same_value",
     "traceback_complete",
 ]
 
@@ -428,7 +429,8 @@ def _strip_prefix(line: str) -> str:
     return _TS_PREFIX.sub("", line, count=1)
 
 
-def _same(expected: Any, logged: Any) -> bool:
+def same_value(expected: Any, logged: Any) -> bool:
+    """Whether a logged value is the expected one (floats within rounding)."""
     if isinstance(expected, float) or isinstance(logged, float):
         try:
             return math.isclose(float(expected), float(logged), rel_tol=1e-9, abs_tol=1e-12)
@@ -529,7 +531,7 @@ class StartupJournal:
         for key, want in expected.server_args.items():
             if key not in logged:
                 diffs.append(f"{key} requested {want!r}, not logged")
-            elif not _same(want, logged[key]):
+            elif not same_value(want, logged[key]):
                 diffs.append(f"{key} requested {want!r}, logged {logged[key]!r}")
         if diffs:
             raise JournalError(

@@ -17,10 +17,11 @@ still work).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
@@ -152,6 +153,9 @@ class ModelIdentity:
     note: str | None = None
     #: the text model's fields as read (sizes for the simulator's cost model); empty by name
     text_config: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: sha256 of the config.json text it was read from (None by name): what the host's own
+    #: resolution of a config is cached under (:mod:`pytest_sglang.deploy.host_resolve`)
+    config_digest: str | None = field(default=None, compare=False, hash=False)
 
     @property
     def is_moe(self) -> bool:
@@ -257,9 +261,10 @@ def identity_from_text(path: str, text: str) -> ModelIdentity:
     if not isinstance(config, dict):
         return identity_from_name(path, "not a JSON object")
     try:
-        return identity_from_config(path, config)
+        identity = identity_from_config(path, config)
     except ValueError as exc:
         return identity_from_name(path, str(exc))
+    return replace(identity, config_digest=hashlib.sha256(text.encode()).hexdigest())
 
 
 def read_model_identity(path: str) -> ModelIdentity:

@@ -21,7 +21,7 @@ from .options import number
 from .output_paths import check_output_paths
 from .production import is_production
 from .report.config_names import label
-from .session import HostLease, SglangSession
+from .session import HOST_RESOLVE_MODES, HostLease, SglangSession
 from .stash import SESSION_KEY, bench_results, comparison_results, merge_summary, summary_of
 from .terminal import Column, LiveLine, TextTable, write_table
 
@@ -129,6 +129,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "session cached for the same SGLang (~/.cache/pytest-sglang/probes).",
     )
     group.addoption(
+        "--sglang-host-resolve",
+        choices=HOST_RESOLVE_MODES,
+        default="auto",
+        help="Before a host changes, ask its own SGLang (the launcher's Python, one round trip "
+        "for all configs, cached across sessions) to parse and resolve each config: a config it "
+        "refuses fails with SGLang's own line, and its values are what the journal check "
+        "expects. auto: where the launcher is SGLang; on: also where it is the simulator; off: "
+        "the built-in predictor alone. Default: %(default)s",
+    )
+    group.addoption(
         "--sglang-secret-env",
         action="append",
         default=[],
@@ -175,6 +185,7 @@ def _make_session(config: pytest.Config, progress: Any = None) -> SglangSession:
         else config.getoption("sglang_drain_timeout"),
         dry_run=config.getoption("sglang_dry_run"),
         refresh_probes=config.getoption("sglang_refresh"),
+        host_resolve=config.getoption("sglang_host_resolve"),
         secret_patterns=[
             *config.getini("sglang_secret_env"),
             *config.getoption("sglang_secret_env"),
@@ -415,6 +426,20 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     session.items[:] = _grouped(session.items, deployed)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The configs the session's tests deploy, in order: each host's own SGLang resolves them
+    all in one round trip before its first change (``--sglang-host-resolve``)."""
+    sglang = session.config.stash.get(SESSION_KEY, None)
+    if sglang is None:
+        return
+    seen: set[str] = set()
+    for item in session.items:
+        cfg = _config_of(item)
+        if cfg is not None and cfg.digest not in seen:
+            seen.add(cfg.digest)
+            sglang.planned.append(cfg)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """SIGTERM (a CI job cancelled) unwinds like Ctrl-C, so the host is restored."""
@@ -469,8 +494,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(f"--- {host}: {config_id}")
             for line in plan.splitlines():
                 terminalreporter.write_line(line)
-    rows = sglang.summary()["deployments"]  # this process's and, on the controller, workers'
-    write_table(terminalreporter, "sglang deployments", deployments_table(rows))
+    summary = sglang.summary()  # this process's and, on the controller, the workers'
+    write_table(terminalreporter, "sglang deployments", deployments_table(summary["deployments"]))
+    for note in summary.get("notes", []):
+        terminalreporter.write_line(f"[sglang] note: {note}", yellow=True)
 
 
 def deployments_table(rows: list[dict[str, Any]]) -> TextTable:

@@ -18,6 +18,7 @@ from typing import Any
 
 from .config import ServerConfig
 from .deploy import Deployer, DeployerSettings, make_deployer
+from .deploy.host_resolve import HostAnswer, adopt, request_key
 from .deployment import (
     Deployment,
     DeploymentRecord,
@@ -28,6 +29,7 @@ from .deployment import (
 )
 from .errors import ConfigError, SglangError
 from .hosts import HostSpec, resolve_host, transport_for
+from .launch_plan import LaunchPlan
 from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
 from .quality.verdict import quality_holds
@@ -36,9 +38,15 @@ from .report.records import bench_from_by_host
 from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
 
-__all__ = ["HostLease", "SglangSession"]
+__all__ = ["HOST_RESOLVE_MODES", "HostLease", "SglangSession"]
 
 ProgressSink = Callable[[str], None]
+
+#: ``--sglang-host-resolve``: ask the host's own SGLang what each config resolves to before the
+#: host changes (:mod:`.deploy.host_resolve`): ``auto`` where the launcher is SGLang (not the
+#: simulator), ``on`` also where it is the simulator (which then plays the host's SGLang),
+#: ``off`` never (the built-in predictor alone).
+HOST_RESOLVE_MODES = ("auto", "on", "off")
 
 
 class HostLease:
@@ -59,9 +67,18 @@ class HostLease:
         redactor: Redactor | None = None,
         holder: LockHolder | None = None,
         refresh_probes: bool = False,
+        host_resolve: str = "auto",
+        planned: list[ServerConfig] | None = None,
+        notes: list[str] | None = None,
     ) -> None:
         self.spec = spec
         self.refresh_probes = refresh_probes
+        #: ``--sglang-host-resolve`` (one of :data:`HOST_RESOLVE_MODES`).
+        self.host_resolve = host_resolve
+        #: The session's configs (collected), resolved by the host in one round trip.
+        self.planned = planned if planned is not None else []
+        #: Lines shown at the end and kept in the summary: shown, never failed.
+        self.notes = notes if notes is not None else []
         self.ready_timeout = ready_timeout
         self.progress = progress
         self.records = records if records is not None else []
@@ -83,6 +100,8 @@ class HostLease:
         self._production: ServerConfig | None = None
         #: production() placeholders (by digest) and the full configs they stand for here.
         self._applied: dict[str, ServerConfig] = {}
+        #: The host's SGLang's answers by request key (None: asked, but it did not answer).
+        self._answers: dict[str, HostAnswer | None] = {}
 
     @property
     def deployer(self) -> Deployer:
@@ -286,9 +305,84 @@ class HostLease:
         if self.progress is not None:
             self.progress(self.redactor.redact(message))
 
+    def _note(self, line: str) -> None:
+        if line not in self.notes:
+            self.notes.append(line)
+            self._say(f"[sglang] note: {line}")
+
+    def _host_resolves(self) -> bool:
+        """Whether the host's own SGLang is asked (``auto``: unless it is the simulator)."""
+        if self.host_resolve == "off":
+            return False
+        return self.host_resolve == "on" or self.deployer.resolver_python()[1] == "sglang"
+
+    def _planned_plans(self) -> list[LaunchPlan]:
+        """The plans of the session's other configs on this host, for the same round trip; a
+        config that cannot be planned or preflighted here is left to its own deployment, which
+        reports why."""
+        plans: list[LaunchPlan] = []
+        seen: set[str] = set()
+        for config in self.planned:
+            if config.digest in seen:
+                continue
+            seen.add(config.digest)
+            try:
+                plan = self.deployer.launch_plan(self._apply_production(config))
+                self.deployer.preflight(plan)
+            except SglangError:
+                continue
+            plans.append(plan)
+        return plans
+
+    def _ask_host(self, plans: list[LaunchPlan]) -> None:
+        resolution = self.deployer.resolve_on_host(plans)
+        name = self.spec.name
+        if resolution.asked:
+            imported = (
+                f", {resolution.import_s:.1f}s of it importing SGLang"
+                if resolution.import_s is not None
+                else ""
+            )
+            self._say(
+                f"[sglang] {name}: the host's SGLang resolved {resolution.asked} config(s) in "
+                f"{resolution.seconds:.1f}s (one round trip{imported})"
+            )
+        if resolution.cached:
+            self._say(
+                f"[sglang] {name}: {resolution.cached} config(s) as the host's SGLang resolved "
+                "them in an earlier session"
+            )
+        if resolution.failure:
+            self._note(
+                f"{name}: the host's SGLang could not be asked ({resolution.failure}); the "
+                "built-in predictor's values are checked"
+            )
+        for plan in plans:
+            key = request_key(plan, self.redactor)
+            self._answers.setdefault(key, resolution.answers.get(key))
+
+    def _authorised(self, plan: LaunchPlan) -> LaunchPlan:
+        """``plan`` as the host's own SGLang resolves it (:mod:`.deploy.host_resolve`), asked
+        for every config of the session at the first deployment; ConfigRefused (nothing on the
+        host changed) where it refuses the config. Disagreements with the predictor are notes."""
+        if not self._host_resolves():
+            return plan
+        self.deployer.preflight(plan)  # a flag the host lacks: preflight's own line first
+        key = request_key(plan, self.redactor)
+        if key not in self._answers:
+            others = [p for p in self._planned_plans() if request_key(p, self.redactor) != key]
+            self._ask_host([plan, *others])
+        answer = self._answers.get(key)
+        if answer is None:
+            return plan
+        adopted, notes = adopt(plan, answer)
+        for note in notes:
+            self._note(note)
+        return adopted
+
     def _deploy(self, config: ServerConfig) -> Deployment:
         self.prepare()
-        plan = self.deployer.launch_plan(config)
+        plan = self._authorised(self.deployer.launch_plan(config))
         return bring_up(
             self.deployer,
             plan,
@@ -347,6 +441,7 @@ class SglangSession:
         dry_run: bool = False,
         secret_patterns: list[str] | None = None,
         refresh_probes: bool = False,
+        host_resolve: str = "auto",
     ) -> None:
         self.host_names = host_names or ["local"]
         self.inventory = inventory
@@ -362,6 +457,13 @@ class SglangSession:
         self.dry_run = dry_run
         #: ``--sglang-refresh``: every host runs its launcher's ``--help`` again.
         self.refresh_probes = refresh_probes
+        #: ``--sglang-host-resolve``: when the hosts' own SGLang resolves the configs.
+        self.host_resolve = host_resolve
+        #: Every config the session's tests deploy (set at collection): each host's SGLang
+        #: resolves them all in one round trip at its first deployment.
+        self.planned: list[ServerConfig] = []
+        #: What the session could not know for sure or found to differ: shown, never failed.
+        self.notes: list[str] = []
         #: Knows every secret value the session deploys; applied to everything it outputs.
         self.redactor = Redactor(secret_patterns or [])
         self.holder = LockHolder.current()
@@ -402,6 +504,9 @@ class SglangSession:
                 redactor=self.redactor,
                 holder=self.holder,
                 refresh_probes=self.refresh_probes,
+                host_resolve=self.host_resolve,
+                planned=self.planned,
+                notes=self.notes,
             )
         return self._hosts[name]
 
@@ -468,6 +573,9 @@ class SglangSession:
             data["quality_holds"] = holds
         verdicts = tuning_verdicts(data["benchmarks"], self.objective, holds)
         data["tuning"] = [v.as_dict() for v in verdicts]
+        notes = list(dict.fromkeys([*self.notes, *self.merged.get("notes", [])]))
+        if notes:
+            data["notes"] = notes
         if self.dry_run:
             data["dry_run"] = [
                 {"host": host, "config_id": cid, "plan": plan}

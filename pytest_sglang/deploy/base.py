@@ -26,6 +26,7 @@ from ..launch_plan import LaunchPlan, make_launch_plan
 from ..model_identity import CONFIG_NAME, ModelIdentity, identity_from_name, identity_from_text
 from ..secrets import Redactor
 from .follow import JournalFollower, PollingFollower
+from .host_resolve import GPU_QUERY, Resolution, ask_host
 from .probes import Identity, Probed, identity_code, load, parse_identity, save, version_code
 
 if TYPE_CHECKING:
@@ -156,6 +157,7 @@ class Deployer(ABC):
         #: The plan deployed last (what ``artifacts`` shows).
         self.deployed: LaunchPlan | None = None
         self._models: dict[str, ModelIdentity] = {}
+        self._gpu: str | None = None
 
     def say(self, message: str) -> None:
         self.settings.say(message)
@@ -295,6 +297,47 @@ class Deployer(ABC):
                 out = ""
             _IDENTITY_CACHE[key] = parse_identity(out)
         return _IDENTITY_CACHE[key]
+
+    def launcher_identity(self) -> Identity | None:
+        """The launcher's identity (see :mod:`.probes`); None where it cannot be read."""
+        return self._identity()
+
+    def run_launcher(self, argv: list[str], timeout: float) -> tuple[int, str, str]:
+        """``(rc, stdout, stderr)`` of ``argv`` run with the launcher's environment;
+        PreflightError naming only the failure where it cannot be run."""
+        return self._run_launcher(argv, timeout)
+
+    # -- the host's own SGLang as the authority (see .host_resolve) ----------------------------
+    def resolver_python(self) -> tuple[str, str]:
+        """``(python, engine)``: the launcher's interpreter, and whose resolution it runs
+        (``"simulator"`` where the launcher is ``python -m pytest_sglang.sim``, else
+        ``"sglang"``)."""
+        argv = self.launcher()
+        python = simulator_python(argv)
+        return (python, "simulator") if python is not None else (argv[0], "sglang")
+
+    def service_env(self) -> dict[str, str]:
+        """The environment the server gets from its service beyond the launcher's (systemd:
+        the unit's ``Environment=``); what the host's resolution of a config runs with too."""
+        return {}
+
+    def gpu_profile(self) -> str:
+        """The host's GPUs as ``nvidia-smi`` names them (name, memory, compute capability, one
+        line each; "" without one): once per deployer, part of what host answers are cached
+        under. Reads the driver only: no CUDA context."""
+        if self._gpu is None:
+            try:
+                result = self.transport.run(GPU_QUERY + " 2>/dev/null", timeout=60)
+            except TransportError:
+                self._gpu = ""
+            else:
+                self._gpu = result.stdout.strip() if result.ok else ""
+        return self._gpu
+
+    def resolve_on_host(self, plans: list[LaunchPlan]) -> Resolution:
+        """What the host's own SGLang makes of each plan's config, from one round trip (and
+        the cache across sessions): :func:`.host_resolve.ask_host`."""
+        return ask_host(self, plans)
 
     def _stored(self) -> tuple[Identity | None, Probed]:
         """The identity, and what an earlier session stored for it (nothing on refresh)."""

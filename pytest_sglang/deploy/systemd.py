@@ -17,6 +17,7 @@ service again only if it was running.
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import time
 from pathlib import Path
@@ -84,6 +85,7 @@ class SystemdDeployer(Deployer):
         #: state when the first change follows within seconds (else read again).
         self._prior: tuple[float, dict[str, str]] | None = None
         self._production_words: list[str] | None = None
+        self._service_env: dict[str, str] | None = None
         self.env_path = f"{ENV_DIR}/{stem}.env"
         self.backup = HostBackup(transport, f"{BACKUP_ROOT}/{self.service}", host=spec.name)
         self._last_unit: str | None = None
@@ -246,6 +248,25 @@ class SystemdDeployer(Deployer):
                 )
             self._production_words = lines[0] if lines else []
         return self._production_words or None
+
+    def service_env(self) -> dict[str, str]:
+        """The service's own ``Environment=`` assignments (its unit and drop-ins; read once):
+        a config's server runs inside the service and gets them, so its resolution on the host
+        does as well. ``EnvironmentFile=`` files are not read (docs/concepts.md)."""
+        if self._service_env is None:
+            self._service_env = {}
+            if self.has_production():
+                result = self._sh("systemctl show -p Environment --value -- %s", self.service)
+                try:
+                    words = shlex.split(result.stdout) if result.ok else []
+                except ValueError:
+                    words = []
+                for word in words:
+                    name, eq, value = word.partition("=")
+                    if eq and name:
+                        self._service_env[name] = value
+                self.redactor.add_env(self._service_env)
+        return self._service_env
 
     def production_launch(self) -> tuple[list[str], list[str]]:
         try:
