@@ -79,8 +79,9 @@ def run_session(label: str, store: Path, *, save: bool, speed: float) -> Session
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
     rows = json.loads(summary.read_text()).get("comparisons", []) if summary.exists() else []
+    rows = [r for r in rows if r.get("verdict") not in ("missing", "skipped")]
     regressions = [
-        f"{r.get('name') or r.get('nodeid')}:{r.get('metric')}"
+        f"{str(r.get('nodeid')).rsplit('::', 1)[-1]}:{r.get('metric')}"
         for r in rows
         if str(r.get("verdict", "")).lower() == "regression"
     ]
