@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: scenarios test test-real lint typecheck unit testhost-deps report-deps conformance clean
+.PHONY: scenarios test check test-real lint typecheck unit testhost-deps report-deps conformance clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,11 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/
+
+# The inner loop (under 2 minutes): lint, types and the tests that start no server, no test host
+# and no child pytest session (tests/conftest.py marks those `server` and `systemd`).
+check: $(STAMP) lint typecheck
+	$(BIN)/pytest tests/ -q -m "not systemd and not server"
 
 test: $(STAMP) testhost-deps report-deps lint typecheck
 	$(BIN)/pytest tests/ scenarios/

@@ -62,11 +62,29 @@ def systemd_transport(systemd_host: SystemdTestHost) -> Iterator[SshTransport]:
     transport.close()
 
 
+#: Fixtures that boot a test host (the ``systemd`` marker).
+HOST_FIXTURES = {"systemd_host", "systemd_host_factory", "systemd_transport"}
+#: Fixtures that start a server or a child pytest session that deploys one (the ``server``
+#: marker): ``make check`` leaves these out for a quick inner loop, ``make test`` runs them.
+SERVER_FIXTURES = HOST_FIXTURES | {
+    "pytester",
+    "session_until",
+    "simulator",
+    "fast_sim",
+    "eagle_sim",
+    "start_sim",
+    "seed_sim",
+    "deployer",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    uses_host = {"systemd_host", "systemd_host_factory", "systemd_transport"}
     for item in items:
-        if uses_host.intersection(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if HOST_FIXTURES & fixtures:
             item.add_marker(pytest.mark.systemd)
+        if SERVER_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.server)
 
 
 SessionUntil = Callable[..., "subprocess.Popen[bytes]"]

@@ -113,6 +113,7 @@ def test_no_page_installs_from_a_package_index() -> None:
                 assert not re.match(r"\s*(\S+=\S+\s+)*pytest\b", line), f"bare pytest: {line}"
 
 
+@pytest.mark.server  # the pages start the simulator and run pytest sessions
 @pytest.mark.parametrize("page", PAGES)
 def test_page_runs_as_written(page: str, tmp_path: Path) -> None:
     """The page's commands and code, in order, on the simulator."""
