@@ -78,12 +78,25 @@ SERVER_FIXTURES = HOST_FIXTURES | {
 }
 
 
+#: Tests that start servers or child sessions in their own body or module fixtures (by node id
+#: prefix, relative to tests/).
+SERVER_TESTS = (
+    "report/test_browser.py",
+    "report/test_allure_results.py",
+    "bench/test_failures.py",
+    "deploy/test_host_resolve.py",
+    "baseline/test_upgrade.py::test_bisect_",
+    "reliability/test_drain.py::test_in_flight_reads_the_simulators_own_metrics",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if HOST_FIXTURES & fixtures:
             item.add_marker(pytest.mark.systemd)
-        if SERVER_FIXTURES & fixtures:
+        nodeid = item.nodeid.removeprefix("tests/")
+        if SERVER_FIXTURES & fixtures or nodeid.startswith(SERVER_TESTS):
             item.add_marker(pytest.mark.server)
 
 
