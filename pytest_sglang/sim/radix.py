@@ -117,30 +117,26 @@ class RadixTree:
         end = self._aligned(len(key))
         if self.disabled or end == 0:
             return 0, self.root
-        key = key[:end] if end < len(key) else key
-        tick = next(self._clock)
-        node = self.root
-        node.tick = tick
-        pos = 0
-        while pos < end:
-            child = node.children.get(self._child_key(key, pos))
-            if child is None:
-                break
-            child.tick = tick
-            shared = self._aligned(_common_prefix(child.key, key, pos))
-            if shared < len(child.key):
-                node = self._split(child, shared)
-                pos += shared
-                break
-            node = child
-            pos += shared
-        return pos, node
+        return self._descend(key, end)
 
     def insert(self, key: array[int]) -> tuple[int, Node]:
         """Cache ``key`` (cut to whole pages): (how much of it was cached already, its node)."""
         end = self._aligned(len(key))
         if self.disabled or end == 0:
             return 0, self.root
+        pos, node = self._descend(key, end)
+        if pos < end:
+            new = Node(key[pos:end], node, node.tick, next(self._ids))
+            node.children[self._child_key(key, pos)] = new
+            self.evictable_size += end - pos
+            self._update_leaf(node)
+            self._update_leaf(new)
+            return pos, new
+        return pos, node
+
+    def _descend(self, key: array[int], end: int) -> tuple[int, Node]:
+        """Walk the cached prefix of ``key[:end]``, stamping each node passed with one new tick,
+        and split the node the match ends inside: (ids matched, whole pages; the last node)."""
         key = key[:end] if end < len(key) else key
         tick = next(self._clock)
         node = self.root
@@ -153,14 +149,9 @@ class RadixTree:
             child.tick = tick
             shared = self._aligned(_common_prefix(child.key, key, pos))
             pos += shared
-            node = self._split(child, shared) if shared < len(child.key) else child
-        if pos < end:
-            new = Node(key[pos:end], node, tick, next(self._ids))
-            node.children[self._child_key(key, pos)] = new
-            self.evictable_size += end - pos
-            self._update_leaf(node)
-            self._update_leaf(new)
-            return pos, new
+            if shared < len(child.key):
+                return pos, self._split(child, shared)
+            node = child
         return pos, node
 
     def _split(self, child: Node, at: int) -> Node:
