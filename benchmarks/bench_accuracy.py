@@ -171,7 +171,7 @@ def _on_test_host(
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from helpers import booted_test_host, deployed_on
 
-    from pytest_sglang.bench.paths import route_of, run_round
+    from pytest_sglang.bench.route import route_of, run_round
     from pytest_sglang.config import ServerConfig
 
     config = ServerConfig(model_path="sim", extra_args=("--enable-metrics",))

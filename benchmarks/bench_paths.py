@@ -60,7 +60,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from helpers import FAST_SIM, booted_test_host, deployed_on, pin_server_apart  # noqa: E402
 
 from pytest_sglang.bench import Workload  # noqa: E402
-from pytest_sglang.bench.paths import route_of, run_round  # noqa: E402
+from pytest_sglang.bench.route import route_of, run_round  # noqa: E402
 from pytest_sglang.config import ServerConfig  # noqa: E402
 from pytest_sglang.errors import SglangError  # noqa: E402
 

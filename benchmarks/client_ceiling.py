@@ -460,7 +460,7 @@ def _host_run(
     token counter through its address, the CPU of the generator's process tree on the host."""
     from helpers import pids_matching  # tests/ is on the path since the host was booted
 
-    from pytest_sglang.bench.paths import run_round
+    from pytest_sglang.bench.route import run_round
 
     done: dict[str, Any] = {}
 
@@ -512,7 +512,7 @@ def _test_host_server(
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
         from helpers import booted_test_host, container_namespace, deployed_on, pids_matching
 
-        from pytest_sglang.bench.paths import route_of
+        from pytest_sglang.bench.route import route_of
         from pytest_sglang.config import ServerConfig
 
         config = ServerConfig(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .bench.route import bench_from_by_host
 from .config import ServerConfig
 from .deploy import Deployer, DeployerSettings, make_deployer
 from .deploy.host_resolve import HostAnswer, adopt, request_key
@@ -34,7 +35,6 @@ from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
 from .quality.verdict import quality_holds
 from .report.config_names import names_by_config, with_config_names
-from .report.records import bench_from_by_host
 from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
 

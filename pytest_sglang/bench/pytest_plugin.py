@@ -11,7 +11,7 @@ gatekeeper and the test's ``sglang_gate`` markers this plugin finds in the stash
 comparison, ``--sglang-confirm`` re-runs of a regression, ``--sglang-baseline-save``, and the
 test failing with one line when a regression stands.
 
-Each round runs from the host's ``bench_from`` path (:mod:`.paths`) and is checked for stalls
+Each round runs from the host's ``bench_from`` path (:mod:`.route`) and is checked for stalls
 (:mod:`.stalls`): a disturbed round is said, kept in ``extra_info["disturbed"]`` and repeated
 once; disturbed again, the test fails with the reason and nothing reaches the gates.
 """
@@ -27,7 +27,6 @@ import pytest
 from ..deployment import Deployment
 from ..errors import SglangError
 from ..options import number
-from ..report.records import bench_from_by_host
 from ..secrets import REDACTED
 from ..stash import (
     GATES_KEY,
@@ -40,7 +39,7 @@ from ..terminal import Column, LiveLine, TextTable, write_lines, write_table
 from .identity import WorkloadIdentity, identify
 from .loadgen import RunProgress
 from .metrics import BenchResult, RequestRecord
-from .paths import run_round
+from .route import bench_from_by_host, run_round
 from .search import ProbeDisturbed, SearchResult, search_over
 from .slo import Slo, slo_figures
 from .workload import SloSearch, Workload

@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import arithmetic
 from ..errors import ConfigError
-from . import arithmetic
 
 __all__ = ["DEFAULT_EXTRACT", "Item", "Task", "extract_answer", "normalize", "score"]
 

@@ -83,7 +83,7 @@ def environment_properties(
 ) -> str:
     """``environment.properties`` text; several hosts are joined with ``; `` in run order.
 
-    ``bench_from``: where each host's benchmark load came from (:mod:`..bench.paths`), shown
+    ``bench_from``: where each host's benchmark load came from (:mod:`..bench.route`), shown
     because the same server measured through the SSH forward reads a fraction of its speed."""
 
     def joined(values: Sequence[str]) -> str:

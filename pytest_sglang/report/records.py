@@ -8,11 +8,13 @@ be built and tested without pytest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LATENCY_METRICS", "BenchRecord", "bench_from_by_host", "load_paths", "scalar_metrics"]
+from ..bench.route import bench_from_by_host
+
+__all__ = ["LATENCY_METRICS", "BenchRecord", "load_paths", "scalar_metrics"]
 
 #: Latency figures in milliseconds (lower is better), in the order tables show them.
 LATENCY_METRICS: tuple[str, ...] = (
@@ -53,13 +55,6 @@ class BenchRecord:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
         return float(value)
-
-
-def bench_from_by_host(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Where each host's benchmark load came from (``bench_from``: host, direct or forward), by
-    host in run order, from benchmark rows (the summary's, the terminal's); the last row's path
-    where a host's changed."""
-    return {str(r["host"]): str(r["bench_from"]) for r in rows if r.get("bench_from")}
 
 
 def load_paths(records: Sequence[BenchRecord]) -> dict[str, str]:

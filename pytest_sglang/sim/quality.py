@@ -3,7 +3,7 @@ probability, the ``diverge-after=N`` fault, and near ties that make greedy outpu
 
 Why a stand-in: the quality gates (:mod:`pytest_sglang.quality`) must be testable offline, so
 the simulator has to be right or wrong on the built-in arithmetic task
-(:mod:`pytest_sglang.quality.arithmetic`) the way a model is, and its greedy output must be a
+(:mod:`pytest_sglang.arithmetic`) the way a model is, and its greedy output must be a
 function of the prompt alone. The rules:
 
 - A prompt whose last question is a built-in problem is answered with a few words of "working"
@@ -39,7 +39,7 @@ import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..quality.arithmetic import solve
+from ..arithmetic import solve
 from .tokenizer import MARK_ID, NUMBER_BASE, VOCAB, token_id
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_sglang.arithmetic import generate, solve
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.quality.arithmetic import generate, solve
 from pytest_sglang.quality.tasks import Item, Task, extract_answer, normalize, score
 
 

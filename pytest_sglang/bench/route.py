@@ -1,4 +1,5 @@
-"""Where a benchmark's load comes from, and one round run from there with its stall check.
+"""The route a benchmark's load takes to the server, and one round run along it with its stall
+check.
 
 Why a choice: on an SSH host every request through one paramiko port forward measures the
 forward (30-46k tok/s where the server gave 164-180k to a client on its network). Per host,
@@ -23,9 +24,9 @@ import shlex
 import socket
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SglangError, TransportError
 from ..launch_plan import LOCAL_ADDRESSES
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ..deploy import Deployer
     from ..deployment import Deployment
 
-__all__ = ["Round", "Route", "route_for", "route_of", "run_round"]
+__all__ = ["Round", "Route", "bench_from_by_host", "route_for", "route_of", "run_round"]
 
 #: How long the reachability check of ``direct`` waits for a TCP connect.
 CONNECT_CHECK_S = 2.0
@@ -256,3 +257,10 @@ def run_round(
     )
     result = finish(raw) if raw is not None else compute_metrics([], 0.0)
     return Round(result, route.kind, disturbance(evidence), list(evidence.records))
+
+
+def bench_from_by_host(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Where each host's benchmark load came from (``bench_from``: host, direct or forward), by
+    host in run order, from benchmark rows (the summary's, the terminal's); the last row's path
+    where a host's changed."""
+    return {str(r["host"]): str(r["bench_from"]) for r in rows if r.get("bench_from")}

@@ -24,7 +24,7 @@ from testhost import SystemdTestHost
 from pytest_sglang.bench import Workload
 from pytest_sglang.bench.loadgen import RunProgress
 from pytest_sglang.bench.metrics import BenchResult, RequestRecord
-from pytest_sglang.bench.paths import route_for, run_round
+from pytest_sglang.bench.route import route_for, run_round
 from pytest_sglang.bench.search import search_over
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import ConfigError
