@@ -55,10 +55,10 @@ from helpers import (
 )
 
 from pytest_sglang import ServerConfig, session
-from pytest_sglang.deploy import base
 from pytest_sglang.errors import ServerStartError
-from pytest_sglang.hosts import resolve_host
-from pytest_sglang.journal import READY_LINE
+from pytest_sglang.lifecycle import launcher as base
+from pytest_sglang.lifecycle.hosts import resolve_host
+from pytest_sglang.lifecycle.journal import READY_LINE
 from pytest_sglang.session import HostLease
 
 CONFIG = ServerConfig(**SEED_FIELDS)

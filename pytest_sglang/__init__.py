@@ -8,6 +8,25 @@ This module is the public API (docs/api.md lists it, generated from these docstr
 the docs and the README import only from here, and from :mod:`pytest_sglang.sim` for the
 simulator's own performance model. Everything else is internal and may move.
 
+The package's layout (internal), in the order data flows (config → launch plan → deploy →
+ready → verify → bench → compare → report):
+
+- configs: :mod:`.config` (``ServerConfig``), :mod:`.sweep`, :mod:`.server_args` and
+  :mod:`.argv_parse` (a config from a command line), :mod:`.cmdline` (the one codec for command
+  lines and unit values), :mod:`.aliases` (deprecated spellings), :mod:`.resolution` (what SGLang
+  will resolve a config to, offline), :mod:`.model_identity` (a model from its config.json),
+  :mod:`.versions` (what differs between SGLang releases), :mod:`.secrets` (the redactor);
+- :mod:`.lifecycle`: one deployment, from the host spec to the restore; :mod:`.transport`: how a
+  host is reached;
+- measurement, layered (each imports only those before it): :mod:`.sim` (the simulator),
+  :mod:`.bench` (load and metrics), :mod:`.baseline` (stored runs and gates), :mod:`.quality`
+  (accuracy and equivalence), :mod:`.report` (terminal, HTML, Allure); :mod:`.arithmetic` (the
+  built-in task both the simulator and the quality evals use);
+- pytest: :mod:`.plugin` (the entry plugin: options, fixtures), :mod:`.session` (the hosts one
+  pytest session holds), :mod:`.stash` (what plugins share), :mod:`.hookspec` (hooks),
+  :mod:`.distributed` (pytest-xdist), :mod:`.options`, :mod:`.output_paths`, :mod:`.terminal`;
+  :mod:`.errors` (the exception tree).
+
 Why some names load on first use (:func:`__getattr__`): the fixtures' classes and the
 measurement types pull in the plugin machinery (pytest, aiohttp, the report stack). The simulator
 and the on-host load generator import this package in every process they start, and must not pay
@@ -36,7 +55,7 @@ from .errors import (
     SglangError,
     TransportError,
 )
-from .production import production
+from .lifecycle.production import production
 from .resolution import ADJUST_DRAFT_TOKENS_WARNING, ExpectedJournal
 from .server_args import parse_server_args
 from .sweep import load_configs, sweep
@@ -52,7 +71,7 @@ if TYPE_CHECKING:
     from .bench.pytest_plugin import SglangBench
     from .bench.slo import Slo
     from .bench.workload import JsonlPrompts, RandomPrompts, ShareGPTPrompts, Workload
-    from .deployment import Deployment
+    from .lifecycle.deployment import Deployment
     from .quality.evals import AccuracyResult, EquivalenceResult
     from .quality.pytest_plugin import SglangQuality
     from .quality.tasks import Item, Task
@@ -69,7 +88,7 @@ _LAZY: dict[str, str] = {
     "LongContextPrompts": ".bench.datasets",
     "MooncakeTrace": ".bench.datasets",
     "SharedPrefixPrompts": ".bench.datasets",
-    "Deployment": ".deployment",
+    "Deployment": ".lifecycle.deployment",
     "EquivalenceResult": ".quality.evals",
     "Item": ".quality.tasks",
     "JsonlPrompts": ".bench.workload",

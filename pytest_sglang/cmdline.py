@@ -170,6 +170,7 @@ def unit_spellings(value: str) -> set[str]:
 # -- ExecStart= and Environment=: reading ---------------------------------------------------
 
 _WHITESPACE = " \t\n\r"
+_NEWLINE = re.compile(r"\r\n|[\n\r]")
 _C_ESCAPES = {
     "a": "\a",
     "b": "\b",
@@ -360,14 +361,20 @@ def read_env_file(text: str) -> dict[str, str]:
     """The variables an EnvironmentFile sets (``#``/``;`` comments and blank lines skipped; an
     ``export`` prefix allowed)."""
     env: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
+    for raw in _systemd_lines(text):
+        line = raw.strip(_WHITESPACE)
         if not line or line.startswith(("#", ";")):
             continue
         name, eq, value = line.removeprefix("export ").partition("=")
-        if eq and _ENV_NAME.match(name.strip()):
-            env[name.strip()] = _env_file_value(value.strip())
+        if eq and _ENV_NAME.match(name.strip(_WHITESPACE)):
+            env[name.strip(_WHITESPACE)] = _env_file_value(value.strip(_WHITESPACE))
     return env
+
+
+def _systemd_lines(text: str) -> list[str]:
+    r"""``text`` cut where systemd cuts it: at ``\n`` and ``\r`` only (``str.splitlines`` also
+    cuts at ``\u2028``, ``\x85``, ``\x0c``, ..., which a value may hold)."""
+    return _NEWLINE.split(text.removesuffix("\n"))
 
 
 # -- unit files -------------------------------------------------------------------------------
@@ -378,8 +385,8 @@ def _logical_lines(text: str) -> list[str]:
     on with the next one (the backslash read as a space); comment lines inside are skipped."""
     lines: list[str] = []
     pending: list[str] = []
-    for raw in text.splitlines():
-        stripped = raw.strip()
+    for raw in _systemd_lines(text):
+        stripped = raw.strip(_WHITESPACE)
         if pending and stripped.startswith(("#", ";")):
             continue
         if stripped.endswith("\\"):
@@ -397,12 +404,12 @@ def unit_assignments(text: str) -> list[tuple[str, str]]:
     files one after the other), in order; sections, comments and blank lines skipped."""
     found: list[tuple[str, str]] = []
     for raw in _logical_lines(text):
-        line = raw.strip()
+        line = raw.strip(_WHITESPACE)
         if not line or line.startswith(("#", ";", "[")):
             continue
         key, eq, value = line.partition("=")
         if eq:
-            found.append((key.strip(), value.strip()))
+            found.append((key.strip(_WHITESPACE), value.strip(_WHITESPACE)))
     return found
 
 

@@ -28,7 +28,8 @@ from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_fla
 __all__ = ["PRODUCTION_MODEL", "FileSpec", "ServerConfig", "SpeculativeAlgorithm"]
 
 #: The ``model_path`` of a placeholder that stands for a host's production config with changes
-#: (:func:`pytest_sglang.production.production`): its fields are changes, checked once applied.
+#: (:func:`pytest_sglang.lifecycle.production.production`): its fields are changes, checked
+#: once applied.
 PRODUCTION_MODEL = "<production>"
 
 SpeculativeAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]

@@ -29,7 +29,7 @@ import pytest
 
 from .config import ServerConfig
 from .errors import SglangError
-from .hosts import LOCAL_HOST
+from .lifecycle.hosts import LOCAL_HOST
 from .stash import SESSION_KEY
 
 __all__ = ["worker_index"]

@@ -154,7 +154,7 @@ class ModelIdentity:
     #: the text model's fields as read (sizes for the simulator's cost model); empty by name
     text_config: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
     #: sha256 of the config.json text it was read from (None by name): what the host's own
-    #: resolution of a config is cached under (:mod:`pytest_sglang.deploy.host_resolve`)
+    #: resolution of a config is cached under (:mod:`pytest_sglang.lifecycle.host_resolve`)
     config_digest: str | None = field(default=None, compare=False, hash=False)
 
     @property

@@ -15,11 +15,12 @@ import pytest
 from . import distributed, hookspec
 from .bench.workload import Workload
 from .config import ServerConfig
-from .deployment import PHASE_LINE, Deployment
 from .errors import ConfigError, SglangError
+from .lifecycle import deployers
+from .lifecycle.deployment import PHASE_LINE, Deployment
+from .lifecycle.production import is_production
 from .options import number
 from .output_paths import check_output_paths
-from .production import is_production
 from .report.config_names import label
 from .session import HOST_RESOLVE_MODES, HostLease, SglangSession
 from .stash import SESSION_KEY, bench_results, comparison_results, merge_summary, summary_of
@@ -250,7 +251,19 @@ def _shielded() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sglang_deployer(name: str) -> str | None:
+    """The built-in backends answer last: a plugin's answer for the same name wins."""
+    return deployers.BUILTIN.get(name)
+
+
+_LOOKUP_BEFORE = pytest.StashKey[Any]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # A session inside a session (pytester) asks its own plugins, and gives the outer's back.
+    config.stash[_LOOKUP_BEFORE] = deployers.lookup()
+    deployers.set_lookup(lambda name: config.hook.pytest_sglang_deployer(name=name))
     if config.pluginmanager.hasplugin("xdist"):  # its hooks are known only with xdist loaded
         config.pluginmanager.register(distributed, "sglang-distributed")
     config.addinivalue_line(
@@ -658,3 +671,7 @@ def _fail(message: str) -> NoReturn:
     exc = pytest.fail.Exception(message, pytrace=False)
     exc.__suppress_context__ = True
     raise exc
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    deployers.set_lookup(config.stash.get(_LOOKUP_BEFORE, None))

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # `testhost` under any
 from helpers import child_pytest_argv, ssh_transport
 from testhost import STATE_ROOT, SystemdTestHost, TestHostFactory
 
-from pytest_sglang.deploy.probes import CACHE_ENV
+from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV
 
 # The suite's probe cache (--help flags kept across sessions) is its own, shared with the child
 # sessions it starts and gone at its end: tests never read or write the user's ~/.cache.

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from testhost import SystemdTestHost
 
     from pytest_sglang.config import ServerConfig
-    from pytest_sglang.deployment import Deployment
+    from pytest_sglang.lifecycle.deployment import Deployment
     from pytest_sglang.transport.ssh import SshTransport
 
 __all__ = [

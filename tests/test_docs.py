@@ -208,3 +208,28 @@ def test_scenarios_and_docs_import_only_the_public_api() -> None:
                 f"{where}: {n} is not in {module}.__all__" for n in names if n not in exported
             ]
     assert not wrong, "\n".join(wrong)
+
+
+def _listed_modules(package: Path) -> set[str]:
+    import ast
+
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    return set(re.findall(r":mod:`\.([A-Za-z_][\w]*)`", doc))
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted(
+        p.parent.relative_to(REPO).as_posix()
+        for p in (REPO / "pytest_sglang").rglob("__init__.py")
+        if p.parent.name != "data"
+    ),
+)
+def test_each_package_docstring_lists_what_is_there(package: str) -> None:
+    """A newcomer reads a package's ``__init__`` first: it names every module and subpackage
+    there, and none that has moved away."""
+    root = REPO / package
+    present = {p.stem for p in root.glob("*.py") if p.name != "__init__.py"}
+    present |= {p.parent.name for p in root.glob("*/__init__.py")}
+    listed = _listed_modules(root)
+    assert (sorted(present - listed), sorted(listed - present)) == ([], [])

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.journal import find_fatal, traceback_complete
+from pytest_sglang.lifecycle.journal import find_fatal, traceback_complete
 from pytest_sglang.sim.faults import replay_exit
 
 CORPUS = Path(__file__).parent / "data" / "failures"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang.errors import InventoryError
-from pytest_sglang.hosts import HostSpec, resolve_host, transport_for
+from pytest_sglang.lifecycle.hosts import resolve_host, transport_for
+from pytest_sglang.lifecycle.spec import HostSpec
 
 GOOD = """
 [defaults]

@@ -8,7 +8,7 @@ import pytest
 from helpers import SEED_FIELDS
 
 from pytest_sglang import JournalError, ServerConfig
-from pytest_sglang.journal import StartupJournal, find_fatal, phase_of
+from pytest_sglang.lifecycle.journal import StartupJournal, find_fatal, phase_of
 from pytest_sglang.resolution import ADJUST_DRAFT_TOKENS_WARNING, MAX_RUNNING_48_WARNING
 
 DATA = Path(__file__).parent / "data"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_sglang import ServerConfig, production
-from pytest_sglang.deploy import make_deployer
 from pytest_sglang.errors import ConfigError, InventoryError
-from pytest_sglang.hosts import HostSpec
-from pytest_sglang.launch_plan import SGLANG_DEFAULT_PORT, LaunchPlan, make_launch_plan
+from pytest_sglang.lifecycle.deployers import make_deployer
+from pytest_sglang.lifecycle.launch_plan import SGLANG_DEFAULT_PORT, LaunchPlan, make_launch_plan
+from pytest_sglang.lifecycle.spec import HostSpec
 from pytest_sglang.secrets import Redactor
 from pytest_sglang.transport.local import LocalTransport
 
@@ -68,7 +68,8 @@ def test_an_unknown_deployer_is_one_line_naming_the_known_ones() -> None:
     with pytest.raises(InventoryError) as info:
         make_deployer(spec, LocalTransport())
     assert str(info.value) == (
-        "host 'gpu' in hosts.toml: unknown deployer 'docker'; known: process, systemd"
+        "host 'gpu' in hosts.toml: unknown deployer 'docker'; known: process, systemd (a plugin adds "
+        "others through the pytest_sglang_deployer hook)"
     )
 
 

@@ -189,3 +189,17 @@ def test_the_checker_finds_each_kind_of_breach(
     for name, text in files.items():
         (root / name).write_text(text)
     assert upward_imports(import_graph(root)) == expected
+
+
+def test_the_lifecycle_imports_no_measurement_package() -> None:
+    """Deploying a config does not need the load generator, baselines, quality or reports."""
+    graph = import_graph()
+    above = ("bench", "baseline", "quality", "report")
+    found = [
+        f"{module} -> {target}"
+        for module, imported in graph.items()
+        if module.startswith("pytest_sglang.lifecycle")
+        for target, _ in imported
+        if (layer := layer_of(target)) is not None and LAYERS[layer] in above
+    ]
+    assert found == []

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from pytest_sglang import ServerConfig
-from pytest_sglang.deploy import make_deployer
-from pytest_sglang.deploy.base import DeployerSettings
-from pytest_sglang.hosts import HostSpec
-from pytest_sglang.launch_plan import make_launch_plan
+from pytest_sglang.lifecycle.deployer import DeployerSettings
+from pytest_sglang.lifecycle.deployers import make_deployer
+from pytest_sglang.lifecycle.launch_plan import make_launch_plan
+from pytest_sglang.lifecycle.spec import HostSpec
 from pytest_sglang.model_identity import (
     identity_from_config,
     identity_from_text,

@@ -14,7 +14,7 @@ from helpers import use_simulator_env
 
 from pytest_sglang import ServerConfig, production, sweep
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.production import apply_production, is_production
+from pytest_sglang.lifecycle.production import apply_production, is_production
 
 PRODUCTION_LINE = (
     "/opt/sglang/bin/python -m sglang.launch_server --model-path /models/prod "

@@ -14,11 +14,11 @@ from helpers import use_simulator_env
 
 from pytest_sglang import readiness
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy.process import ProcessDeployer
 from pytest_sglang.errors import ServerStartError
-from pytest_sglang.hosts import resolve_host, transport_for
-from pytest_sglang.journal import READY_LINE
-from pytest_sglang.readiness import wait_until_ready
+from pytest_sglang.lifecycle.hosts import resolve_host, transport_for
+from pytest_sglang.lifecycle.journal import READY_LINE
+from pytest_sglang.lifecycle.process import ProcessDeployer
+from pytest_sglang.lifecycle.readiness import wait_until_ready
 
 CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
 

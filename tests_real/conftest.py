@@ -38,7 +38,7 @@ from real_host import (  # noqa: E402
 )
 from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites  # noqa: E402
 
-from pytest_sglang.deploy.probes import CACHE_ENV  # noqa: E402
+from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV  # noqa: E402
 
 # As in tests/: the tier's probe cache is its own, never the user's ~/.cache (tests/conftest.py).
 if CACHE_ENV not in os.environ:

@@ -1,6 +1,6 @@
 """The host's own SGLang as the authority on what a config resolves to, with the real package.
 
-The resolver program (``pytest_sglang/deploy/resolver_program.py``) runs in the tier venv's
+The resolver program (``pytest_sglang/lifecycle/resolver_program.py``) runs in the tier venv's
 Python, as the launcher's Python on a host, with the tier's CPU flags and the tiny model: one
 round trip for all the configs, each parsed and resolved as ``launch_server`` does before it logs
 ``server_args=``, and no server is started. It must refuse what the real package refuses, with
@@ -19,9 +19,9 @@ import pytest
 
 from conftest import CPU_FLAGS, RealSglang, local_real_entry
 from pytest_sglang import ServerConfig
-from pytest_sglang.deploy.host_resolve import adopt, request_key
-from pytest_sglang.deploy.probes import CACHE_ENV
 from pytest_sglang.errors import ConfigRefused
+from pytest_sglang.lifecycle.host_resolve import adopt, request_key
+from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV
 from pytest_sglang.session import SglangSession
 
 SECRET = "sekrit-4711"

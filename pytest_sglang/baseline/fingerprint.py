@@ -30,11 +30,11 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..deploy.base import launch_argv, simulator_python
 from ..errors import SglangError
+from ..lifecycle.launcher import launch_argv, simulator_python
 
 if TYPE_CHECKING:
-    from ..deployment import Deployment
+    from ..lifecycle.deployment import Deployment
     from ..transport.base import Transport
 
 __all__ = [

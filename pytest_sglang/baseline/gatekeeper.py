@@ -47,7 +47,7 @@ from .upgrade import (
 
 if TYPE_CHECKING:
     from ..bench.identity import WorkloadIdentity
-    from ..deployment import Deployment
+    from ..lifecycle.deployment import Deployment
 
 __all__ = ["GateOutcome", "Gatekeeper", "fmt"]
 

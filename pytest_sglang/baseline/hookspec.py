@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..deployment import Deployment
+    from ..lifecycle.deployment import Deployment
 
 
 @pytest.hookspec(firstresult=True)

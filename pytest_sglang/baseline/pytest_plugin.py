@@ -33,7 +33,7 @@ from .store import BaselineStore
 from .upgrade import setting_line
 
 if TYPE_CHECKING:
-    from ..deployment import Deployment
+    from ..lifecycle.deployment import Deployment
 
 __all__ = ["GATEKEEPER_KEY", "GATE_MARKER", "comparison_results", "gatekeeper", "marker_gates"]
 

@@ -13,8 +13,8 @@ and the result says so in one line (:func:`upgrade_line`)::
     +0.4%, p=0.41; 3 settings in effect changed
 
 "Settings in effect" are the ``server_args`` each run's startup journal logged and the plugin
-verified (:attr:`pytest_sglang.deployment.Deployment.server_args`), read across releases by
-field name (a log key an SGLang release renamed is read back as its field,
+verified (:attr:`pytest_sglang.lifecycle.deployment.Deployment.server_args`), read across
+releases by field name (a log key an SGLang release renamed is read back as its field,
 :func:`pytest_sglang.versions.log_field`); nested settings are compared key by key. A setting
 the command line does not set and that differs is a default that changed (or a backend chosen
 differently): with the same command line, these are what the user did not ask for.

@@ -6,11 +6,17 @@ bounds (a request timeout and a run deadline), and it turns every bad response i
 failure with a reason instead of a crash. Metric names follow bench_serving's results file so
 the numbers can be compared with it.
 
-Modules: :mod:`.workload` (what to send, incl. concurrency sweeps), :mod:`.datasets` (prompts
-that share prefixes: shared-prefix groups, conversations, traces, long contexts),
-:mod:`.loadgen` (sending it, timing each stream), :mod:`.metrics` (the run's figures),
-:mod:`.prometheus` (the server's own ``/metrics`` figures for the run), :mod:`.pytest_plugin`
-(the ``sglang_bench`` fixture).
+- :mod:`.workload` (what to send, incl. concurrency sweeps), :mod:`.datasets` (prompts that share
+  prefixes: shared-prefix groups, conversations, traces, long contexts), :mod:`.identity` (a
+  workload's canonical form and digest: what a baseline is keyed by), :mod:`.slo` (latency
+  targets and goodput);
+- :mod:`.loadgen` (sending it, timing each stream), :mod:`.route` (where the load runs from:
+  the GPU host, here straight to the server, or through the SSH forward), :mod:`.agent` and
+  :mod:`.remote` (the generator on the GPU host, over SSH), :mod:`.stalls` (was a run disturbed
+  by the path?);
+- :mod:`.metrics` (the run's figures), :mod:`.prometheus` (the server's own ``/metrics`` figures
+  for the run), :mod:`.search` (the highest sustainable load under an SLO);
+- :mod:`.pytest_plugin` (the ``sglang_bench`` fixture and the terminal table).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from typing import Any, overload
 
 import pytest
 
-from ..deployment import Deployment
 from ..errors import SglangError
+from ..lifecycle.deployment import Deployment
 from ..options import number
 from ..secrets import REDACTED
 from ..stash import (

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SglangError, TransportError
-from ..launch_plan import LOCAL_ADDRESSES
+from ..lifecycle.launch_plan import LOCAL_ADDRESSES
 from .loadgen import FlushFailed, ProgressSink, RawRun, finish, generate
 from .metrics import BenchResult, RequestRecord, compute_metrics
 from .remote import NoAiohttp, run_on_host
@@ -37,8 +37,8 @@ from .stalls import Evidence, disturbance
 from .workload import Workload
 
 if TYPE_CHECKING:
-    from ..deploy import Deployer
-    from ..deployment import Deployment
+    from ..lifecycle.deployer import Deployer
+    from ..lifecycle.deployment import Deployment
 
 __all__ = ["Round", "Route", "bench_from_by_host", "route_for", "route_of", "run_round"]
 
@@ -99,7 +99,7 @@ def _direct_address(deployment: Deployment, deployer: Deployer) -> tuple[str | N
 
 def _host_python(deployer: Deployer, where: str) -> str:
     """ "" when the host's Python can run the generator, else why not."""
-    words = deployer.python_words()
+    words = deployer.launcher.python_words()
     try:
         result = deployer.transport.run(
             " ".join(["%s"] * len(words)) + " -c %s", *words, _AIOHTTP_CHECK, timeout=60
@@ -149,7 +149,7 @@ def _choose(deployment: Deployment, deployer: Deployer, asked: str | None = None
     if asked in ("", "host"):
         why = _host_python(deployer, name)
         if not why:
-            python = deployer.python_words()[-1]
+            python = deployer.launcher.python_words()[-1]
             route = Route("host", host_url, f"the generator runs on {name} with {python}")
             deployer.say(f"[sglang] {name}: benchmark load from the host ({route.detail})")
             return route
@@ -213,7 +213,7 @@ def run_round(
         try:
             run = run_on_host(
                 transport,
-                deployer.python_words(),
+                deployer.launcher.python_words(),
                 route.base_url,
                 workload,
                 model=model,

@@ -31,8 +31,8 @@ from ..baseline.gates import Gate, Verdict, is_quality_metric
 from ..baseline.store import BaselineKey, round_stats
 from ..bench.workload import API
 from ..config import ServerConfig
-from ..deployment import Deployment
 from ..errors import SglangError
+from ..lifecycle.deployment import Deployment
 from ..stash import (
     GATES_KEY,
     all_bench_results,

@@ -27,7 +27,7 @@ from .tables import bench_csv, comparison_table, html_document
 
 if TYPE_CHECKING:
     from ..config import ServerConfig
-    from ..deployment import Deployment
+    from ..lifecycle.deployment import Deployment
 
 __all__ = [
     "CATEGORIES",

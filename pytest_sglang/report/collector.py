@@ -29,7 +29,7 @@ from .tuning import DEFAULT_OBJECTIVE, Verdict, titles, tuning_html, tuning_verd
 from .tuning_plot import plot_tuning
 
 if TYPE_CHECKING:
-    from ..deployment import Deployment
+    from ..lifecycle.deployment import Deployment
 
 __all__ = ["ReportSession", "item_config"]
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import SglangError
 
 if TYPE_CHECKING:
-    from ..deployment import Deployment
+    from ..lifecycle.deployment import Deployment
 
 __all__ = ["HostFacts", "environment_properties", "host_facts"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ..deployment import Deployment
+from ..lifecycle.deployment import Deployment
 from ..stash import REPORT_KEY, SESSION_KEY, bench_results, comparison_results
 from .collector import ReportSession
 from .environment import HostFacts

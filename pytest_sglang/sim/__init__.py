@@ -44,9 +44,20 @@ the executable:
   between runs and between servers whose flags differ (:mod:`.quality`; default 0, off with
   ``--enable-deterministic-inference``).
 
-Modules: :mod:`.cli` (flags), :mod:`.resolve` (ServerArgs post-init), :mod:`.perf` (performance
-model), :mod:`.tokenizer` (word tokenizer), :mod:`.startup` (milestones), :mod:`.scheduler`
-(batching), :mod:`.server` (HTTP), :mod:`.faults` (fatal exits), :mod:`.logs` (format).
+Modules, from the command line to serving:
+
+- :mod:`.__main__` (``python -m pytest_sglang.sim``), :mod:`.cli` (SGLang's parser, rebuilt from
+  its catalog), :mod:`.knobs` (the ``SGLANG_SIM_*`` variables);
+- :mod:`.post_init` (SGLang's argument resolution), :mod:`.fields` (the ``server_args=`` field
+  order), :mod:`.resolver` (the simulator answering as the host's SGLang);
+- :mod:`.startup` (the startup milestones), :mod:`.logs` (SGLang's log format), :mod:`.faults`
+  (how SGLang dies, replayed);
+- :mod:`.server` (the HTTP API), :mod:`.info` (``/server_info``, ``/model_info``, ``meta_info``),
+  :mod:`.arrival` (when a request arrived), :mod:`.tokenizer` (one token per word);
+- :mod:`.scheduler` (continuous batching), :mod:`.policy` (``--schedule-policy``),
+  :mod:`.radix` and :mod:`.kvcache` (the prefix cache and the KV pool), :mod:`.perf` (the
+  performance model), :mod:`.quality` (the stand-in for answer quality);
+- :mod:`.launch` (start one as a child process on a loopback port).
 
 Public here (docs/api.md): the performance model a scenario may hold the simulator to,
 :class:`SpecConfig` and :func:`decode_tok_per_s`.

@@ -19,7 +19,7 @@ from typing import IO
 
 import requests
 
-from ..launch_plan import free_port
+from ..lifecycle.launch_plan import free_port
 
 __all__ = ["LocalSimulator", "start_simulator"]
 

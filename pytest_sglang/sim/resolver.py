@@ -2,8 +2,8 @@
 server started.
 
 Why: the plugin asks a host's own SGLang what each config resolves to before it changes anything
-there (:mod:`pytest_sglang.deploy.host_resolve`; the program it runs is
-:mod:`pytest_sglang.deploy.resolver_program`). Where the launcher is ``python -m
+there (:mod:`pytest_sglang.lifecycle.host_resolve`; the program it runs is
+:mod:`pytest_sglang.lifecycle.resolver_program`). Where the launcher is ``python -m
 pytest_sglang.sim``, that program calls :func:`resolve_argv`, so the same protocol is tested on
 the simulator (and over the systemd test host) as it runs against the real package.
 

@@ -1,5 +1,10 @@
 """How pytest-sglang reaches a host: :class:`LocalTransport` here, :class:`SshTransport` over SSH.
 
+- :mod:`.base`: the contract (run a command, follow its output, move a file, forward a port);
+- :mod:`.local`: the machine pytest runs on;
+- :mod:`.ssh`: a host over SSH (paramiko), strict host keys; :mod:`.ssh_forward`: its port
+  forwards.
+
 ``SshTransport`` is imported on first use so that importing this package (and loading the
 plugin) does not need paramiko; a missing paramiko then fails with an ImportError that names it.
 """

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from pytest_sglang.bench import Workload, run_workload
-from pytest_sglang.launch_plan import free_port
+from pytest_sglang.lifecycle.launch_plan import free_port
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

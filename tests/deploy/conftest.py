@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.hosts import HostSpec
+from pytest_sglang.lifecycle.spec import HostSpec
 
 REPO = Path(__file__).resolve().parents[2]
 

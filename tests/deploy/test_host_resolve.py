@@ -1,4 +1,4 @@
-"""The host's own SGLang as the authority on what a config resolves to (deploy/host_resolve.py),
+"""The host's own SGLang as the authority on what a config resolves to (lifecycle/host_resolve.py),
 with the simulator playing the host's SGLang (``--sglang-host-resolve=on``): the resolver
 program runs in the launcher's Python, as it does against the real package (tests_real/).
 
@@ -25,10 +25,10 @@ from testhost import SystemdTestHost
 
 import pytest_sglang
 from pytest_sglang import ServerConfig
-from pytest_sglang.deploy.host_resolve import HostAnswer, adopt
-from pytest_sglang.deploy.probes import CACHE_ENV
 from pytest_sglang.errors import ConfigRefused, JournalError, ServerStartError
-from pytest_sglang.launch_plan import make_launch_plan
+from pytest_sglang.lifecycle.host_resolve import HostAnswer, adopt
+from pytest_sglang.lifecycle.launch_plan import make_launch_plan
+from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV
 from pytest_sglang.model_identity import identity_from_name
 from pytest_sglang.resolution import ADJUST_DRAFT_TOKENS_WARNING, MAX_RUNNING_48_WARNING
 from pytest_sglang.session import SglangSession
@@ -423,7 +423,7 @@ def test_a_request_too_long_for_one_command_line_goes_in_several(tmp_path: Path)
     deployer = session.host("sim").deployer
     try:
         plans = [deployer.launch_plan(config) for config in configs]
-        deployer.launcher_identity(), deployer.gpu_profile()  # the probes, asked first
+        deployer.launcher.identity(), deployer.launcher.gpu_profile()  # the probes, asked first
         before = deployer.transport.round_trips
         resolution = deployer.resolve_on_host(plans)
         assert deployer.transport.round_trips - before == 2

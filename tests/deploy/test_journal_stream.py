@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.deploy import systemd
-from pytest_sglang.deploy.base import JournalEntry
-from pytest_sglang.deploy.follow import JournalFollower, StreamFollower
-from pytest_sglang.deploy.systemd import SystemdDeployer
+from pytest_sglang.lifecycle import systemd
+from pytest_sglang.lifecycle.deployer import JournalEntry
+from pytest_sglang.lifecycle.follow import JournalFollower, StreamFollower
+from pytest_sglang.lifecycle.systemd import SystemdDeployer
 
 from .conftest import Launcher, systemd_host_spec, wait_for
 

@@ -1,4 +1,4 @@
-"""The launcher's ``--help`` flags cached across sessions (``deploy/probes.py``), on a real
+"""The launcher's ``--help`` flags cached across sessions (``lifecycle/launcher_cache.py``), on a real
 launcher: a virtual environment into which pip installed a distribution named ``sglang`` whose
 ``launch_server`` answers ``--help`` with argparse and counts how often it was asked.
 
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang.deploy import base, make_deployer, probes
-from pytest_sglang.hosts import resolve_host, transport_for
+from pytest_sglang.lifecycle import launcher, launcher_cache
+from pytest_sglang.lifecycle.deployers import make_deployer
+from pytest_sglang.lifecycle.hosts import resolve_host, transport_for
 
 LAUNCH_SERVER = '''"""A launcher whose --help is counted (in $HELP_COUNT) and costs nothing else."""
 import argparse, os, sys
@@ -140,15 +141,15 @@ def test_cached_flags_cost_one_command_and_a_bad_entry_is_a_miss(
 ) -> None:
     """In a new session with the flags cached, version and flags take one command on the
     host; a cache entry that cannot be read is asked again and rewritten."""
-    monkeypatch.setenv(probes.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(launcher_cache.CACHE_ENV, str(tmp_path / "cache"))
     spec = resolve_host("gpu-box", inventory_path=_inventory(tmp_path, counted_launcher))
 
     def new_session() -> frozenset[str]:
-        for memo in (base._HELP_CACHE, base._VERSION_CACHE, base._IDENTITY_CACHE):
+        for memo in (launcher._HELP_CACHE, launcher._VERSION_CACHE, launcher._IDENTITY_CACHE):
             memo.clear()  # what a new process starts with
         deployer = make_deployer(spec, transport_for(spec))
-        assert deployer.sglang_version() == "0.5.23"
-        flags = deployer.help_flags()
+        assert deployer.launcher.sglang_version() == "0.5.23"
+        flags = deployer.launcher.help_flags()
         new_session.round_trips = deployer.transport.round_trips  # type: ignore[attr-defined]
         deployer.close()
         return flags

@@ -27,15 +27,16 @@ import pytest
 
 from pytest_sglang.baseline.fingerprint import gpu_facts
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy import make_deployer
-from pytest_sglang.deploy.process import ProcessDeployer
 from pytest_sglang.errors import PreflightError
-from pytest_sglang.hosts import HostSpec, resolve_host, transport_for
+from pytest_sglang.lifecycle.deployers import make_deployer
+from pytest_sglang.lifecycle.hosts import resolve_host, transport_for
+from pytest_sglang.lifecycle.process import ProcessDeployer
+from pytest_sglang.lifecycle.spec import HostSpec
 from pytest_sglang.report.environment import NVIDIA_SMI, host_facts
 from pytest_sglang.transport.local import LocalTransport
 
 if TYPE_CHECKING:
-    from pytest_sglang.deployment import Deployment
+    from pytest_sglang.lifecycle.deployment import Deployment
 
 DATA = json.loads(
     (Path(__file__).resolve().parents[1] / "data" / "nvidia_smi_published.json").read_text()
@@ -194,7 +195,7 @@ def test_version_probe_reads_the_installed_distribution(
     installed = list(site.glob(f"python*/site-packages/sglang-{SGLANG_VERSION}.dist-info"))
     assert len(installed) == 1 and (installed[0] / "INSTALLER").read_text().strip() == "pip"
     deployer = _deployer_for(tmp_path, venv_with_sglang)
-    assert deployer.sglang_version() == SGLANG_VERSION
+    assert deployer.launcher.sglang_version() == SGLANG_VERSION
     deployer.close()
 
 
@@ -204,7 +205,7 @@ def test_version_probe_without_sglang_names_the_fix(
     """A launcher Python without sglang: a preflight error naming it, the failure and the fix."""
     deployer = _deployer_for(tmp_path, venv_without_sglang)
     with pytest.raises(PreflightError) as info:
-        deployer.sglang_version()
+        deployer.launcher.sglang_version()
     message = str(info.value)
     assert f"cannot detect the SGLang version with {venv_without_sglang} (rc=1: " in message
     assert "PackageNotFoundError: No package metadata was found for sglang" in message
@@ -217,5 +218,5 @@ def test_inventory_version_is_used_without_probing(
 ) -> None:
     """sglang_version in the inventory wins: the probe (which would fail here) never runs."""
     deployer = _deployer_for(tmp_path, venv_without_sglang, 'sglang_version = "0.5.18"\n')
-    assert deployer.sglang_version() == "0.5.18"
+    assert deployer.launcher.sglang_version() == "0.5.18"
     deployer.close()

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy.base import ServiceState
-from pytest_sglang.deploy.process import ProcessDeployer
 from pytest_sglang.errors import PreflightError
-from pytest_sglang.hosts import HostSpec
+from pytest_sglang.lifecycle.deployer import ServiceState
+from pytest_sglang.lifecycle.process import ProcessDeployer
+from pytest_sglang.lifecycle.spec import HostSpec
 from pytest_sglang.transport.local import LocalTransport
 
 from .conftest import Launcher, wait_for
@@ -125,8 +125,8 @@ def test_version_detected_from_simulator_env(
     monkeypatch.setenv("SGLANG_SIM_VERSION", "0.5.18")
     spec = HostSpec(name="local", kind="local", launch=launcher.launch, deployer="process")
     dep = ProcessDeployer(spec, LocalTransport())
-    assert dep.sglang_version() == "0.5.18"
-    flags = dep.help_flags()
+    assert dep.launcher.sglang_version() == "0.5.18"
+    flags = dep.launcher.help_flags()
     assert "--model-path" in flags
     config = ServerConfig(model_path="/m", extra_args=("--no-such-flag-xyz",))
     with pytest.raises(PreflightError, match=r"\(SGLang 0\.5\.18\) has no flag --no-such-flag-xyz"):

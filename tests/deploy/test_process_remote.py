@@ -12,7 +12,7 @@ import pytest
 from helpers import ssh_transport
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy.process import ProcessDeployer
+from pytest_sglang.lifecycle.process import ProcessDeployer
 
 from .conftest import Launcher, systemd_host_spec, wait_for
 

@@ -18,9 +18,9 @@ import pytest
 from helpers import child_pytest_argv, file_states, host_entry, save_inventory
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy.systemd import SystemdDeployer
-from pytest_sglang.deployment import cross_check
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.lifecycle.deployment import cross_check
+from pytest_sglang.lifecycle.systemd import SystemdDeployer
 from pytest_sglang.secrets import Redactor
 
 from .conftest import Launcher, systemd_host_spec, wait_for

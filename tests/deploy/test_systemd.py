@@ -14,8 +14,8 @@ import pytest
 from helpers import file_states
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy.systemd import SystemdDeployer
 from pytest_sglang.errors import PreflightError
+from pytest_sglang.lifecycle.systemd import SystemdDeployer
 
 from .conftest import Launcher, systemd_host_spec, wait_for
 
@@ -213,7 +213,7 @@ NASTY += ["héllo", ";x", "--a=b c"]
 
 def test_real_systemd_reads_exec_start_back(host: Any) -> None:
     """What systemd passes to the process is exactly the argv we rendered."""
-    from pytest_sglang.deploy.unit import render_unit
+    from pytest_sglang.lifecycle.unit import render_unit
 
     unit = "pytest-sglang-argv.service"
     script = "import json, sys; print('ARGV=' + json.dumps(sys.argv[1:]))"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from pytest_sglang.cmdline import read_env_file, split_exec_start
-from pytest_sglang.deploy.unit import render_env_file, render_unit
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.lifecycle.unit import render_env_file, render_unit
 
 #: What the writers may produce: every ExecStart= word double-quoted, only ``\\`` and ``"``
 #: backslash-escaped, every ``%`` and ``$`` doubled; EnvironmentFile values double-quoted with
@@ -32,7 +32,7 @@ def systemd_exec_words(value: str) -> list[str]:
 
 def systemd_env_file(text: str) -> dict[str, str]:
     """EnvironmentFile -> variables, once every line is shown to be written the strict way."""
-    for line in text.splitlines():
+    for line in text.split("\n"):  # systemd cuts at \n (and \r, refused in values) only
         assert not line or line.startswith("#") or _ENV_LINE.fullmatch(line), line
     return read_env_file(text)
 
@@ -96,6 +96,7 @@ def test_exec_start_round_trip(args: list[str]) -> None:
         max_size=6,
     )
 )
+@example(env={"A": "\u2028", "B": "x\x85y", "C": "\u2029 "})  # str.splitlines cuts there
 def test_env_file_round_trip(env: dict[str, str]) -> None:
     assert systemd_env_file(render_env_file(env)) == env
 
@@ -133,7 +134,7 @@ def test_secret_never_in_unit() -> None:
 
 
 def test_the_dropin_resets_execstart_and_owns_only_what_it_must() -> None:
-    from pytest_sglang.deploy.unit import render_dropin
+    from pytest_sglang.lifecycle.unit import render_dropin
 
     text = render_dropin(
         exec_argv=["/usr/bin/python3", "-m", "sglang.launch_server", "--model-path", "/m"],
@@ -149,7 +150,7 @@ def test_the_dropin_resets_execstart_and_owns_only_what_it_must() -> None:
 
 
 def test_effective_exec_start_follows_systemctl_cat() -> None:
-    from pytest_sglang.deploy.systemd import _without_our_dropin, effective_exec_start
+    from pytest_sglang.lifecycle.systemd import _without_our_dropin, effective_exec_start
 
     cat = (
         "# /etc/systemd/system/s.service\n"
@@ -182,7 +183,7 @@ def test_effective_exec_start_follows_systemctl_cat() -> None:
 
 
 def test_the_flag_diff_names_what_changes_against_production() -> None:
-    from pytest_sglang.deploy.plan import render_flag_diff
+    from pytest_sglang.lifecycle.dry_run import render_flag_diff
 
     production = ["/py", "-m", "s", "--model-path", "/m", "--speculative-num-steps", "2"]
     ours = ["/py", "-m", "s", "--model-path", "/m", "--speculative-num-steps", "3"]

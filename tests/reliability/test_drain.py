@@ -11,7 +11,7 @@ from typing import ClassVar
 import pytest
 import requests
 
-from pytest_sglang.deploy.drain import drain, in_flight, serving_port
+from pytest_sglang.lifecycle.drain import drain, in_flight, serving_port
 from pytest_sglang.sim.launch import start_simulator
 
 
@@ -122,9 +122,9 @@ def test_the_systemd_deployer_drains_the_production_service_first(
     from typing import Any
 
     from pytest_sglang.config import ServerConfig
-    from pytest_sglang.deploy import DeployerSettings
-    from pytest_sglang.deploy.systemd import SystemdDeployer
-    from pytest_sglang.hosts import HostSpec
+    from pytest_sglang.lifecycle.deployer import DeployerSettings
+    from pytest_sglang.lifecycle.spec import HostSpec
+    from pytest_sglang.lifecycle.systemd import SystemdDeployer
 
     from .conftest import SERVICE, UNIT
 

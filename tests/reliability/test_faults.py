@@ -23,8 +23,8 @@ from pytest_sglang.bench import Workload
 from pytest_sglang.bench.loadgen import run_workload
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import ServerStartError, SglangError
-from pytest_sglang.journal import READY_LINE
-from pytest_sglang.lock import LOCK_FILE, HostLockError, LockHolder
+from pytest_sglang.lifecycle.journal import READY_LINE
+from pytest_sglang.lifecycle.lock import LOCK_FILE, HostLockError, LockHolder
 from pytest_sglang.session import SglangSession
 
 from .conftest import EXTRA, OURS, SERVICE, UNIT, snapshot, write_inventory

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.lock import LOCK_FILE, HostLock, HostLockError, LockHolder
+from pytest_sglang.lifecycle.lock import LOCK_FILE, HostLock, HostLockError, LockHolder
 
 
 @pytest.fixture(autouse=True)

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from testhost import SystemdTestHost
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.deploy.systemd import SystemdDeployer
 from pytest_sglang.errors import ConfigError, InventoryError, PreflightError, SglangError
-from pytest_sglang.hosts import HostSpec, resolve_host
+from pytest_sglang.lifecycle.hosts import resolve_host
+from pytest_sglang.lifecycle.spec import HostSpec
+from pytest_sglang.lifecycle.systemd import SystemdDeployer
 
 from .conftest import SERVICE, UNIT, write_inventory
 

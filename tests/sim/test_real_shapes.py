@@ -21,7 +21,7 @@ import shapes
 from helpers import FAST_SIM, use_simulator_env
 
 from pytest_sglang import production
-from pytest_sglang.deployment import Deployment
+from pytest_sglang.lifecycle.deployment import Deployment
 from pytest_sglang.session import SglangSession
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "real_sglang_answers.json"

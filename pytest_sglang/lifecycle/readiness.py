@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 import requests
 
-from .deploy.base import Deployer, ServiceState
-from .deploy.follow import JournalFollower
-from .deploy.unit import EXIT_MARKER
-from .errors import ServerStartError, TransportError
+from ..errors import ServerStartError, TransportError
+from .deployer import Deployer, ServiceState
+from .follow import JournalFollower
 from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
+from .unit import EXIT_MARKER
 
 __all__ = ["ReadyResult", "describe_exit", "last_words", "wait_until_ready"]
 

@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..cmdline import split_exec_start, unit_assignments
 from ..errors import ConfigError, DeployError, JournalError, RestoreError, TransportError
-from ..launch_plan import LOCAL_ADDRESSES
 from .backup import HostBackup
-from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
+from .deployer import Deployer, DeployerSettings, JournalEntry, ServiceState
 from .drain import drain, in_flight, serving_port
+from .dry_run import render_diff, render_flag_diff
 from .follow import JournalFollower, StreamFollower
-from .plan import render_diff, render_flag_diff
+from .launch_plan import LOCAL_ADDRESSES
+from .spec import HostSpec
 from .unit import EXIT_MARKER, render_dropin, render_env_file, render_unit
 
 if TYPE_CHECKING:
-    from ..hosts import HostSpec
-    from ..launch_plan import LaunchPlan
     from ..transport.base import CommandResult, Transport
+    from .launch_plan import LaunchPlan
 
 __all__ = ["SystemdDeployer"]
 

@@ -30,15 +30,16 @@ import fnmatch
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
-from . import transport as transports
-from .deploy import DEPLOYERS
-from .errors import InventoryError
-from .transport.base import Transport
+from .. import transport as transports
+from ..errors import InventoryError
+from ..transport.base import Transport
+from . import deployers
+from .spec import HostSpec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -74,48 +75,6 @@ _BOOL_KEYS = ("sudo", "strict_host_keys")
 _ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer"}
 #: What a ``ssh = "local"`` host may set: it runs a process here, with no SSH or systemd.
 _LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env", "production"}
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """Everything needed to reach a host and run SGLang on it.
-
-    ``deployer`` names the backend that manages the server (one of
-    :data:`pytest_sglang.deploy.DEPLOYERS`): ``"systemd"`` (a unit, the default for SSH hosts)
-    or ``"process"`` (a background process; the default for ``local``).
-    """
-
-    name: str
-    kind: Literal["local", "ssh"]
-    launch: str
-    hostname: str = ""
-    user: str | None = None
-    port: int = 22
-    identity: str | None = None
-    known_hosts: str | None = None
-    proxy_jump: str | None = None
-    service: str | None = None
-    sudo: bool = False
-    sglang_version: str | None = None
-    strict_host_keys: bool = True
-    env: dict[str, str] = field(default_factory=dict, hash=False)
-    deployer: str = "systemd"
-    #: Production's command line (its flags, or the whole line) where the host has no service
-    #: to read it from, e.g. the ``local`` simulator: what ``production()`` starts from.
-    production: str | None = None
-    #: Where benchmark load comes from (one of :data:`BENCH_FROM`); "" is the best that works,
-    #: found at the first benchmark.
-    bench_from: str = ""
-    #: Where the spec came from (inventory path, ssh config path or "inline"), for messages.
-    source: str = ""
-
-    @property
-    def url(self) -> str:
-        """``ssh://root@llm-two:22`` or ``local://``: the test id and log name of the host."""
-        if self.kind == "local":
-            return "local://"
-        user = f"{self.user}@" if self.user else ""
-        return f"ssh://{user}{self.hostname}:{self.port}"
 
 
 def _local_spec(entry: dict[str, Any], where: str, name: str = LOCAL_HOST) -> HostSpec:
@@ -178,11 +137,8 @@ def _check_entry(entry: Any, what: str, path: Path) -> dict[str, Any]:
                 + ", ".join(f'"{v}"' for v in BENCH_FROM)
                 + " (leave it out for the best that works)"
             )
-        if key == "deployer" and value not in DEPLOYERS:
-            raise InventoryError(
-                f"{what} in {path}: unknown deployer {value!r}; known: "
-                + ", ".join(sorted(DEPLOYERS))
-            )
+        if key == "deployer" and not deployers.is_known(value):
+            raise deployers.unknown(value, f"{what} in {path}")
         if key == "env":
             if not isinstance(value, dict):
                 raise InventoryError(f"{what} in {path}: 'env' must be a table of strings")

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .argv_parse import FlagWords, catalog_arg, split_flags
-from .config import PRODUCTION_MODEL, ServerConfig, did_you_mean
-from .errors import ConfigError
-from .sweep import change_label
+from ..argv_parse import FlagWords, catalog_arg, split_flags
+from ..config import PRODUCTION_MODEL, ServerConfig, did_you_mean
+from ..errors import ConfigError
+from ..sweep import change_label
 
 __all__ = ["apply_production", "is_production", "merged_extra_args", "production"]
 

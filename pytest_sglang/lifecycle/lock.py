@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .errors import DeployError, TransportError
+from ..errors import DeployError, TransportError
 
 if TYPE_CHECKING:
-    from .transport.base import CommandResult, Transport
+    from ..transport.base import CommandResult, Transport
 
 __all__ = ["HostLock", "HostLockError", "LockHolder"]
 

@@ -36,14 +36,14 @@ from typing import IO, TYPE_CHECKING, Any
 from ..cmdline import shell_assignments
 from ..errors import DeployError, RestoreError, TransportError
 from .backup import HostBackup
-from .base import Deployer, DeployerSettings, JournalEntry, ServiceState
+from .deployer import Deployer, DeployerSettings, JournalEntry, ServiceState
 from .follow import JournalFollower, StreamFollower
+from .spec import HostSpec
 from .unit import EXIT_MARKER
 
 if TYPE_CHECKING:
-    from ..hosts import HostSpec
-    from ..launch_plan import LaunchPlan
     from ..transport.base import Transport
+    from .launch_plan import LaunchPlan
 
 __all__ = ["ProcessDeployer"]
 

@@ -1,6 +1,6 @@
 """A deployment: one launch plan brought up on a host, ready and verified.
 
-``bring_up`` is the pipeline from a :class:`~pytest_sglang.launch_plan.LaunchPlan` to a
+``bring_up`` is the pipeline from a :class:`~pytest_sglang.lifecycle.launch_plan.LaunchPlan` to a
 :class:`Deployment`: preflight, deploy, wait until ready, verify the startup journal against the
 plan's expectations, read ``/server_info``. Every secret the plan carries is taught to the
 session's redactor before anything is printed, so tests, reports and errors never see one.
@@ -19,9 +19,8 @@ from typing import Any
 
 import requests
 
-from .config import ServerConfig
-from .deploy import Deployer
-from .errors import (
+from ..config import ServerConfig
+from ..errors import (
     ConfigError,
     JournalError,
     PreflightError,
@@ -29,11 +28,12 @@ from .errors import (
     SglangError,
     TransportError,
 )
+from ..secrets import Redactor
+from .deployer import Deployer
 from .journal import READY_LINE, StartupJournal, find_fatal
 from .launch_plan import LaunchPlan
 from .lock import HostLockError
 from .readiness import ReadyResult, describe_exit, last_words, wait_until_ready
-from .secrets import Redactor
 
 __all__ = ["Deployment", "DeploymentRecord", "attach", "bring_up", "cross_check", "reason_of"]
 

@@ -8,7 +8,7 @@ in the journal's memory-mapped files at once; this reader, through libsystemd's 
 at them every ``STEP_US`` as well as on journald's notification. It imports nothing from the
 package (it runs in the host's ``python3``, any 3.x) and exits 97 before printing anything when
 libsystemd cannot be used, so that the command falls back to ``journalctl -f``
-(:meth:`pytest_sglang.deploy.systemd.SystemdDeployer.follow`). It ends when its reader (the SSH
+(:meth:`pytest_sglang.lifecycle.systemd.SystemdDeployer.follow`). It ends when its reader (the SSH
 channel) hangs up.
 """
 

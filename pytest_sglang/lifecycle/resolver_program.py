@@ -3,7 +3,7 @@ the host's own SGLang, as ``launch_server`` does before it logs ``server_args=``
 started.
 
 Why a program of its own: the host's SGLang, not a model of it, is the authority on what a
-config becomes (:mod:`pytest_sglang.deploy.host_resolve`). It imports nothing from the plugin
+config becomes (:mod:`pytest_sglang.lifecycle.host_resolve`). It imports nothing from the plugin
 (it runs in the launcher's Python, where only SGLang is installed), except where the launcher is
 the simulator: then the simulator's resolver plays SGLang's (``engine`` ``"simulator"``).
 

@@ -5,7 +5,7 @@ A :class:`JournalFollower` hands out the entries after a cursor as soon as the h
 own channel and parses its lines; :class:`PollingFollower` is the fallback for transports that
 cannot stream (it reads the journal every ``interval`` seconds). Either way ``cursor`` is where
 a new follower resumes without losing or repeating a line, which is how a dropped connection
-is survived (see :func:`pytest_sglang.readiness.wait_until_ready`).
+is survived (see :func:`pytest_sglang.lifecycle.readiness.wait_until_ready`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,23 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..transport.base import CommandStream
-    from .base import JournalEntry
 
-__all__ = ["JournalFollower", "LineParser", "PollingFollower", "StreamFollower"]
+__all__ = ["JournalEntry", "JournalFollower", "LineParser", "PollingFollower", "StreamFollower"]
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One line of the server's output; ``cursor`` resumes reading right after it."""
+
+    cursor: str
+    message: str
+    realtime_us: int
+
 
 #: Turns one complete output line (without its newline) and the cursor before it into an entry
 #: (None: not an entry, e.g. a blank line; the cursor still moves on where the parser says so).

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import JournalError
-from .resolution import ExpectedJournal
-from .server_args import parse_server_args
+from ..errors import JournalError
+from ..resolution import ExpectedJournal
+from ..server_args import parse_server_args
 
 __all__ = [
     "FATAL_PATTERNS",

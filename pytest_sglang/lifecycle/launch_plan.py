@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .cmdline import api_key, flag_values, has_flag, secret_flag_values
-from .model_identity import read_model_identity
+from ..cmdline import api_key, flag_values, has_flag, secret_flag_values
+from ..model_identity import read_model_identity
 
 if TYPE_CHECKING:
-    from .config import FileSpec, ServerConfig
-    from .model_identity import ModelIdentity
-    from .resolution import ExpectedJournal
+    from ..config import FileSpec, ServerConfig
+    from ..model_identity import ModelIdentity
+    from ..resolution import ExpectedJournal
 
 __all__ = ["LOCAL_ADDRESSES", "SGLANG_DEFAULT_PORT", "LaunchPlan", "free_port", "make_launch_plan"]
 

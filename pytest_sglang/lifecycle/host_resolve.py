@@ -42,16 +42,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..cmdline import flag_groups, split_at_first_flag
 from ..errors import ConfigRefused, PreflightError
-from ..journal import same_value
-from .probes import Identity, cache_dir
+from .journal import same_value
+from .launcher import Launcher
+from .launcher_cache import Identity, cache_dir
 
 if TYPE_CHECKING:
-    from ..launch_plan import LaunchPlan
     from ..secrets import Redactor
-    from .base import Deployer
+    from .launch_plan import LaunchPlan
 
 __all__ = [
-    "GPU_QUERY",
     "HostAnswer",
     "Resolution",
     "adopt",
@@ -66,7 +65,6 @@ MARKER = "PYTEST_SGLANG_RESOLVED "
 FORMAT = 1
 #: The GPUs resolution sizes itself by (it reads ``nvidia-smi``'s ``memory.total`` itself):
 #: part of what an answer is cached under; empty where the host has none.
-GPU_QUERY = "nvidia-smi --query-gpu=name,memory.total,compute_cap --format=csv,noheader"
 #: The flags of this plan's own address: a free port differs from plan to plan, not the answer.
 _ADDRESS_FLAGS = ("--port", "--host")
 #: Keys of the answer never checked: the plan's own address, the seed drawn at random.
@@ -319,21 +317,21 @@ def _why(rc: int, out: str, err: str) -> str:
     return f"rc={rc}: {tail}"
 
 
-def ask_host(deployer: Deployer, plans: Sequence[LaunchPlan]) -> Resolution:
+def ask_host(
+    launcher: Launcher, plans: Sequence[LaunchPlan], redactor: Redactor, service: dict[str, str]
+) -> Resolution:
     """Every plan's answer: from the cache where an earlier session stored it, the rest from
     the host's SGLang in one round trip (more only for a request too long for one command)."""
-    redactor = deployer.redactor
     unique = {request_key(plan, redactor): plan for plan in plans}
     resolution = Resolution()
-    service = deployer.service_env()
     paths: dict[str, Path] = {}
-    identity = deployer.launcher_identity()
+    identity = launcher.identity()
     if identity is not None:
-        gpu = deployer.gpu_profile()
-        env = {**deployer.launcher_env(), **service}
+        gpu = launcher.gpu_profile()
+        env = {**launcher.env(), **service}
         for key, plan in unique.items():
             paths[key] = _cache_path(identity, env, plan, gpu, key)
-            cached = None if deployer.settings.refresh_probes else _load(paths[key])
+            cached = None if launcher.refresh else _load(paths[key])
             if cached is not None:
                 resolution.answers[key] = cached
                 resolution.cached += 1
@@ -344,13 +342,13 @@ def ask_host(deployer: Deployer, plans: Sequence[LaunchPlan]) -> Resolution:
         {"key": key, "argv": resolver_flags(plan), "env": _sent_env(plan, redactor, service)}
         for key, plan in missing.items()
     ]
-    python, engine = deployer.resolver_python()
+    python, engine = launcher.resolver_python()
     started = time.monotonic()
     resolution.asked = len(configs)
     for chunk in _chunks(configs):
         request = json.dumps({"format": FORMAT, "engine": engine, "configs": chunk})
         try:
-            rc, out, err = deployer.run_launcher(
+            rc, out, err = launcher.run(
                 [python, "-c", PROGRAM, request], timeout=300 + 30 * len(chunk)
             )
         except PreflightError as exc:
@@ -375,7 +373,7 @@ def ask_host(deployer: Deployer, plans: Sequence[LaunchPlan]) -> Resolution:
                 answer = HostAnswer.from_program(result).without_secrets(redactor)
                 resolution.answers[key] = answer
                 if key in paths and (answer.server_args is not None or answer.refused):
-                    _save(paths[key], deployer.spec.name, answer)
+                    _save(paths[key], launcher.spec.name, answer)
     resolution.seconds = time.monotonic() - started
     return resolution
 
