@@ -101,7 +101,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"Error building extension|Ninja build failed|Command '\['ninja'"
             r"|No such file or directory: 'ninja'|nvcc fatal|Failed to find C compiler"
             r"|Failed to find CUDA\b|ld returned \d+ exit status|error: command '\S+' failed"
-            r"|fatal error: \S+: No such file or directory|CompilationError",
+            r"|: fatal error: |^compilation terminated\.$|CompilationError",
             "JIT compile failed",
         ),
         (
@@ -163,6 +163,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 #: module that raised it says what an engineer would call the failure. Checked innermost frame
 #: first, so the frame that raised wins over the frames that called it.
 _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"configuration_auto\.py\", line \d+, in __getitem__"), "unsupported model"),
     (re.compile(r"cuda_graph_runner|graph_buffers|in capture"), "CUDA graph capture"),
     (re.compile(r"_execute_server_warmup|_wait_and_warmup"), "warmup failed"),
     (re.compile(r"tokenizer|hf_transformers_utils\.py.*in get_tokenizer"), "tokenizer"),
@@ -189,8 +190,17 @@ _SUMMARY = re.compile(
 )
 
 #: Lines where SGLang says it goes on despite an error (a model module it could not import, a
-#: fallback it takes): never a cause, whatever error they quote.
-_IGNORED = re.compile(r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)")
+#: fallback it takes), and its dump of the arguments it runs with (``trust_remote_code=True`` there
+#: is a setting, not a request for it): never a cause, whatever they quote.
+_IGNORED = re.compile(
+    r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)|server_args="
+)
+
+#: Lines after which SGLang's parent kills its own process tree (SIGKILL): a shell's ``Killed``
+#: after them is that tree kill, the aftermath of the cause, never the cause.
+_TREE_KILLED = re.compile(
+    r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
+)
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 _CHAIN = re.compile(
@@ -330,16 +340,22 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         for index in range(start, len(texts))
         if _TRACEBACK.search(texts[index]) and (end := _exception_line(texts, index)) is not None
     }
+    tree_killed = False
     for index in range(start, len(texts)):
         text = texts[index]
         if index in owner:
             pass
-        elif _is_frame(text) or _IGNORED.search(text):
+        elif (
+            _is_frame(text)
+            or _IGNORED.search(text)
+            or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
+        ):
             continue
         elif _EXCEPTION.match(text) or index in ends:
             exceptions.append(index)
             for more in _continuation(lines, texts, index):
                 owner[more] = index
+        tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
         for rule, (pattern, _) in enumerate(FATAL_PATTERNS):
             if best is not None and rule >= best[0]:
                 break

@@ -28,8 +28,12 @@ FAILURES = [case for case in INDEX if case["category"]]
 FINE = [case for case in INDEX if not case["category"]]
 TUNED = [case for case in FAILURES if case["split"] == "tuned"]
 HELD_OUT = [case for case in FAILURES if case["split"] == "held-out"]
-#: What the held-out part must not fall below: the figure measured when it was added (README).
-HELD_OUT_FLOOR = 0.9
+#: The fresh held-out batch (README) measured once, before any rule was changed after reading it:
+#: 14 of 17 causes named, under issue 32's target of 90%. Three general reading faults its misses
+#: showed were then fixed (17/17 since), so the batch no longer measures an unseen failure; the
+#: floor stays at the clean figure and the target is not claimed on the later one.
+HELD_OUT_CLEAN = (14, 17)
+HELD_OUT_FLOOR = HELD_OUT_CLEAN[0] / HELD_OUT_CLEAN[1]
 
 #: Where a log taken from the real package in the real-SGLang tier (not a public report) says so.
 REAL_TIER = "real SGLang 0.5.23 on CPU"
@@ -49,7 +53,7 @@ def named(case: dict[str, Any]) -> bool:
 
 
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
-    assert len(FAILURES) >= 45 and len(FINE) >= 6
+    assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(HELD_OUT) >= 15
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://github.com/", REAL_TIER)), case["file"]
