@@ -28,9 +28,18 @@ FAILURES = [case for case in INDEX if case["category"]]
 FINE = [case for case in INDEX if not case["category"]]
 TUNED = [case for case in FAILURES if case["split"] == "tuned"]
 HELD_OUT = [case for case in FAILURES if case["split"] == "held-out"]
-#: What the held-out part must not fall below: the figure measured when it was added (README),
-#: under issue 32's target of 0.9, which it does not reach yet.
-HELD_OUT_FLOOR = 0.84
+#: The fresh held-out batch (README) measured once, before any rule was changed after reading it:
+#: 14 of 17 causes named, under issue 32's target of 90%. Three general reading faults its misses
+#: showed were then fixed (17/17 since), so the batch no longer measures an unseen failure; the
+#: floor stays at the clean figure and the target is not claimed on the later one.
+HELD_OUT_CLEAN = (14, 17)
+HELD_OUT_FLOOR = HELD_OUT_CLEAN[0] / HELD_OUT_CLEAN[1]
+#: The second fresh batch (``fresh2_*``, README), collected after those fixes and measured once with
+#: no rule changed for it: 17 of 21 causes named (81%), again under the 90% target. Its four misses
+#: are listed in the README and left unfixed, so this is still a clean figure.
+HELD_OUT_CLEAN_2 = (17, 21)
+SECOND_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh2_")]
+FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith("fresh2_")]
 
 #: Where a log taken from the real package in the real-SGLang tier (not a public report) says so.
 REAL_TIER = "real SGLang 0.5.23 on CPU"
@@ -50,7 +59,8 @@ def named(case: dict[str, Any]) -> bool:
 
 
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
-    assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(HELD_OUT) >= 12
+    assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
+    assert len(SECOND_BATCH) >= 20
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://github.com/", REAL_TIER)), case["file"]
@@ -63,11 +73,17 @@ def figure(cases: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart() -> None:
-    tuned, held_out = figure(TUNED), figure(HELD_OUT)
+    tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
-    report = f"tuned {tuned[0]}/{tuned[1]}, held-out {held_out[0]}/{held_out[1]} (missed: {misses})"
+    report = (
+        f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
+        f"{second[0]}/{second[1]} (second batch) (missed: {misses})"
+    )
     print(report)
-    assert tuned[0] == tuned[1] and held_out[0] / held_out[1] >= HELD_OUT_FLOOR, report
+    assert tuned[0] == tuned[1], report
+    assert first[0] / first[1] >= HELD_OUT_FLOOR, report
+    # each batch against its own clean figure: a batch is never pooled with one the rules saw
+    assert second[0] / second[1] >= HELD_OUT_CLEAN_2[0] / HELD_OUT_CLEAN_2[1], report
 
 
 @pytest.mark.parametrize("case", TUNED, ids=[c["file"] for c in TUNED])

@@ -202,3 +202,102 @@ def test_a_summary_line_is_explained_by_the_untimestamped_line_before_it(
 def test_oom_kills_and_watchdogs_are_named(line: str, reason: str) -> None:
     fatal = find_fatal(["[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB", line])
     assert fatal is not None and fatal.reason == reason
+
+
+def test_a_summary_exception_is_explained_by_the_exception_before_it() -> None:
+    """``Initialization failed. Please see the error messages above.`` is the parent's own
+    RuntimeError: it names nothing, the child's exception before it does."""
+    lines = [
+        "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/model_runner.py", line 300, in init',
+        "KeyError: 'foo'",
+        "Traceback (most recent call last):",
+        '  File "/x/engine.py", line 2035, in _wait_for_scheduler_ready',
+        "RuntimeError: Initialization failed. Please see the error messages above.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 2)
+
+
+def test_sglangs_own_sigkill_hint_is_not_a_kill() -> None:
+    line = (
+        "RuntimeError: Rank 0 scheduler died during initialization (exit code: 1). If exit code "
+        "is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check."
+    )
+    fatal = find_fatal(["[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB", line])
+    assert fatal is not None and fatal.reason == "crashed"
+
+
+def test_an_import_error_sglang_ignores_is_not_a_cause() -> None:
+    lines = [
+        "[2026-11-30 19:50:00 TP0] Ignore import error when loading sglang.srt.models.x: "
+        "No module named 'mindspore'",
+        "[2026-11-30 19:50:00 TP0] Load weight begin. avail mem=1 GB",
+    ]
+    assert find_fatal(lines) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("[2026-11-30 19:50:40] DetokenizerManager hit an exception: Traceback", "crashed"),
+        ("RuntimeError: Failed to find C compiler. Please specify via CC.", "JIT compile failed"),
+        ("RuntimeError: no kernel image is available for execution on the device", "CUDA error"),
+        ("/bin/sh: line 1:   42 Killed                  python3 -m sglang.launch_server", "killed"),
+        ("ImportError: libcudart.so.12: cannot open shared object file", "broken install"),
+    ],
+)
+def test_more_causes_are_named(line: str, reason: str) -> None:
+    fatal = find_fatal(["[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB", line])
+    assert fatal is not None and fatal.reason == reason
+
+
+def test_the_server_args_dump_is_a_setting_not_a_cause() -> None:
+    lines = [
+        "[2026-11-30 19:50:00] server_args=ServerArgs(model_path='/m', trust_remote_code=True)",
+        "[2026-11-30 19:50:01] Load weight begin. avail mem=1 GB",
+    ]
+    assert find_fatal(lines) is None
+
+
+def test_a_kill_after_the_parent_tree_kill_is_aftermath_not_the_cause() -> None:
+    """After ``Received sigquit`` SGLang's parent SIGKILLs its own tree; the shell's ``Killed``
+    that follows says nothing about why the child failed."""
+    lines = [
+        "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/models/llama.py", line 571, in load_weights',
+        "    param = params_dict[name]",
+        "KeyError: 'model.layers.0.mlp.gate_up_proj.input_scale'",
+        "[2026-11-30 19:50:41] Received sigquit from a child process. It usually means the child failed.",
+        "./entrypoint.sh: line 47: 28 Killed python3 -m sglang.launch_server ...",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 3)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            "/x/flashinfer/utils.cuh:21:10: fatal error: cuda_fp8.h: 没有那个文件或目录",
+            "JIT compile failed",
+        ),
+        ("compilation terminated.", "JIT compile failed"),
+    ],
+)
+def test_compiler_failures_are_named_in_any_locale(line: str, reason: str) -> None:
+    fatal = find_fatal(["[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB", line])
+    assert fatal is not None and fatal.reason == reason
+
+
+def test_a_model_type_transformers_does_not_know_is_an_unsupported_model() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/configs/model_config.py", line 69, in __init__',
+        "    self.hf_config = get_config(",
+        '  File "/x/transformers/models/auto/configuration_auto.py", line 813, in __getitem__',
+        "    raise KeyError(key)",
+        "KeyError: 'llava_qwen'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("unsupported model", 5)

@@ -33,8 +33,8 @@ READY_LINE = "The server is fired up and ready to roll!"
 
 #: A process killed by signal 9 (the kernel's OOM killer, most often, when no other line says).
 _KILLED = (
-    r"\bexit code:? -9\b|(?i:exit code: -9)|status=9/KILL|\(SIGKILL\)"
-    r"|^Killed$|signal 9\b"
+    r"(?i:\bexit ?code[:=]? ?-9\b)|(?i:\breturn ?code[:=]? ?-9\b)|status=9/KILL"
+    r"|(?<!-9 )\(SIGKILL\)|^Killed$|\d Killed\s|signal 9\b|signal: killed"
 )
 
 #: (pattern, cause) for lines that mean the server will not come up, most specific first: when
@@ -51,24 +51,32 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|runs out of memory"
             r"|\[Errno 12\] Cannot allocate memory|std::bad_alloc|Unable to allocate \d"
+            r"|^MemoryError\b|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation"
+            r"|Cuda failure '?out of memory|(?i:not enough (gpu |cuda |device )?memory)"
             r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
             r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b",
             "out of memory",
         ),
         (
-            r"error: (unrecognized arguments|ambiguous option|argument --|the following arguments)",
+            r"error: (unrecognized arguments|ambiguous option|argument --|the following arguments)"
+            r"|^\S*(\.py|launch_server|sglang\S*): error: ",
             "bad flag",
         ),
         (
             r"ddress already in use|error while attempting to bind on address",
             "port in use",
         ),
-        (r"GatedRepoError|access a gated repo|Cannot access gated repo", "model access denied"),
+        (
+            r"GatedRepoError|access a gated repo|Cannot access gated repo|401 Client Error"
+            r"|Invalid (credentials|username or password)",
+            "model access denied",
+        ),
         (
             r"RepositoryNotFoundError|HFValidationError|Repository Not Found"
             r"|is not a local folder and is not a valid model identifier"
             r"|does not appear to have a file named config\.json|LocalEntryNotFoundError"
-            r"|Can't load the configuration of",
+            r"|Can't load the configuration of|Incorrect path_or_model_id"
+            r"|No such file or directory: '\S*config\.json'",
             "model not found",
         ),
         (
@@ -79,21 +87,34 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"are not supported for now|Unsupported architectures?:"
             r"|does not recognize this architecture|model type `\w+` but Transformers does not"
-            r"|is not a registered model in the Transformers library",
+            r"|is not a registered model in the Transformers library|Unrecognized model in",
             "unsupported model",
         ),
-        (r"driver on your system is too old|CUDA driver version is insufficient", "driver too old"),
-        (r"No CUDA GPUs are available|Found no NVIDIA driver", "no GPU"),
+        (
+            r"driver on your system is too old|CUDA driver version is insufficient"
+            r"|cudaErrorInsufficientDriver",
+            "driver too old",
+        ),
+        (r"No CUDA GPUs are available|Found no NVIDIA driver|invalid device ordinal", "no GPU"),
         (r"No space left on device|\[Errno 28\]", "no space left"),
         (
             r"Error building extension|Ninja build failed|Command '\['ninja'"
-            r"|No such file or directory: 'ninja'|nvcc fatal",
+            r"|No such file or directory: 'ninja'|nvcc fatal|Failed to find C compiler"
+            r"|Failed to find CUDA\b|ld returned \d+ exit status|error: command '\S+' failed"
+            r"|: fatal error: |^compilation terminated\.$|CompilationError",
             "JIT compile failed",
         ),
-        (r"CUDA error: |illegal memory access|device-side assert|cudaError\w+", "CUDA error"),
+        (
+            r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
+            r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"
+            r"|unspecified launch failure|misaligned address|an illegal instruction was encountered"
+            r"|is not compatible with the current PyTorch installation",
+            "CUDA error",
+        ),
         (
             r"NCCL error|DistBackendError|Watchdog caught collective operation timeout"
-            r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)",
+            r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)"
+            r"|DistStoreError|DistNetworkError|ProcessGroupNCCL\S* .*(timed out|Timeout)",
             "NCCL",
         ),
         (r"(?i)\bwatchdog timeout\b", "watchdog timeout"),
@@ -114,16 +135,19 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"Initialization failed\. warmup error", "warmup failed"),
         (
             r"^(ModuleNotFoundError|ImportError): |undefined symbol: |GLIBC\w* not found"
-            r"|requires \w[\w-]*(>=|==)",
+            r"|requires \w[\w-]*(>=|==)|cannot open shared object file|No module named '"
+            r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA",
             "broken install",
         ),
         (
             r"Max retries exceeded with url|Temporary failure in name resolution"
-            r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError",
+            r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError"
+            r"|ReadTimeoutError|SSLError|ProxyError|Cannot assign requested address",
             "network",
         ),
         (_KILLED, "killed"),
-        (r"Scheduler hit an exception", "crashed"),
+        (r"\b\w+ hit an exception", "crashed"),
+        (r"Initialization failed\. Please see the error messages above", "crashed"),
         (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
         (r"Subprocess \S+ \(pid=\d+\) crashed", "crashed"),
@@ -139,6 +163,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 #: module that raised it says what an engineer would call the failure. Checked innermost frame
 #: first, so the frame that raised wins over the frames that called it.
 _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"configuration_auto\.py\", line \d+, in __getitem__"), "unsupported model"),
     (re.compile(r"cuda_graph_runner|graph_buffers|in capture"), "CUDA graph capture"),
     (re.compile(r"_execute_server_warmup|_wait_and_warmup"), "warmup failed"),
     (re.compile(r"tokenizer|hf_transformers_utils\.py.*in get_tokenizer"), "tokenizer"),
@@ -160,7 +185,21 @@ _CONFIG_EXCEPTION = re.compile(r"^(AssertionError|ValueError|TypeError|NotImplem
 #: Lines that end a failed start without naming its cause: the cause is on the lines before.
 _SUMMARY = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
-    r"|Subprocess \S+ \(pid=\d+\) crashed|Scheduler hit an exception|Exit code: "
+    r"|Subprocess \S+ \(pid=\d+\) crashed|\b\w+ hit an exception|Exit code: "
+    r"|Initialization failed\. Please see the error messages above"
+)
+
+#: Lines where SGLang says it goes on despite an error (a model module it could not import, a
+#: fallback it takes), and its dump of the arguments it runs with (``trust_remote_code=True`` there
+#: is a setting, not a request for it): never a cause, whatever they quote.
+_IGNORED = re.compile(
+    r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)|server_args="
+)
+
+#: Lines after which SGLang's parent kills its own process tree (SIGKILL): a shell's ``Killed``
+#: after them is that tree kill, the aftermath of the cause, never the cause.
+_TREE_KILLED = re.compile(
+    r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
 )
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
@@ -301,16 +340,22 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         for index in range(start, len(texts))
         if _TRACEBACK.search(texts[index]) and (end := _exception_line(texts, index)) is not None
     }
+    tree_killed = False
     for index in range(start, len(texts)):
         text = texts[index]
         if index in owner:
             pass
-        elif _is_frame(text):
+        elif (
+            _is_frame(text)
+            or _IGNORED.search(text)
+            or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
+        ):
             continue
         elif _EXCEPTION.match(text) or index in ends:
             exceptions.append(index)
             for more in _continuation(lines, texts, index):
                 owner[more] = index
+        tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
         for rule, (pattern, _) in enumerate(FATAL_PATTERNS):
             if best is not None and rule >= best[0]:
                 break
@@ -368,7 +413,7 @@ def _cause_of_crash(
     untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``)
     is its last word.
     """
-    if marker in exceptions:
+    if marker in exceptions and not _SUMMARY.search(texts[marker]):
         chosen: int | None = marker
     else:
         before = [i for i in exceptions if i < marker]
