@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from helpers import use_simulator_env
 
-from pytest_sglang import readiness
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import ServerStartError
+from pytest_sglang.lifecycle import readiness
 from pytest_sglang.lifecycle.hosts import resolve_host, transport_for
 from pytest_sglang.lifecycle.journal import READY_LINE
 from pytest_sglang.lifecycle.process import ProcessDeployer
