@@ -24,7 +24,7 @@ import requests
 
 from ..errors import ServerStartError, TransportError
 from .deployer import Deployer, ServiceState
-from .follow import JournalFollower
+from .follow import JournalEntry, JournalFollower
 from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
 from .unit import EXIT_MARKER
 
@@ -113,155 +113,208 @@ def wait_until_ready(
 
     ``cursor`` is the journal position taken before the restart; nothing before it is read.
     """
-    http = http or requests.Session()
-    journal = StartupJournal([], where=where)
-    start = time.monotonic()
-    phase = ""
-    phases: dict[str, float] = {}
-    ready_line_at: float | None = None
-    fatal_at: float | None = None
-    exited: ServiceState | None = None
-    exited_at: float | None = None
-    next_state = start + SAFETY_POLL_S
-    next_health = start
-    exit_record_at: float | None = None
-    reopens = 0
-    scanned = 0
+    watch = _Watch(deployer, base_url, where, timeout, on_progress, http or requests.Session())
+    try:
+        follower = deployer.follow(cursor)
+    except TransportError as exc:
+        raise watch.lost(exc) from exc
+    watch.follower = follower
+    try:
+        return watch.run()
+    finally:
+        watch.follower.close()
 
-    def lost(exc: Exception) -> ServerStartError:
+
+class _Watch:
+    """One wait for readiness: what has been seen so far, and what is due next.
+
+    Each turn of :meth:`run` sleeps until a line arrives or something is due (the safety
+    poll of the state, a /health retry, the end of a fatal line's settling or of the exit's
+    grace), takes what arrived, then decides: ready, failed, or wait on."""
+
+    follower: JournalFollower
+
+    def __init__(
+        self,
+        deployer: Deployer,
+        base_url: str,
+        where: str,
+        timeout: float,
+        on_progress: ProgressCallback | None,
+        http: requests.Session,
+    ) -> None:
+        self.deployer = deployer
+        self.base_url = base_url
+        self.where = where
+        self.timeout = timeout
+        self.on_progress = on_progress
+        self.http = http
+        self.journal = StartupJournal([], where=where)
+        self.start = time.monotonic()
+        self.phase = ""
+        self.phases: dict[str, float] = {}
+        self.ready_line_at: float | None = None
+        self.fatal_at: float | None = None
+        self.exited: ServiceState | None = None
+        self.exited_at: float | None = None
+        self.next_state = self.start + SAFETY_POLL_S
+        self.next_health = self.start
+        self.exit_record_at: float | None = None
+        self.reopens = 0
+        self.scanned = 0
+
+    def lost(self, exc: Exception) -> ServerStartError:
         return ServerStartError(
-            f"{where}: lost the host while waiting for readiness: {exc}",
+            f"{self.where}: lost the host while waiting for readiness: {exc}",
             reason="SSH/infrastructure",
-            excerpt=journal.excerpt(),
+            excerpt=self.journal.excerpt(),
         )
 
-    def settle_fatal(now: float, exited: bool) -> None:
-        """A fatal line is followed by its traceback and the process's death: collect those
-        briefly (bounded) so the error names the most specific cause, then raise it."""
-        fatal = find_fatal(journal.lines) if fatal_at is not None else None
-        if fatal is None or fatal_at is None:
-            return
-        if exited or fatal.complete or now - fatal_at >= FATAL_SETTLE_S:
-            raise ServerStartError(
-                f"{where}: {fatal.reason} after {now - start:.1f}s: {fatal.line.strip()[:300]}",
-                reason=fatal.reason,
-                excerpt=journal.excerpt(fatal.index),
-            )
-
-    try:
-        follower: JournalFollower = deployer.follow(cursor)
-    except TransportError as exc:
-        raise lost(exc) from exc
-    try:
+    def run(self) -> ReadyResult:
         while True:
+            entries = self._next_entries()
             now = time.monotonic()
-            # Block until the next line arrives, or until something is due.
-            due = [start + timeout]
-            if exited is None:  # once it ended, the state is known
-                due.append(next_state)
-            if ready_line_at is not None:
-                due.append(next_health)
-            if fatal_at is not None:
-                due.append(fatal_at + FATAL_SETTLE_S)
-            if exited_at is not None:
-                due.append(exited_at + EXIT_GRACE_S)
-            pause = max(0.0, min(due) - now)
-            if follower.ended:  # ended for good (the service is gone): nothing to wake on
-                time.sleep(pause)
-                entries = []
-            else:
-                try:
-                    entries = follower.wait(pause)
-                except TransportError as exc:  # a polling follower's read
-                    raise lost(exc) from exc
-            now = time.monotonic()
-            elapsed = now - start
-            if entries:
-                reopens = 0
-            journal.extend(entry.message for entry in entries)
-
-            new_phase = phase_of(journal.lines)
-            if new_phase != phase:
-                phase = new_phase
-                phases[phase] = round(elapsed, 3)
-                if on_progress is not None:
-                    on_progress(phase, elapsed)
-            if ready_line_at is None and any(READY_LINE in e.message for e in entries):
-                ready_line_at = next_health = now
-            if fatal_at is None and find_fatal(journal.lines, scanned) is not None:
-                fatal_at = now
-            scanned = len(journal.lines)
-
-            settle_fatal(now, exited is not None)
+            self._take(entries, now)
+            self._settle_fatal(now)
             # The state is asked for on the unit's exit record, when the stream ended (the
             # connection, or the command), and as the safety net; never per line.
             if any(e.message.startswith(EXIT_MARKER) for e in entries):
-                exit_record_at = now
-            ask = now >= next_state or bool(follower.ended) or exit_record_at == now
-            if ask and exited is None:
-                # systemd reports the unit gone only once its stop commands have run: after an
-                # exit record, look again soon (briefly: the record may be an earlier run's)
-                soon = exit_record_at is not None and now - exit_record_at < EXIT_RECHECK_S
-                next_state = now + (HEALTH_RETRY_S if soon else SAFETY_POLL_S)
-                try:
-                    state = deployer.state()
-                except TransportError as exc:
-                    raise lost(exc) from exc
-                if state.exited:
-                    exited, exited_at = state, now
-                    if follower.ended:  # what the stream could not deliver any more
-                        try:
-                            late, _ = deployer.read_journal(follower.cursor)
-                        except TransportError as exc:
-                            raise lost(exc) from exc
-                        journal.extend(entry.message for entry in late)
-                        if fatal_at is None and find_fatal(journal.lines, scanned) is not None:
-                            fatal_at = now
-                        scanned = len(journal.lines)
-                elif follower.ended:
-                    # Still running: the stream (its connection) dropped. Resume after the last
-                    # line it delivered; a host that keeps dropping it is lost.
-                    reopens += 1
-                    if reopens > MAX_REOPENS:
-                        raise ServerStartError(
-                            f"{where}: the journal stream of the host keeps ending "
-                            f"({follower.ended}); lost the host while waiting for readiness",
-                            reason="SSH/infrastructure",
-                            excerpt=journal.excerpt(),
-                        )
-                    follower.close()
-                    try:
-                        follower = deployer.follow(follower.cursor)
-                    except TransportError as exc:
-                        raise lost(exc) from exc
-
-            settle_fatal(now, exited is not None)
-            if exited is not None and exited_at is not None and now - exited_at >= EXIT_GRACE_S:
-                reason = _exit_reason(exited, journal)
+                self.exit_record_at = now
+            ask = now >= self.next_state or bool(self.follower.ended)
+            if (ask or self.exit_record_at == now) and self.exited is None:
+                self._ask_state(now)
+            self._settle_fatal(now)
+            self._fail_if_exited(now)
+            ready = self._confirm_health(now)
+            if ready is not None:
+                return ready
+            if now - self.start > self.timeout:
                 raise ServerStartError(
-                    f"{where}: {reason} ({describe_exit(exited)}) after {elapsed:.1f}s; "
-                    f"last line: {last_words(journal)}",
-                    reason=reason,
-                    excerpt=journal.excerpt(),
-                )
-
-            if ready_line_at is not None and exited is None and now >= next_health:
-                if _health(http, base_url) == 200:
-                    return ReadyResult(
-                        journal=journal,
-                        cursor=follower.cursor,
-                        ready_s=time.monotonic() - start,
-                        phases=phases,
-                    )
-                retrying = time.monotonic() - ready_line_at < HEALTH_CONFIRM_S
-                next_health = time.monotonic() + (HEALTH_RETRY_S if retrying else SAFETY_POLL_S)
-
-            if elapsed > timeout:
-                raise ServerStartError(
-                    f"{where}: not ready in time ({timeout:.0f}s; stuck at phase '{phase}'); "
-                    "raise --sglang-ready-timeout if the host is just slow",
+                    f"{self.where}: not ready in time ({self.timeout:.0f}s; stuck at phase "
+                    f"'{self.phase}'); raise --sglang-ready-timeout if the host is just slow",
                     reason="not ready in time",
-                    excerpt=journal.excerpt(),
+                    excerpt=self.journal.excerpt(),
                 )
-    finally:
-        follower.close()
+
+    def _pause(self) -> float:
+        """Seconds until the next thing is due (a line arriving wakes it sooner)."""
+        due = [self.start + self.timeout]
+        if self.exited is None:  # once it ended, the state is known
+            due.append(self.next_state)
+        if self.ready_line_at is not None:
+            due.append(self.next_health)
+        if self.fatal_at is not None:
+            due.append(self.fatal_at + FATAL_SETTLE_S)
+        if self.exited_at is not None:
+            due.append(self.exited_at + EXIT_GRACE_S)
+        return max(0.0, min(due) - time.monotonic())
+
+    def _next_entries(self) -> list[JournalEntry]:
+        pause = self._pause()
+        if self.follower.ended:  # ended for good (the service is gone): nothing to wake on
+            time.sleep(pause)
+            return []
+        try:
+            return self.follower.wait(pause)
+        except TransportError as exc:  # a polling follower's read
+            raise self.lost(exc) from exc
+
+    def _take(self, entries: list[JournalEntry], now: float) -> None:
+        """Add what arrived: its phase, the ready line, a fatal line."""
+        if entries:
+            self.reopens = 0
+        self.journal.extend(entry.message for entry in entries)
+        new_phase = phase_of(self.journal.lines)
+        if new_phase != self.phase:
+            elapsed = now - self.start
+            self.phase = new_phase
+            self.phases[new_phase] = round(elapsed, 3)
+            if self.on_progress is not None:
+                self.on_progress(new_phase, elapsed)
+        if self.ready_line_at is None and any(READY_LINE in e.message for e in entries):
+            self.ready_line_at = self.next_health = now
+        self._scan_for_fatal(now)
+
+    def _scan_for_fatal(self, now: float) -> None:
+        if self.fatal_at is None and find_fatal(self.journal.lines, self.scanned) is not None:
+            self.fatal_at = now
+        self.scanned = len(self.journal.lines)
+
+    def _settle_fatal(self, now: float) -> None:
+        """A fatal line is followed by its traceback and the process's death: collect those
+        briefly (bounded) so the error names the most specific cause, then raise it."""
+        fatal = find_fatal(self.journal.lines) if self.fatal_at is not None else None
+        if fatal is None or self.fatal_at is None:
+            return
+        if self.exited is not None or fatal.complete or now - self.fatal_at >= FATAL_SETTLE_S:
+            raise ServerStartError(
+                f"{self.where}: {fatal.reason} after {now - self.start:.1f}s: "
+                f"{fatal.line.strip()[:300]}",
+                reason=fatal.reason,
+                excerpt=self.journal.excerpt(fatal.index),
+            )
+
+    def _ask_state(self, now: float) -> None:
+        # systemd reports the unit gone only once its stop commands have run: after an exit
+        # record, look again soon (briefly: the record may be an earlier run's)
+        soon = self.exit_record_at is not None and now - self.exit_record_at < EXIT_RECHECK_S
+        self.next_state = now + (HEALTH_RETRY_S if soon else SAFETY_POLL_S)
+        try:
+            state = self.deployer.state()
+        except TransportError as exc:
+            raise self.lost(exc) from exc
+        if state.exited:
+            self.exited, self.exited_at = state, now
+            if self.follower.ended:  # what the stream could not deliver any more
+                try:
+                    late, _ = self.deployer.read_journal(self.follower.cursor)
+                except TransportError as exc:
+                    raise self.lost(exc) from exc
+                self.journal.extend(entry.message for entry in late)
+                self._scan_for_fatal(now)
+        elif self.follower.ended:
+            self._reopen()
+
+    def _reopen(self) -> None:
+        """Still running: the stream (its connection) dropped. Resume after the last line it
+        delivered; a host that keeps dropping it is lost."""
+        self.reopens += 1
+        if self.reopens > MAX_REOPENS:
+            raise ServerStartError(
+                f"{self.where}: the journal stream of the host keeps ending "
+                f"({self.follower.ended}); lost the host while waiting for readiness",
+                reason="SSH/infrastructure",
+                excerpt=self.journal.excerpt(),
+            )
+        self.follower.close()
+        try:
+            self.follower = self.deployer.follow(self.follower.cursor)
+        except TransportError as exc:
+            raise self.lost(exc) from exc
+
+    def _fail_if_exited(self, now: float) -> None:
+        if self.exited is None or self.exited_at is None or now - self.exited_at < EXIT_GRACE_S:
+            return
+        reason = _exit_reason(self.exited, self.journal)
+        raise ServerStartError(
+            f"{self.where}: {reason} ({describe_exit(self.exited)}) after "
+            f"{now - self.start:.1f}s; last line: {last_words(self.journal)}",
+            reason=reason,
+            excerpt=self.journal.excerpt(),
+        )
+
+    def _confirm_health(self, now: float) -> ReadyResult | None:
+        """After the ready line, /health must answer 200 (retried briefly, then at the safety
+        net's pace)."""
+        if self.ready_line_at is None or self.exited is not None or now < self.next_health:
+            return None
+        if _health(self.http, self.base_url) == 200:
+            return ReadyResult(
+                journal=self.journal,
+                cursor=self.follower.cursor,
+                ready_s=time.monotonic() - self.start,
+                phases=self.phases,
+            )
+        retrying = time.monotonic() - self.ready_line_at < HEALTH_CONFIRM_S
+        self.next_health = time.monotonic() + (HEALTH_RETRY_S if retrying else SAFETY_POLL_S)
+        return None
