@@ -18,6 +18,7 @@ not a rule the plugin could get wrong in a way the simulator should catch.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from ..model_identity import (
     read_model_identity,
 )
 from ..versions import has
+from . import model_rules
 from .fields import DICT_FIELDS, EXTRA_DEFAULTS, REPR_FIELDS, RESOLVED_DEFAULTS
 from .perf import GpuSpec, ModelSpec, SpecConfig, parse_model
 
@@ -226,19 +228,66 @@ def _vlm_factor(architecture: str) -> float:
 
 
 def _default_attention(
-    gpu: GpuSpec, mla: bool, speculative: bool, explicit_topk: int | None
+    gpu: GpuSpec, mla: bool, algo: str | None, explicit_topk: int | None, sinks: bool = False
 ) -> str:
-    """``get_default_attn_backend`` for Hopper (sm90) and Blackwell (sm100 / sm120) GPUs."""
+    """``get_default_attn_backend`` on a CUDA GPU: FA3 on Hopper, TRT-LLM MHA on sm100 where
+    the speculative topk is known to be 1 (set, or no speculation), else FlashInfer (Triton for
+    a model with attention sinks, which FlashInfer cannot serve)."""
     hopper = gpu.capability[0] == 9
     sm100 = gpu.capability[0] == 10
     if mla:
         return "fa3" if hopper else ("flashinfer" if sm100 else "triton")
-    topk_one = not speculative or explicit_topk is None or explicit_topk == 1
+    topk_one = algo is None or explicit_topk is None or explicit_topk == 1
     if hopper and topk_one:
         return "fa3"
-    if sm100 and topk_one:
+    if sm100 and topk_one and (algo is None or explicit_topk is not None or algo == "DFLASH"):
         return "trtllm_mha"
-    return "flashinfer"
+    return "triton" if sinks else "flashinfer"
+
+
+def _attention_constraints(args: dict[str, Any], gpu: GpuSpec, warnings: list[str]) -> None:
+    """``_mla_backend_page_constraints``, ``_mla_kv_cache_dtype_checks``, the TRT-LLM MHA GPU
+    check and ``_attention_backend_fa3_fp8_fallback``, in 0.5.23's order."""
+    backend = args.get("attention_backend")
+    decode = args.get("decode_attention_backend")
+    prefill = args.get("prefill_attention_backend")
+    page = args.get("page_size")
+    if "flashmla" in (backend, decode):
+        warnings.append(FLASHMLA_PAGE_WARNING)
+        page = 64
+    if "trtllm_mla" in (backend, decode) and page not in (32, 64):
+        warnings.append(
+            "TensorRT-LLM MLA only supports page_size of 32 or 64, changing page_size from "
+            f"{page} to 64."
+        )
+        page = 64
+    if "trtllm_mha" in (backend, decode, prefill) and page not in (16, 32, 64, 128):
+        warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
+        page = 64
+    args["page_size"] = 1 if page is None else page
+    hook = _SITE + "sglang/srt/arg_groups/"
+    if "trtllm_mla" in (backend, decode) and gpu.capability[0] not in (10, 12):
+        raise ResolutionError(
+            "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). "
+            "Please use a different backend.",
+            [(hook + "overrides.py", 1211, "_mla_kv_cache_dtype_checks", "raise ValueError(")],
+        )
+    if (prefill or backend) == "trtllm_mha" and gpu.capability[0] not in (9, 10, 12):
+        raise ResolutionError(
+            "ValueError: TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell "
+            "(SM100), or SM120 GPUs. Please use a different prefill backend.",
+            [
+                (
+                    hook + "attention_hook.py",
+                    203,
+                    "handle_attention_backend_compatibility",
+                    "raise ValueError(",
+                )
+            ],
+        )
+    if args.get("attention_backend") == "fa3" and args.get("kv_cache_dtype") == "fp8_e5m2":
+        warnings.append(FA3_FP8_WARNING)
+        args["attention_backend"] = "triton"
 
 
 def _spec_frames(dispatch_line: int, handler: str) -> list[tuple[str, int, str, str]]:
@@ -317,13 +366,17 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             args[key] = resolved_auto
     if args.get("speculative_draft_model_quantization") is None:
         args["speculative_draft_model_quantization"] = args.get("quantization")
+    identity = read_model_identity(str(args["model_path"]))
+    # ModelConfig is built (handle_model_source_paths) before the deprecated spellings
+    warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     # handle_deprecated_args: the first hook that warns, before any reads a renamed value
     renamed, deprecated = rename_deprecated(args)
     args.update(renamed)
     warnings.extend(deprecated)
-    identity = read_model_identity(str(args["model_path"]))
     model = parse_model(args["model_path"], args.get("quantization"), identity)
     arch = model.architecture
+    if identity.architecture != arch:  # by name: the cost model's family decides
+        identity = dataclasses.replace(identity, architecture=arch)
     mla = identity.mla
     tp = int(args.get("tp_size") or 1)
     if args.get("served_model_name") is None:
@@ -340,13 +393,6 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     algo = args.get("speculative_algorithm")
     if algo is not None:
         algo = "EAGLE" if algo.upper() == "NEXTN" else algo.upper()
-
-    # model hook: MLA models prefill through MLA under piecewise graphs
-    if mla:
-        warnings.append(PIECEWISE_MLA)
-    if arch in ALLREDUCE_FUSION_ARCHS and gpu.capability[0] in (9, 10) and tp > 1 and attn_dp == 1:
-        args["flashinfer_allreduce_fusion_backend"] = "auto"
-        warnings.append(ALLREDUCE_FUSION.format(arch=arch))
 
     # GPU memory settings: chunked prefill and the CUDA-graph capture lists
     gpu_mib = gpu.memory_mib
@@ -389,16 +435,51 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             fraction *= _vlm_factor(arch)
         args["mem_fraction_static"] = fraction
 
-    # attention backend default (before the speculative handler fills in topk)
+    # handle_model_specific_adjustments: the architecture's registered overrides, the DeepSeek
+    # branch, the all-reduce fusion (model_rules)
+    def default_backend() -> str:
+        return _default_attention(
+            gpu,
+            mla,
+            algo,
+            args.get("speculative_eagle_topk"),
+            model_rules.attention_sinks(identity),
+        )
+
+    model_rules.registry_overrides(identity, args, gpu, warnings, default_backend)
+    model_rules.deepseek_adjustments(identity, args, gpu, warnings, not graphs_off)
+    model_rules.allreduce_fusion(identity, args, gpu, warnings, attn_dp)
+
+    # handle_attention_backend_compatibility: default, torch native, page sizes, GPU checks
     if args.get("prefill_attention_backend") is not None and args.get(
         "prefill_attention_backend"
     ) == args.get("decode_attention_backend"):
         args["attention_backend"] = args["prefill_attention_backend"]
     if args.get("attention_backend") is None:
-        explicit_topk = args.get("speculative_eagle_topk")
-        backend = _default_attention(gpu, mla, speculative, explicit_topk)
+        backend = default_backend()
         args["attention_backend"] = backend
         warnings.append(ATTENTION_DEFAULT.format(backend=backend))
+    if args.get("attention_backend") == "torch_native":
+        warnings.append("Cuda graph is disabled because of using torch native attention backend")
+        for phase in ("decode", "prefill"):
+            graph[phase] = {**graph[phase], "backend": "disabled"}
+    _attention_constraints(args, gpu, warnings)
+    if (
+        arch == "DeepseekV3ForCausalLM"
+        and graph["prefill"]["backend"] != "disabled"
+        and (args.get("prefill_attention_backend") or args.get("attention_backend")) == "trtllm_mla"
+    ):
+        warnings.append(
+            model_rules.DEEPSEEK_PREFILL_GRAPH.format(backend=graph["prefill"]["backend"])
+        )
+        graph["prefill"] = {**graph["prefill"], "backend": "disabled"}
+    if attn_dp > 1:
+        old = int(args["chunked_prefill_size"])
+        args["chunked_prefill_size"] = old // attn_dp
+        warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
+        capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
+        graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
+    model_rules.moe_runner_messages(args, warnings)
 
     # speculative handler: the name is checked only now, after the warnings above
     spec = SpecConfig()
@@ -495,34 +576,10 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
         spec = SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))
 
-    # post-process passes: backend/page constraints, then data parallelism
-    if args.get("attention_backend") == "fa3" and args.get("kv_cache_dtype") == "fp8_e5m2":
-        warnings.append(FA3_FP8_WARNING)
-        args["attention_backend"] = "triton"
-    backends = {args.get("attention_backend"), args.get("decode_attention_backend")}
-    page = args.get("page_size")
-    if "flashmla" in backends:
-        warnings.append(FLASHMLA_PAGE_WARNING)
-        page = 64
-    if "trtllm_mha" in backends | {args.get("prefill_attention_backend")} and page not in (
-        16,
-        32,
-        64,
-        128,
-    ):
-        warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
-        page = 64
-    args["page_size"] = 1 if page is None else page
     if args.get("sampling_backend") is None:
         args["sampling_backend"] = "flashinfer"
-    if attn_dp > 1:
-        old = int(args["chunked_prefill_size"])
-        args["chunked_prefill_size"] = old // attn_dp
-        warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
-        capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
-        graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
     args["cuda_graph_config"] = copy.deepcopy(graph)
-    graph_bs = [] if graphs_off else list(graph["decode"]["bs"])
+    graph_bs = [] if graph["decode"]["backend"] == "disabled" else list(graph["decode"]["bs"])
     return Resolved(args, warnings, model, spec, gpu, graph_bs)
 
 
