@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -334,6 +335,69 @@ def _refuse_unsimulated_algorithm(algo: str, args: dict[str, Any]) -> None:
             )
 
 
+def _refuse_missing_model(path: str) -> None:
+    """A model directory that is missing where its siblings' config.json can be read: SGLang
+    takes the path for a hub repo id and transformers refuses it (``load_pointer_head``).
+
+    Only there: the simulator also runs on made-up paths (a sweep planned away from the host,
+    a test's model name), which SGLang would refuse too but which the simulator must serve.
+    """
+    if not os.path.isabs(path) or os.path.isdir(path):
+        return
+    parent = os.path.dirname(path.rstrip("/"))
+    try:
+        siblings = os.listdir(parent)
+    except OSError:
+        return
+    if not any(os.path.isfile(os.path.join(parent, s, "config.json")) for s in siblings):
+        return
+    raise ResolutionError(
+        "OSError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+        f"'{path}'. Use `repo_type` argument if needed.",
+        [
+            (
+                _SITE + "sglang/srt/configs/model_config.py",
+                328,
+                "load_pointer_head",
+                "path = cached_file(",
+            ),
+            (
+                _SITE + "transformers/utils/hub.py",
+                595,
+                "cached_files",
+                'raise OSError(f"{e}") from e',
+            ),
+        ],
+    )
+
+
+def _refuse_longer_context(args: dict[str, Any], derived: int | None) -> None:
+    """``ModelConfig._derive_context_length``: a --context-length above the model's own."""
+    requested = args.get("context_length")
+    if (
+        requested is None
+        or derived is None
+        or int(requested) <= derived
+        or os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true")
+    ):
+        return
+    raise ResolutionError(
+        f"ValueError: Warning: User-specified context_length ({requested}) is greater than the "
+        f"derived context_length ({derived}). This may lead to incorrect model outputs or CUDA "
+        "errors. Note that the derived context_length may differ from max_position_embeddings "
+        "in the model's config. To allow overriding this maximum, set the env var "
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+        [
+            (
+                _SITE + "sglang/srt/configs/model_config.py",
+                1314,
+                "_derive_context_length",
+                "raise ValueError(",
+            )
+        ],
+    )
+
+
 def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = None) -> Resolved:
     """Apply SGLang's resolution; returns the args as the server_args line logs them.
 
@@ -367,6 +431,8 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     if args.get("speculative_draft_model_quantization") is None:
         args["speculative_draft_model_quantization"] = args.get("quantization")
     identity = read_model_identity(str(args["model_path"]))
+    _refuse_missing_model(str(args["model_path"]))
+    _refuse_longer_context(args, identity.context_length)
     # ModelConfig is built (handle_model_source_paths) before the deprecated spellings
     warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     # handle_deprecated_args: the first hook that warns, before any reads a renamed value
@@ -474,6 +540,18 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
         )
         graph["prefill"] = {**graph["prefill"], "backend": "disabled"}
     if attn_dp > 1:
+        if tp % attn_dp:
+            raise ResolutionError(
+                "AssertionError",
+                [
+                    (
+                        _SITE + "sglang/srt/arg_groups/parallel_hook.py",
+                        326,
+                        "handle_data_parallelism",
+                        "assert cfg.tp_size % cfg.attn_dp_size == 0",
+                    )
+                ],
+            )
         old = int(args["chunked_prefill_size"])
         args["chunked_prefill_size"] = old // attn_dp
         warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
@@ -519,9 +597,29 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
                 int(args["speculative_num_draft_tokens"]) // args["speculative_eagle_topk"]
             )
         warnings.append(NGRAM_MIXED_WARNING)
+        topk = int(args["speculative_eagle_topk"])
+        page = int(args.get("page_size") or 1)
+        if topk > 1 and page > 1 and args.get("attention_backend") != "flashinfer":
+            raise ResolutionError(
+                f"ValueError: speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is "
+                "unstable and produces incorrect results for paged attention backends. This "
+                "combination is only supported for the 'flashinfer' backend.",
+                [
+                    *_spec_frames(266, "_handle_ngram"),
+                    (
+                        _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                        1361,
+                        "_handle_ngram",
+                        "raise ValueError(",
+                    ),
+                ],
+            )
         draft = int(args["speculative_num_draft_tokens"])
         spec = SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
     elif algo in EAGLE_FAMILY:
+        draft_path = args.get("speculative_draft_model_path")
+        if draft_path is not None:
+            _refuse_missing_model(str(draft_path))
         if args.get("max_running_requests") is None:
             args["max_running_requests"] = 48
             warnings.append(MAX_RUNNING_WARNING)

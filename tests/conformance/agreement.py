@@ -222,7 +222,7 @@ def measure(
             where = f"{profile.key}/{name}"
             if entry["exit_code"] != 0:
                 result.fail_configs += 1
-                real_last = entry["last_line"].strip()
+                real_last = str(_expand(entry["last_line"], profile.models)).strip()
                 if sim.exit_code == entry["exit_code"] and sim.last_line.strip() == real_last:
                     result.fail_agree += 1
                 else:
