@@ -28,6 +28,7 @@ from ..model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
     SELF_DRAFT_ARCHITECTURES,
+    missing_among_models,
     read_model_identity,
 )
 from ..versions import has
@@ -342,14 +343,7 @@ def _refuse_missing_model(path: str) -> None:
     Only there: the simulator also runs on made-up paths (a sweep planned away from the host,
     a test's model name), which SGLang would refuse too but which the simulator must serve.
     """
-    if not os.path.isabs(path) or os.path.isdir(path):
-        return
-    parent = os.path.dirname(path.rstrip("/"))
-    try:
-        siblings = os.listdir(parent)
-    except OSError:
-        return
-    if not any(os.path.isfile(os.path.join(parent, s, "config.json")) for s in siblings):
+    if not missing_among_models(path):
         return
     raise ResolutionError(
         "OSError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "

@@ -18,11 +18,15 @@ from collections import Counter
 import pytest
 from wide_agreement import WIDE, Part, load_wide, measure_part
 
-#: (key fields %, warnings identical %, failing the same way %, refused up front %) per part,
-#: as measured (benchmarks/conformance_agreement.py); a drop below any of them is a regression
+#: (key fields %, warnings identical %, failing the same way %, refused up front by the offline
+#: predictor %, refused before deploy with the host's resolution %) per part, as measured
+#: (benchmarks/conformance_agreement.py), rounded down; a drop below any is a regression. The
+#: predictor alone cannot see the refusals that depend on the GPU (TRT-LLM MLA off Blackwell,
+#: TRT-LLM MHA prefill on sm80, NGRAM's topk on a paged sm100 backend): the host's own SGLang
+#: answers those before deploy (pytest_sglang.deploy.host_resolve).
 BARS = {
-    "tuned": (98.5, 42.5, 48.9, 48.9),
-    "held_out": (98.8, 57.2, 54.2, 54.2),
+    "tuned": (99.9, 98.9, 100.0, 89.3, 100.0),
+    "held_out": (99.9, 95.8, 94.2, 79.9, 94.2),
 }
 
 
@@ -69,12 +73,13 @@ def test_wide_goldens_cover_the_issue_matrix() -> None:
 @pytest.mark.parametrize("part", list(BARS))
 def test_wide_agreement_holds(parts: dict[str, Part], part: str) -> None:
     figures = parts[part]
-    key_fields, warnings, failures, refused = BARS[part]
+    key_fields, warnings, failures, refused, with_host = BARS[part]
     listed = "\n".join((figures.sim.misses + figures.refusals.misses)[:30])
     assert figures.key_fields >= key_fields, f"{figures.line()}\n{listed}"
     assert figures.warnings >= warnings, f"{figures.line()}\n{listed}"
     assert figures.failures >= failures, f"{figures.line()}\n{listed}"
     assert figures.refused >= refused, f"{figures.line()}\n{listed}"
+    assert figures.refused_with_host >= with_host, f"{figures.line()}\n{listed}"
 
 
 def test_expected_journal_never_contradicts_real_on_the_wide_matrix(

@@ -31,6 +31,7 @@ from agreement import (
     load_profiles,
     measure,
     measure_journal,
+    run_sim,
 )
 
 WIDE = GOLDENS / "wide"
@@ -63,12 +64,16 @@ class Refusals:
 
     real_refused: int = 0
     refused_up_front: int = 0
+    #: refused by the predictor or, where it accepts, by the host's resolution before deploy
+    #: (:mod:`pytest_sglang.deploy.host_resolve`), the simulator playing the host's SGLang
+    with_host: int = 0
     misses: list[str] = field(default_factory=list)
 
 
 def measure_refusals(profiles: list[Profile], part: str) -> Refusals:
     """The plugin's offline path (``ServerConfig.from_argv``, ``resolved()``,
-    ``expected_journal()``) on every config the real parser or resolution refuses."""
+    ``expected_journal()``) on every config the real parser or resolution refuses; and the
+    same followed by the host's resolution, the simulator playing the host on its GPU."""
     from pytest_sglang.config import ServerConfig
 
     select = in_part(part)
@@ -84,7 +89,10 @@ def measure_refusals(profiles: list[Profile], part: str) -> Refusals:
                 config.expected_journal(VERSION)
             except Exception:
                 result.refused_up_front += 1
+                result.with_host += 1
                 continue
+            if run_sim(profile.argv(name), profile).exit_code != 0:
+                result.with_host += 1
             result.misses.append(
                 f"{profile.key}/{name}: plugin accepts; real {entry.get('last_line', '')!r}"
             )
@@ -120,13 +128,19 @@ class Part:
     def refused(self) -> float:
         return self.pct(self.refusals.refused_up_front, self.refusals.real_refused)
 
+    @property
+    def refused_with_host(self) -> float:
+        return self.pct(self.refusals.with_host, self.refusals.real_refused)
+
     def line(self) -> str:
         s, r, j = self.sim, self.refusals, self.journal
         return (
             f"{self.name}: key fields {s.field_agree}/{s.field_pairs} ({self.key_fields:.2f}%); "
             f"warnings identical {s.warn_agree}/{s.warn_configs} ({self.warnings:.1f}%); "
             f"failing the same way {s.fail_agree}/{s.fail_configs} ({self.failures:.1f}%); "
-            f"plugin refuses up front {r.refused_up_front}/{r.real_refused} ({self.refused:.1f}%); "
+            f"plugin refuses up front {r.refused_up_front}/{r.real_refused} ({self.refused:.1f}%), "
+            f"with the (simulated) host's resolution {r.with_host}/{r.real_refused} "
+            f"({self.refused_with_host:.1f}%); "
             f"expected_journal() {len(j.mismatches)} mismatches in {j.checked_values} values + "
             f"{j.checked_warnings} warnings over {j.configs} configs"
         )
