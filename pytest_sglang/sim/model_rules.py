@@ -20,6 +20,7 @@ from .perf import GpuSpec
 __all__ = [
     "DEEPSEEK_FAMILY",
     "HYBRID_SWA_ARCHS",
+    "a2a_ep_size",
     "allreduce_fusion",
     "attention_sinks",
     "deepseek_adjustments",
@@ -314,3 +315,22 @@ def moe_runner_messages(args: dict[str, Any], warnings: list[str]) -> None:
     if args.get("moe_runner_backend") in ("flashinfer_trtllm", "experimental_sgl_trtllm"):
         warnings.append(FLASHINFER_TRTLLM_MOE)
         args["disable_shared_experts_fusion"] = True
+
+
+#: ``_A2A_EP_SPANNING_BACKENDS``: all-to-all MoE backends whose experts span the TP group
+A2A_EP_SPANNING = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl"})
+
+
+def a2a_ep_size(args: dict[str, Any], warnings: list[str]) -> None:
+    """``_a2a_ep_size``: the expert-parallel size follows TP under a spanning backend."""
+    backend = args.get("moe_a2a_backend")
+    if backend not in A2A_EP_SPANNING:
+        return
+    tp = int(args.get("tp_size") or 1)
+    ep = int(args.get("ep_size") or 1)
+    if ep != tp:
+        warnings.append(
+            f"{backend} MoE is enabled. The expert parallel size is adjusted from {ep} to the "
+            f"tensor parallel size [{tp}]."
+        )
+    args["ep_size"] = tp

@@ -478,6 +478,17 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             prefill_graph_bs(prefill_max_bs),
         ),
     }
+    deepep = args.get("moe_a2a_backend") == "deepep"
+    if deepep and not graphs_off:
+        # apply_deepep_adjustments (handle_cuda_graph_config, before the memory settings size
+        # the prefill graphs): the documented 2048 default's buckets, aligned to 8
+        buckets = prefill_graph_bs(2048)
+        aligned = sorted({(b + 7) // 8 * 8 for b in buckets})
+        warnings.append(
+            "Breakable prefill CUDA graph with DeepEP requires bucket sizes divisible by 8; "
+            f"aligning {buckets} -> {aligned}."
+        )
+        graph["prefill"] = {**graph["prefill"], "max_bs": aligned[-1], "bs": aligned}
     if args.get("mem_fraction_static") is None:
         activation = max(chunk if chunk > 0 else int(args.get("max_prefill_tokens") or 0), 2048)
         reserved = 512 + activation * 1.5 + tp / 8 * 1024
@@ -488,8 +499,12 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
                 if graph["decode"]["max_bs"] > 300:
                     reserved += graph["decode"]["max_bs"] * attn_dp * 1.5
             reserved += 1.5 * 1024 if mla else len(graph["prefill"]["bs"]) * 8
+            if deepep:
+                reserved += 1024  # the prefill graphs' DeepEP bridge pool
         if gpu_mib > 60 * 1024:
             reserved = max(reserved, 10 * 1024)
+        if deepep and not graphs_off:
+            reserved += 2 * 1024  # DeepEP all-to-all buffers of the decode graphs
         fraction = round((gpu_mib - reserved) / gpu_mib, 3)
         if arch in VISION_TOWERS:
             fraction *= _vlm_factor(arch)
@@ -549,9 +564,12 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
         old = int(args["chunked_prefill_size"])
         args["chunked_prefill_size"] = old // attn_dp
         warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
+        # the prefill graphs re-clamped to the per-rank chunk, unless they are disabled
         capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
-        graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
+        if graph["prefill"]["backend"] != "disabled":
+            graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
     model_rules.moe_runner_messages(args, warnings)
+    model_rules.a2a_ep_size(args, warnings)
 
     # speculative handler: the name is checked only now, after the warnings above
     spec = SpecConfig()
