@@ -32,7 +32,7 @@ from ..model_identity import (
     read_model_identity,
 )
 from ..versions import has
-from . import model_rules
+from . import model_rules, tracebacks
 from .fields import DICT_FIELDS, EXTRA_DEFAULTS, REPR_FIELDS, RESOLVED_DEFAULTS
 from .perf import GpuSpec, ModelSpec, SpecConfig, parse_model
 
@@ -267,25 +267,17 @@ def _attention_constraints(args: dict[str, Any], gpu: GpuSpec, warnings: list[st
         warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
         page = 64
     args["page_size"] = 1 if page is None else page
-    hook = _SITE + "sglang/srt/arg_groups/"
     if "trtllm_mla" in (backend, decode) and gpu.capability[0] not in (10, 12):
         raise ResolutionError(
             "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). "
             "Please use a different backend.",
-            [(hook + "overrides.py", 1211, "_mla_kv_cache_dtype_checks", "raise ValueError(")],
+            tracebacks.frames("trtllm_mla_gpu"),
         )
     if (prefill or backend) == "trtllm_mha" and gpu.capability[0] not in (9, 10, 12):
         raise ResolutionError(
             "ValueError: TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell "
             "(SM100), or SM120 GPUs. Please use a different prefill backend.",
-            [
-                (
-                    hook + "attention_hook.py",
-                    203,
-                    "handle_attention_backend_compatibility",
-                    "raise ValueError(",
-                )
-            ],
+            tracebacks.frames("trtllm_mha_gpu"),
         )
     if args.get("attention_backend") == "fa3" and args.get("kv_cache_dtype") == "fp8_e5m2":
         warnings.append(FA3_FP8_WARNING)
@@ -336,7 +328,7 @@ def _refuse_unsimulated_algorithm(algo: str, args: dict[str, Any]) -> None:
             )
 
 
-def _refuse_missing_model(path: str) -> None:
+def _refuse_missing_model(path: str, draft: bool = False) -> None:
     """A model directory that is missing where its siblings' config.json can be read: SGLang
     takes the path for a hub repo id and transformers refuses it (``load_pointer_head``).
 
@@ -348,20 +340,7 @@ def _refuse_missing_model(path: str) -> None:
     raise ResolutionError(
         "OSError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
         f"'{path}'. Use `repo_type` argument if needed.",
-        [
-            (
-                _SITE + "sglang/srt/configs/model_config.py",
-                328,
-                "load_pointer_head",
-                "path = cached_file(",
-            ),
-            (
-                _SITE + "transformers/utils/hub.py",
-                595,
-                "cached_files",
-                'raise OSError(f"{e}") from e',
-            ),
-        ],
+        tracebacks.frames("missing_draft" if draft else "missing_model"),
     )
 
 
@@ -381,14 +360,7 @@ def _refuse_longer_context(args: dict[str, Any], derived: int | None) -> None:
         "errors. Note that the derived context_length may differ from max_position_embeddings "
         "in the model's config. To allow overriding this maximum, set the env var "
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
-        [
-            (
-                _SITE + "sglang/srt/configs/model_config.py",
-                1314,
-                "_derive_context_length",
-                "raise ValueError(",
-            )
-        ],
+        tracebacks.frames("longer_context"),
     )
 
 
@@ -426,13 +398,13 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
         args["speculative_draft_model_quantization"] = args.get("quantization")
     identity = read_model_identity(str(args["model_path"]))
     _refuse_missing_model(str(args["model_path"]))
-    _refuse_longer_context(args, identity.context_length)
-    # ModelConfig is built (handle_model_source_paths) before the deprecated spellings
-    warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     # handle_deprecated_args: the first hook that warns, before any reads a renamed value
     renamed, deprecated = rename_deprecated(args)
     args.update(renamed)
     warnings.extend(deprecated)
+    # ModelConfig is first built after it (apply_inkling_prefill_cuda_graph_default)
+    _refuse_longer_context(args, identity.context_length)
+    warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     model = parse_model(args["model_path"], args.get("quantization"), identity)
     arch = model.architecture
     if identity.architecture != arch:  # by name: the cost model's family decides
@@ -550,17 +522,7 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
         graph["prefill"] = {**graph["prefill"], "backend": "disabled"}
     if attn_dp > 1:
         if tp % attn_dp:
-            raise ResolutionError(
-                "AssertionError",
-                [
-                    (
-                        _SITE + "sglang/srt/arg_groups/parallel_hook.py",
-                        326,
-                        "handle_data_parallelism",
-                        "assert cfg.tp_size % cfg.attn_dp_size == 0",
-                    )
-                ],
-            )
+            raise ResolutionError("AssertionError", tracebacks.frames("dp_not_dividing_tp"))
         old = int(args["chunked_prefill_size"])
         args["chunked_prefill_size"] = old // attn_dp
         warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
@@ -631,7 +593,7 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     elif algo in EAGLE_FAMILY:
         draft_path = args.get("speculative_draft_model_path")
         if draft_path is not None:
-            _refuse_missing_model(str(draft_path))
+            _refuse_missing_model(str(draft_path), draft=True)
         if args.get("max_running_requests") is None:
             args["max_running_requests"] = 48
             warnings.append(MAX_RUNNING_WARNING)

@@ -29,6 +29,9 @@ BARS = {
     "held_out": (99.9, 96.4, 94.2, 79.9, 94.2),
 }
 
+#: failing configs whose traceback shows SGLang's real frames (file, line, source), % per part
+TRACEBACK_BARS = {"tuned": 100.0, "held_out": 89.4}
+
 
 @pytest.fixture(scope="module")
 def parts() -> dict[str, Part]:
@@ -80,6 +83,8 @@ def test_wide_agreement_holds(parts: dict[str, Part], part: str) -> None:
     assert figures.failures >= failures, f"{figures.line()}\n{listed}"
     assert figures.refused >= refused, f"{figures.line()}\n{listed}"
     assert figures.refused_with_host >= with_host, f"{figures.line()}\n{listed}"
+    traced = Part.pct(figures.sim.trace_agree, figures.sim.trace_configs)
+    assert traced >= TRACEBACK_BARS[part], f"{figures.line()}\n{listed}"
 
 
 def test_expected_journal_never_contradicts_real_on_the_wide_matrix(

@@ -138,6 +138,7 @@ class Part:
             f"{self.name}: key fields {s.field_agree}/{s.field_pairs} ({self.key_fields:.2f}%); "
             f"warnings identical {s.warn_agree}/{s.warn_configs} ({self.warnings:.1f}%); "
             f"failing the same way {s.fail_agree}/{s.fail_configs} ({self.failures:.1f}%); "
+            f"tracebacks' frames {s.trace_agree}/{s.trace_configs}; "
             f"plugin refuses up front {r.refused_up_front}/{r.real_refused} ({self.refused:.1f}%), "
             f"with the (simulated) host's resolution {r.with_host}/{r.real_refused} "
             f"({self.refused_with_host:.1f}%); "
