@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: scenarios test check test-real lint typecheck unit testhost-deps report-deps conformance clean
+.PHONY: scenarios test check test-real lint typecheck unit testhost-deps report-deps conformance conformance-wide clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ $(CONFORMANCE_VENV)/.installed: conformance/requirements.txt
 
 conformance: $(CONFORMANCE_VENV)/.installed
 	$(CONFORMANCE_VENV)/bin/python conformance/harness.py --out $(CONFORMANCE_OUT)
+
+# The wide matrix (conformance/wide.py): 20 models x 7 GPU profiles, a held-out part marked
+conformance-wide: $(CONFORMANCE_VENV)/.installed
+	$(CONFORMANCE_VENV)/bin/python conformance/harness.py --out $(CONFORMANCE_OUT) --matrix wide
 
 lint: $(STAMP)
 	$(BIN)/ruff check pytest_sglang tests tests_real scenarios benchmarks conformance docs

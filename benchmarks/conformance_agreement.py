@@ -4,9 +4,13 @@ Figures: flag catalog (option strings parsed identically), resolved server_args 
 compared keys, and all keys), warnings before server_args, failing configs (exit status + last
 line), tracebacks, tricky parser values, the plugin's expected_journal() mismatches, startup
 log lines of the seed config in 0.5.23's formats and placement, and routes with real methods.
+Then the wide goldens (tests/data/conformance/wide/: model families from their published
+config.json on seven GPU profiles, conformance/wide.py), the tuned part and the held-out part
+apart: key fields, warnings before server_args identical (text and order), failing configs
+failing the same way, and the plugin refusing before deploy what the real package refuses.
 Run against another checkout with PYTHONPATH=<checkout> to compare (the "before" figures).
 
-    .venv/bin/python benchmarks/conformance_agreement.py
+    .venv/bin/python benchmarks/conformance_agreement.py [--wide-only] [--misses N]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import agreement  # noqa: E402
 import log_formats  # noqa: E402
 import requests  # noqa: E402
+import wide_agreement  # noqa: E402
 from helpers import EAGLE_FLAGS  # noqa: E402
 
 SEED = [
@@ -101,10 +106,32 @@ def _seed_run() -> tuple[str, int]:
         return err.read().decode(errors="replace"), answered
 
 
+def _wide(misses: int) -> None:
+    """The wide matrix's figures, tuned and held-out part apart."""
+    profiles = wide_agreement.load_wide()
+    for part in wide_agreement.PARTS:
+        figures = wide_agreement.measure_part(part, profiles)
+        print("wide " + figures.line())
+        listed = figures.sim.misses + figures.refusals.misses + figures.journal.mismatches
+        for miss in listed[:misses]:
+            print("  " + miss)
+        if len(listed) > misses:
+            print(f"  ... {len(listed) - misses} more")
+
+
 def main() -> None:
+    import argparse
+
     import pytest_sglang
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wide-only", action="store_true", help="the wide goldens' figures only")
+    parser.add_argument("--misses", type=int, default=0, help="differences listed per wide part")
+    args = parser.parse_args()
     print(f"simulator: {Path(pytest_sglang.__file__).parent}")
+    if args.wide_only:
+        _wide(args.misses)
+        return
     agree, total, _ = agreement.measure_catalog()
     print(f"flag catalog: {agree}/{total} option strings parse identically")
     result = agreement.measure()
@@ -121,6 +148,7 @@ def main() -> None:
     for miss in misses[:12]:
         print("  " + miss)
     print(f"routes: {answered}/{len(ROUTES)} (method, path) pairs answered 200")
+    _wide(args.misses)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ sys.path.insert(0, HERE)
 
 from matrix import CONFIGS, MODELS, PROFILES, TRICKY_ARGV, TRICKY_VALUES, expand  # noqa: E402
 from stubs import GpuProfile, install  # noqa: E402
+from wide import WIDE_CONFIGS, WIDE_MODELS, WIDE_PROFILES, held_out  # noqa: E402
 
 CONFIG_TIMEOUT_S = 300
 _LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] (.*)$")
@@ -52,16 +53,35 @@ def _jsonable(value: Any) -> Any:
     return {"__repr__": repr(value)}
 
 
-def write_models(root: str) -> None:
-    """A directory per model holding only ``config.json`` (and a LoRA adapter's config)."""
+#: published config.json keys that transformers' class rewrites into a form of its own that
+#: SGLang's config class does not read (5.19's NemotronHConfig turns ``hybrid_override_pattern``
+#: into a ``layers_block_type`` of its own vocabulary, which SGLang's NemotronHConfig refuses):
+#: the published key is kept and the rewrite dropped, as the published file has it
+_PUBLISHED_FORM = {"hybrid_override_pattern": "layers_block_type"}
+
+
+def model_configs(models: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each model's ``config.json`` as transformers' config class writes it."""
     import transformers
 
-    for name, (cls_name, overrides) in MODELS.items():
+    written: dict[str, dict[str, Any]] = {}
+    for name, (cls_name, overrides) in models.items():
         config = getattr(transformers, cls_name)(**overrides)
         data = config.to_dict()
         for key in ("architectures", "quantization_config", "draft_vocab_size"):
             if key in overrides:
                 data[key] = overrides[key]  # kept even where the config class drops it
+        for key, rewritten in _PUBLISHED_FORM.items():
+            if key in overrides:
+                data.pop(rewritten, None)
+                data[key] = overrides[key]
+        written[name] = json.loads(json.dumps(data))
+    return written
+
+
+def write_models(root: str, models: dict[str, tuple[str, dict[str, Any]]] | None = None) -> None:
+    """A directory per model holding only ``config.json`` (and a LoRA adapter's config)."""
+    for name, data in model_configs(MODELS if models is None else models).items():
         path = os.path.join(root, name)
         os.makedirs(path, exist_ok=True)
         with open(os.path.join(path, "config.json"), "w") as handle:
@@ -295,24 +315,31 @@ def _compact(configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return common
 
 
-def run_profile(profile: GpuProfile, out_path: str, only: list[str] | None) -> None:
+#: configs whose resolution imports, once, what the rest of a matrix's resolutions import
+_WARM = {
+    "narrow": ("q3_tp1", "q35_eagle_s2", "ds_nextn_auto", "llama_eagle3_auto", "q3_fp8"),
+    "wide": ("qmoe_tp1", "r1_nextn_auto", "oss_eagle3_auto", "qnext_nextn_auto", "nemo_tp1"),
+}
+
+
+def run_profile(
+    profile: GpuProfile, out_path: str, only: list[str] | None, matrix: str = "narrow"
+) -> None:
     """Everything for one GPU profile, in this (fresh) process."""
+    wide = matrix == "wide"
+    all_configs = WIDE_CONFIGS if wide else CONFIGS
+    model_table = WIDE_MODELS if wide else MODELS
     work = tempfile.mkdtemp(prefix=f"sglang-conformance-{profile.key}-")
     install(profile, os.path.join(work, "bin"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     models = os.path.join(work, "models")
-    write_models(models)
+    write_models(models, model_table)
     import sglang
 
-    warm_imports(
-        [
-            expand(CONFIGS[name], models)
-            for name in ("q3_tp1", "q35_eagle_s2", "ds_nextn_auto", "llama_eagle3_auto", "q3_fp8")
-        ]
-    )
+    warm_imports([expand(all_configs[name], models) for name in _WARM[matrix]])
     configs: dict[str, dict[str, Any]] = {}
-    for name, template in CONFIGS.items():
+    for name, template in all_configs.items():
         if only and name not in only:
             continue
         entry = run_config(expand(template, models))
@@ -324,6 +351,8 @@ def run_profile(profile: GpuProfile, out_path: str, only: list[str] | None) -> N
             .replace(HERE + os.sep, "conformance/")
         )
         configs[name] = {"argv": template, **json.loads(text)}
+        if wide:
+            configs[name]["held_out"] = held_out(profile.key, name)
         print(f"[{profile.key}] {name}: exit {entry['exit_code']}", file=sys.__stderr__, flush=True)
     common = _compact(configs)
     golden = {
@@ -335,11 +364,12 @@ def run_profile(profile: GpuProfile, out_path: str, only: list[str] | None) -> N
             "total_mib": profile.total_mib,
             "capability": list(profile.capability),
         },
-        "models": {name: cls for name, (cls, _) in MODELS.items()},
+        "models": {name: cls for name, (cls, _) in model_table.items()},
         "common_server_args": common,
         "configs": configs,
-        "tricky": run_tricky(),
     }
+    if not wide:
+        golden["tricky"] = run_tricky()
     with open(out_path, "w") as handle:
         json.dump(golden, handle, indent=1, sort_keys=False)
         handle.write("\n")
@@ -351,28 +381,46 @@ def main() -> None:
     parser.add_argument("--profile", help="run one profile in this process (internal)")
     parser.add_argument("--only", nargs="*", help="config names (for debugging the harness)")
     parser.add_argument("--catalog", action="store_true", help="write catalog.json only")
+    parser.add_argument(
+        "--matrix",
+        choices=("narrow", "wide"),
+        default="narrow",
+        help="matrix.py's configs, or wide.py's (written under <out>/wide/)",
+    )
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.catalog:
         install(PROFILES[0], tempfile.mkdtemp(prefix="sglang-conformance-bin-"))
         write_catalog(os.path.join(args.out, "catalog.json"))
         return
+    profiles = WIDE_PROFILES if args.matrix == "wide" else PROFILES
+    out = os.path.join(args.out, "wide") if args.matrix == "wide" else args.out
+    os.makedirs(out, exist_ok=True)
     if args.profile:
-        profile = next(p for p in PROFILES if p.key == args.profile)
-        run_profile(profile, os.path.join(args.out, f"{profile.key}.json"), args.only)
+        profile = next(p for p in profiles if p.key == args.profile)
+        run_profile(profile, os.path.join(out, f"{profile.key}.json"), args.only, args.matrix)
         return
-    for profile in PROFILES:
+    if args.matrix == "wide":
+        with open(os.path.join(out, "models.json"), "w") as handle:
+            json.dump(model_configs(WIDE_MODELS), handle, indent=1, sort_keys=True)
+            handle.write("\n")
+    for profile in profiles:
         cmd = [
             sys.executable,
             os.path.abspath(__file__),
             "--out",
             args.out,
+            "--matrix",
+            args.matrix,
             "--profile",
             profile.key,
         ]
         if args.only:
             cmd += ["--only", *args.only]
         subprocess.run(cmd, check=True)
+    if args.matrix == "wide":
+        print(f"goldens written to {out}")
+        return
     subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--out", args.out, "--catalog"], check=True
     )

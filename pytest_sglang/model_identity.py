@@ -34,6 +34,7 @@ __all__ = [
     "identity_from_config",
     "identity_from_name",
     "identity_from_text",
+    "missing_among_models",
     "read_model_identity",
 ]
 
@@ -265,6 +266,21 @@ def identity_from_text(path: str, text: str) -> ModelIdentity:
     except ValueError as exc:
         return identity_from_name(path, str(exc))
     return replace(identity, config_digest=hashlib.sha256(text.encode()).hexdigest())
+
+
+def missing_among_models(path: str) -> bool:
+    """Whether ``path`` is an absolute model directory that does not exist where other models'
+    config.json files can be read next to it: a directory SGLang will not find (it then takes
+    the path for a hub id and refuses it). A path whose parent holds no readable model says
+    nothing (a sweep planned away from the host, a model only the host has)."""
+    if not os.path.isabs(path) or os.path.isdir(path):
+        return False
+    parent = os.path.dirname(path.rstrip("/"))
+    try:
+        siblings = os.listdir(parent)
+    except OSError:
+        return False
+    return any(os.path.isfile(os.path.join(parent, s, CONFIG_NAME)) for s in siblings)
 
 
 def read_model_identity(path: str) -> ModelIdentity:

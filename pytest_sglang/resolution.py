@@ -25,6 +25,7 @@ from .model_identity import (
     ModelIdentity,
     read_model_identity,
 )
+from .refusals import check_refusals
 from .versions import has, log_field
 
 __all__ = [
@@ -92,6 +93,7 @@ def resolve(
     SGLang logs for them, in the order it logs them.
     """
     given = {**(passthrough or {}), **tuned}
+    check_refusals(given, model or read_model_identity(str(tuned["model_path"])))
     values, warnings = rename_deprecated(given)
     tuned = {**tuned, **{k: v for k, v in values.items() if k in tuned}}
     if tuned.get("served_model_name") is None:

@@ -18,6 +18,8 @@ not a rule the plugin could get wrong in a way the simulator should catch.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +28,11 @@ from ..model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
     SELF_DRAFT_ARCHITECTURES,
+    missing_among_models,
     read_model_identity,
 )
 from ..versions import has
+from . import model_rules, tracebacks
 from .fields import DICT_FIELDS, EXTRA_DEFAULTS, REPR_FIELDS, RESOLVED_DEFAULTS
 from .perf import GpuSpec, ModelSpec, SpecConfig, parse_model
 
@@ -226,19 +230,58 @@ def _vlm_factor(architecture: str) -> float:
 
 
 def _default_attention(
-    gpu: GpuSpec, mla: bool, speculative: bool, explicit_topk: int | None
+    gpu: GpuSpec, mla: bool, algo: str | None, explicit_topk: int | None, sinks: bool = False
 ) -> str:
-    """``get_default_attn_backend`` for Hopper (sm90) and Blackwell (sm100 / sm120) GPUs."""
+    """``get_default_attn_backend`` on a CUDA GPU: FA3 on Hopper, TRT-LLM MHA on sm100 where
+    the speculative topk is known to be 1 (set, or no speculation), else FlashInfer (Triton for
+    a model with attention sinks, which FlashInfer cannot serve)."""
     hopper = gpu.capability[0] == 9
     sm100 = gpu.capability[0] == 10
     if mla:
         return "fa3" if hopper else ("flashinfer" if sm100 else "triton")
-    topk_one = not speculative or explicit_topk is None or explicit_topk == 1
+    topk_one = algo is None or explicit_topk is None or explicit_topk == 1
     if hopper and topk_one:
         return "fa3"
-    if sm100 and topk_one:
+    if sm100 and topk_one and (algo is None or explicit_topk is not None or algo == "DFLASH"):
         return "trtllm_mha"
-    return "flashinfer"
+    return "triton" if sinks else "flashinfer"
+
+
+def _attention_constraints(args: dict[str, Any], gpu: GpuSpec, warnings: list[str]) -> None:
+    """``_mla_backend_page_constraints``, ``_mla_kv_cache_dtype_checks``, the TRT-LLM MHA GPU
+    check and ``_attention_backend_fa3_fp8_fallback``, in 0.5.23's order."""
+    backend = args.get("attention_backend")
+    decode = args.get("decode_attention_backend")
+    prefill = args.get("prefill_attention_backend")
+    page = args.get("page_size")
+    if "flashmla" in (backend, decode):
+        warnings.append(FLASHMLA_PAGE_WARNING)
+        page = 64
+    if "trtllm_mla" in (backend, decode) and page not in (32, 64):
+        warnings.append(
+            "TensorRT-LLM MLA only supports page_size of 32 or 64, changing page_size from "
+            f"{page} to 64."
+        )
+        page = 64
+    if "trtllm_mha" in (backend, decode, prefill) and page not in (16, 32, 64, 128):
+        warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
+        page = 64
+    args["page_size"] = 1 if page is None else page
+    if "trtllm_mla" in (backend, decode) and gpu.capability[0] not in (10, 12):
+        raise ResolutionError(
+            "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). "
+            "Please use a different backend.",
+            tracebacks.frames("trtllm_mla_gpu"),
+        )
+    if (prefill or backend) == "trtllm_mha" and gpu.capability[0] not in (9, 10, 12):
+        raise ResolutionError(
+            "ValueError: TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell "
+            "(SM100), or SM120 GPUs. Please use a different prefill backend.",
+            tracebacks.frames("trtllm_mha_gpu"),
+        )
+    if args.get("attention_backend") == "fa3" and args.get("kv_cache_dtype") == "fp8_e5m2":
+        warnings.append(FA3_FP8_WARNING)
+        args["attention_backend"] = "triton"
 
 
 def _spec_frames(dispatch_line: int, handler: str) -> list[tuple[str, int, str, str]]:
@@ -285,6 +328,42 @@ def _refuse_unsimulated_algorithm(algo: str, args: dict[str, Any]) -> None:
             )
 
 
+def _refuse_missing_model(path: str, draft: bool = False) -> None:
+    """A model directory that is missing where its siblings' config.json can be read: SGLang
+    takes the path for a hub repo id and transformers refuses it (``load_pointer_head``).
+
+    Only there: the simulator also runs on made-up paths (a sweep planned away from the host,
+    a test's model name), which SGLang would refuse too but which the simulator must serve.
+    """
+    if not missing_among_models(path):
+        return
+    raise ResolutionError(
+        "OSError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+        f"'{path}'. Use `repo_type` argument if needed.",
+        tracebacks.frames("missing_draft" if draft else "missing_model"),
+    )
+
+
+def _refuse_longer_context(args: dict[str, Any], derived: int | None) -> None:
+    """``ModelConfig._derive_context_length``: a --context-length above the model's own."""
+    requested = args.get("context_length")
+    if (
+        requested is None
+        or derived is None
+        or int(requested) <= derived
+        or os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true")
+    ):
+        return
+    raise ResolutionError(
+        f"ValueError: Warning: User-specified context_length ({requested}) is greater than the "
+        f"derived context_length ({derived}). This may lead to incorrect model outputs or CUDA "
+        "errors. Note that the derived context_length may differ from max_position_embeddings "
+        "in the model's config. To allow overriding this maximum, set the env var "
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+        tracebacks.frames("longer_context"),
+    )
+
+
 def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = None) -> Resolved:
     """Apply SGLang's resolution; returns the args as the server_args line logs them.
 
@@ -317,13 +396,19 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             args[key] = resolved_auto
     if args.get("speculative_draft_model_quantization") is None:
         args["speculative_draft_model_quantization"] = args.get("quantization")
+    identity = read_model_identity(str(args["model_path"]))
+    _refuse_missing_model(str(args["model_path"]))
     # handle_deprecated_args: the first hook that warns, before any reads a renamed value
     renamed, deprecated = rename_deprecated(args)
     args.update(renamed)
     warnings.extend(deprecated)
-    identity = read_model_identity(str(args["model_path"]))
+    # ModelConfig is first built after it (apply_inkling_prefill_cuda_graph_default)
+    _refuse_longer_context(args, identity.context_length)
+    warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     model = parse_model(args["model_path"], args.get("quantization"), identity)
     arch = model.architecture
+    if identity.architecture != arch:  # by name: the cost model's family decides
+        identity = dataclasses.replace(identity, architecture=arch)
     mla = identity.mla
     tp = int(args.get("tp_size") or 1)
     if args.get("served_model_name") is None:
@@ -340,13 +425,6 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     algo = args.get("speculative_algorithm")
     if algo is not None:
         algo = "EAGLE" if algo.upper() == "NEXTN" else algo.upper()
-
-    # model hook: MLA models prefill through MLA under piecewise graphs
-    if mla:
-        warnings.append(PIECEWISE_MLA)
-    if arch in ALLREDUCE_FUSION_ARCHS and gpu.capability[0] in (9, 10) and tp > 1 and attn_dp == 1:
-        args["flashinfer_allreduce_fusion_backend"] = "auto"
-        warnings.append(ALLREDUCE_FUSION.format(arch=arch))
 
     # GPU memory settings: chunked prefill and the CUDA-graph capture lists
     gpu_mib = gpu.memory_mib
@@ -372,6 +450,17 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             prefill_graph_bs(prefill_max_bs),
         ),
     }
+    deepep = args.get("moe_a2a_backend") == "deepep"
+    if deepep and not graphs_off:
+        # apply_deepep_adjustments (handle_cuda_graph_config, before the memory settings size
+        # the prefill graphs): the documented 2048 default's buckets, aligned to 8
+        buckets = prefill_graph_bs(2048)
+        aligned = sorted({(b + 7) // 8 * 8 for b in buckets})
+        warnings.append(
+            "Breakable prefill CUDA graph with DeepEP requires bucket sizes divisible by 8; "
+            f"aligning {buckets} -> {aligned}."
+        )
+        graph["prefill"] = {**graph["prefill"], "max_bs": aligned[-1], "bs": aligned}
     if args.get("mem_fraction_static") is None:
         activation = max(chunk if chunk > 0 else int(args.get("max_prefill_tokens") or 0), 2048)
         reserved = 512 + activation * 1.5 + tp / 8 * 1024
@@ -382,23 +471,67 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
                 if graph["decode"]["max_bs"] > 300:
                     reserved += graph["decode"]["max_bs"] * attn_dp * 1.5
             reserved += 1.5 * 1024 if mla else len(graph["prefill"]["bs"]) * 8
+            if deepep:
+                reserved += 1024  # the prefill graphs' DeepEP bridge pool
         if gpu_mib > 60 * 1024:
             reserved = max(reserved, 10 * 1024)
+        if deepep and not graphs_off:
+            reserved += 2 * 1024  # DeepEP all-to-all buffers of the decode graphs
         fraction = round((gpu_mib - reserved) / gpu_mib, 3)
         if arch in VISION_TOWERS:
             fraction *= _vlm_factor(arch)
         args["mem_fraction_static"] = fraction
 
-    # attention backend default (before the speculative handler fills in topk)
+    # handle_model_specific_adjustments: the architecture's registered overrides, the DeepSeek
+    # branch, the all-reduce fusion (model_rules)
+    def default_backend() -> str:
+        return _default_attention(
+            gpu,
+            mla,
+            algo,
+            args.get("speculative_eagle_topk"),
+            model_rules.attention_sinks(identity),
+        )
+
+    model_rules.registry_overrides(identity, args, gpu, warnings, default_backend)
+    model_rules.deepseek_adjustments(identity, args, gpu, warnings, not graphs_off)
+    model_rules.allreduce_fusion(identity, args, gpu, warnings, attn_dp)
+
+    # handle_attention_backend_compatibility: default, torch native, page sizes, GPU checks
     if args.get("prefill_attention_backend") is not None and args.get(
         "prefill_attention_backend"
     ) == args.get("decode_attention_backend"):
         args["attention_backend"] = args["prefill_attention_backend"]
     if args.get("attention_backend") is None:
-        explicit_topk = args.get("speculative_eagle_topk")
-        backend = _default_attention(gpu, mla, speculative, explicit_topk)
+        backend = default_backend()
         args["attention_backend"] = backend
         warnings.append(ATTENTION_DEFAULT.format(backend=backend))
+    if args.get("attention_backend") == "torch_native":
+        warnings.append("Cuda graph is disabled because of using torch native attention backend")
+        for phase in ("decode", "prefill"):
+            graph[phase] = {**graph[phase], "backend": "disabled"}
+    _attention_constraints(args, gpu, warnings)
+    if (
+        arch == "DeepseekV3ForCausalLM"
+        and graph["prefill"]["backend"] != "disabled"
+        and (args.get("prefill_attention_backend") or args.get("attention_backend")) == "trtllm_mla"
+    ):
+        warnings.append(
+            model_rules.DEEPSEEK_PREFILL_GRAPH.format(backend=graph["prefill"]["backend"])
+        )
+        graph["prefill"] = {**graph["prefill"], "backend": "disabled"}
+    if attn_dp > 1:
+        if tp % attn_dp:
+            raise ResolutionError("AssertionError", tracebacks.frames("dp_not_dividing_tp"))
+        old = int(args["chunked_prefill_size"])
+        args["chunked_prefill_size"] = old // attn_dp
+        warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
+        # the prefill graphs re-clamped to the per-rank chunk, unless they are disabled
+        capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
+        if graph["prefill"]["backend"] != "disabled":
+            graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
+    model_rules.moe_runner_messages(args, warnings)
+    model_rules.a2a_ep_size(args, warnings)
 
     # speculative handler: the name is checked only now, after the warnings above
     spec = SpecConfig()
@@ -438,9 +571,29 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
                 int(args["speculative_num_draft_tokens"]) // args["speculative_eagle_topk"]
             )
         warnings.append(NGRAM_MIXED_WARNING)
+        topk = int(args["speculative_eagle_topk"])
+        page = int(args.get("page_size") or 1)
+        if topk > 1 and page > 1 and args.get("attention_backend") != "flashinfer":
+            raise ResolutionError(
+                f"ValueError: speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is "
+                "unstable and produces incorrect results for paged attention backends. This "
+                "combination is only supported for the 'flashinfer' backend.",
+                [
+                    *_spec_frames(266, "_handle_ngram"),
+                    (
+                        _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                        1361,
+                        "_handle_ngram",
+                        "raise ValueError(",
+                    ),
+                ],
+            )
         draft = int(args["speculative_num_draft_tokens"])
         spec = SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
     elif algo in EAGLE_FAMILY:
+        draft_path = args.get("speculative_draft_model_path")
+        if draft_path is not None:
+            _refuse_missing_model(str(draft_path), draft=True)
         if args.get("max_running_requests") is None:
             args["max_running_requests"] = 48
             warnings.append(MAX_RUNNING_WARNING)
@@ -495,34 +648,10 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
         spec = SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))
 
-    # post-process passes: backend/page constraints, then data parallelism
-    if args.get("attention_backend") == "fa3" and args.get("kv_cache_dtype") == "fp8_e5m2":
-        warnings.append(FA3_FP8_WARNING)
-        args["attention_backend"] = "triton"
-    backends = {args.get("attention_backend"), args.get("decode_attention_backend")}
-    page = args.get("page_size")
-    if "flashmla" in backends:
-        warnings.append(FLASHMLA_PAGE_WARNING)
-        page = 64
-    if "trtllm_mha" in backends | {args.get("prefill_attention_backend")} and page not in (
-        16,
-        32,
-        64,
-        128,
-    ):
-        warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
-        page = 64
-    args["page_size"] = 1 if page is None else page
     if args.get("sampling_backend") is None:
         args["sampling_backend"] = "flashinfer"
-    if attn_dp > 1:
-        old = int(args["chunked_prefill_size"])
-        args["chunked_prefill_size"] = old // attn_dp
-        warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
-        capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
-        graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
     args["cuda_graph_config"] = copy.deepcopy(graph)
-    graph_bs = [] if graphs_off else list(graph["decode"]["bs"])
+    graph_bs = [] if graph["decode"]["backend"] == "disabled" else list(graph["decode"]["bs"])
     return Resolved(args, warnings, model, spec, gpu, graph_bs)
 
 

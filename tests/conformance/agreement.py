@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,19 +73,26 @@ class Profile:
     total_mib: int
     capability: tuple[int, int]
     golden: dict[str, Any]
+    #: where the golden's ``{models}`` lies when replayed (a directory of config.json files for
+    #: the wide matrix, whose models the simulator and the predictor read)
+    models: str = MODELS
 
     def resolved(self, config: str) -> dict[str, Any]:
         """The real resolved server_args of ``config`` (common values + its differences)."""
         entry = self.golden["configs"][config]
         values = dict(self.golden["common_server_args"])
         values.update(entry.get("server_args_diff", {}))
-        return _expand(values)
+        return _expand(values, self.models)
+
+    def argv(self, config: str) -> list[str]:
+        """``config``'s command line with the model root in place."""
+        return argv_of(self.golden["configs"][config], self.models)
 
 
-def load_profiles() -> list[Profile]:
+def load_profiles(directory: Path = GOLDENS, models: str = MODELS) -> list[Profile]:
     profiles = []
-    for path in sorted(GOLDENS.glob("*.json")):
-        if path.name == "catalog.json":
+    for path in sorted(directory.glob("*.json")):
+        if path.name in ("catalog.json", "models.json"):
             continue
         golden = json.loads(path.read_text())
         info = golden["profile"]
@@ -95,24 +103,25 @@ def load_profiles() -> list[Profile]:
                 int(info["total_mib"]),
                 (int(info["capability"][0]), int(info["capability"][1])),
                 golden,
+                models,
             )
         )
     return profiles
 
 
-def _expand(value: Any) -> Any:
+def _expand(value: Any, root: str = MODELS) -> Any:
     """Golden values with ``{models}`` placed under the simulator's model root."""
     if isinstance(value, str):
-        return value.replace("{models}", MODELS)
+        return value.replace("{models}", root)
     if isinstance(value, list):
-        return [_expand(v) for v in value]
+        return [_expand(v, root) for v in value]
     if isinstance(value, dict):
-        return {k: _expand(v) for k, v in value.items()}
+        return {k: _expand(v, root) for k, v in value.items()}
     return value
 
 
-def argv_of(entry: dict[str, Any]) -> list[str]:
-    return [str(_expand(a)) for a in entry["argv"]]
+def argv_of(entry: dict[str, Any], root: str = MODELS) -> list[str]:
+    return [str(_expand(a, root)) for a in entry["argv"]]
 
 
 def same(a: Any, b: Any) -> bool:
@@ -200,16 +209,20 @@ class Agreement:
         )
 
 
-def measure(profiles: list[Profile] | None = None) -> Agreement:
-    """Replay every golden through the simulator and count agreement."""
+def measure(
+    profiles: list[Profile] | None = None, select: Callable[[dict[str, Any]], bool] | None = None
+) -> Agreement:
+    """Replay every golden (or those ``select`` keeps) through the simulator, count agreement."""
     result = Agreement()
     for profile in profiles or load_profiles():
         for name, entry in profile.golden["configs"].items():
-            sim = run_sim(argv_of(entry), profile)
+            if select is not None and not select(entry):
+                continue
+            sim = run_sim(profile.argv(name), profile)
             where = f"{profile.key}/{name}"
             if entry["exit_code"] != 0:
                 result.fail_configs += 1
-                real_last = entry["last_line"].strip()
+                real_last = str(_expand(entry["last_line"], profile.models)).strip()
                 if sim.exit_code == entry["exit_code"] and sim.last_line.strip() == real_last:
                     result.fail_agree += 1
                 else:
@@ -229,7 +242,7 @@ def measure(profiles: list[Profile] | None = None) -> Agreement:
                     else:
                         result.misses.append(f"{where}: traceback {mine[-1:]} != {real[-1:]}")
                 if entry["exit_code"] == 1:
-                    _count_warnings(result, where, sim, entry)
+                    _count_warnings(result, where, sim, entry, profile.models)
                 continue
             if sim.exit_code != 0:
                 result.misses.append(f"{where}: simulator failed: {sim.last_line}")
@@ -245,14 +258,16 @@ def measure(profiles: list[Profile] | None = None) -> Agreement:
                     result.misses.append(
                         f"{where}: {key} sim={_short(sim.args.get(key))} real={_short(real.get(key))}"
                     )
-            _count_warnings(result, where, sim, entry)
+            _count_warnings(result, where, sim, entry, profile.models)
         _count_tricky(result, profile)
     return result
 
 
-def _count_warnings(result: Agreement, where: str, sim: SimOutcome, entry: dict[str, Any]) -> None:
+def _count_warnings(
+    result: Agreement, where: str, sim: SimOutcome, entry: dict[str, Any], root: str = MODELS
+) -> None:
     result.warn_configs += 1
-    real = [_expand(w) for w in entry["log_before_server_args"]]
+    real = [_expand(w, root) for w in entry["log_before_server_args"]]
     if sim.warnings == real:
         result.warn_agree += 1
     else:
@@ -263,7 +278,7 @@ def _count_tricky(result: Agreement, profile: Profile) -> None:
     """The parser on tricky values: same value, or same exit status and error line."""
     from pytest_sglang.sim import cli
 
-    for row in profile.golden["tricky"]:
+    for row in profile.golden.get("tricky", []):
         result.tricky += 1
         argv = ["--model-path", "m", *row["argv"]]
         err = io.StringIO()
@@ -319,17 +334,19 @@ class JournalAgreement:
     mismatches: list[str] = field(default_factory=list)
 
 
-def measure_journal(profiles: list[Profile] | None = None) -> JournalAgreement:
+def measure_journal(
+    profiles: list[Profile] | None = None, select: Callable[[dict[str, Any]], bool] | None = None
+) -> JournalAgreement:
     """Every golden config the plugin can express: its expected values and warnings vs real."""
     from pytest_sglang.config import ServerConfig
 
     result = JournalAgreement()
     for profile in profiles or load_profiles():
         for name, entry in profile.golden["configs"].items():
-            if entry["exit_code"] != 0:
+            if entry["exit_code"] != 0 or (select is not None and not select(entry)):
                 continue
             try:
-                config = ServerConfig.from_argv(argv_of(entry), VERSION)
+                config = ServerConfig.from_argv(profile.argv(name), VERSION)
                 expected = config.expected_journal(VERSION)
             except Exception:  # the plugin refuses the config up front: nothing to mismatch
                 result.refused += 1
@@ -343,7 +360,7 @@ def measure_journal(profiles: list[Profile] | None = None) -> JournalAgreement:
                     result.mismatches.append(
                         f"{where}: {key} expected={value!r} real={_short(real.get(key))}"
                     )
-            logged = [_expand(w) for w in entry["log_before_server_args"]]
+            logged = [_expand(w, profile.models) for w in entry["log_before_server_args"]]
             for warning in expected.warnings:
                 result.checked_warnings += 1
                 if warning not in logged:

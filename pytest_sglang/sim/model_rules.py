@@ -1,0 +1,336 @@
+"""SGLang 0.5.23's model- and architecture-specific resolution rules, played by the simulator.
+
+Why a module of its own: :mod:`.post_init` plays the pipeline's order and its generic rules;
+what 0.5.23 decides per architecture and GPU generation lives in its override registry
+(``arg_groups/model_overrides/*.py``, ``overrides.py``) and in ``ModelConfig``'s checks, and is
+ported here, rule by rule, for the families the simulator knows from their config.json
+(:mod:`pytest_sglang.model_identity`): the DeepSeek-V3 family (Kimi-K2, Moonlight, R1),
+gpt-oss (MXFP4, sliding windows, attention sinks), the Qwen3 MoE family and its hybrid
+linear-attention members, GLM-4.5. Each function says which 0.5.23 source it follows; the
+messages are SGLang's own, in the order it logs them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model_identity import ModelIdentity
+from .perf import GpuSpec
+
+__all__ = [
+    "DEEPSEEK_FAMILY",
+    "HYBRID_SWA_ARCHS",
+    "a2a_ep_size",
+    "allreduce_fusion",
+    "attention_sinks",
+    "deepseek_adjustments",
+    "model_config_messages",
+    "moe_runner_messages",
+    "registry_overrides",
+]
+
+#: ``SWA_SINK_ARCHS`` members among the simulated families: hybrid SWA, attention sinks
+HYBRID_SWA_ARCHS = frozenset({"GptOssForCausalLM"})
+#: ``_FLASHINFER_ALLREDUCE_FUSION_ARCHS`` of 0.5.23 (``overrides.py``)
+ALLREDUCE_FUSION_ARCHS = frozenset(
+    {
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "DeepseekV4ForCausalLM",
+        "GptOssForCausalLM",
+        "GlmMoeDsaForCausalLM",
+        "Glm4MoeForCausalLM",
+        "Glm4MoeLiteForCausalLM",
+        "MistralLarge3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "Qwen3VLMoeForConditionalGeneration",
+        "Qwen3NextForCausalLM",
+        "Qwen4ExpForConditionalGeneration",
+        "KimiK25ForConditionalGeneration",
+        "Qwen3_5MoeForConditionalGeneration",
+        "InternS2PreviewForConditionalGeneration",
+        "Qwen3_5ForConditionalGeneration",
+        "NemotronHForCausalLM",
+        "NemotronHPuzzleForCausalLM",
+        "NemotronH_Omni_Reasoning_V3",
+    }
+)
+#: the architectures ``handle_model_specific_adjustments`` treats as DeepSeek (non-DSA ones)
+DEEPSEEK_FAMILY = frozenset(
+    {
+        "DeepseekV3ForCausalLM",
+        "KimiK25ForConditionalGeneration",
+        "MistralLarge3ForCausalLM",
+        "PixtralForConditionalGeneration",
+    }
+)
+#: ``_qwen3_moe_family_overrides``' architectures
+QWEN3_MOE_FAMILY = frozenset(
+    {
+        "Qwen3MoeForCausalLM",
+        "Qwen3VLMoeForConditionalGeneration",
+        "Qwen3NextForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen4ExpForConditionalGeneration",
+    }
+)
+#: ``_qwen3_5_hybrid_overrides``' architectures (hybrid linear attention)
+QWEN3_5_HYBRID = frozenset(
+    {
+        "Qwen3NextForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+        "Qwen3_5ForConditionalGeneration",
+    }
+)
+#: ``optimized_quantization_methods`` of ``ModelConfig._verify_quantization``
+OPTIMIZED_QUANTIZATION = frozenset(
+    {
+        "fp8",
+        "marlin",
+        "modelopt_fp8",
+        "modelopt_fp4",
+        "modelopt_mixed",
+        "nvfp4_online",
+        "gptq_marlin_24",
+        "gptq_marlin",
+        "awq_marlin",
+        "compressed_tensors",
+        "compressed-tensors",
+        "experts_int8",
+        "w8a8_int8",
+        "w8a8_fp8",
+        "moe_wna16",
+        "w4afp8",
+        "petit_nvfp4",
+        "quark",
+        "modelslim",
+        "humming",
+        "quark_mxfp4",
+        "auto-round",
+        "minimax_m3_nvfp4",
+    }
+)
+FLASHINFER_TRTLLM_MOE = (
+    "FlashInfer TRTLLM MoE is enabled. --disable-shared-experts-fusion is automatically set."
+)
+DEEPSEEK_PREFILL_GRAPH = (
+    "Disabling prefill CUDA graph ({backend}) by default for the DeepSeek-V3 arch on the "
+    "trtllm_mla attention backend (a captured prefill graph forces a FlashAttention fallback "
+    "that regresses prefill). Set the prefill cuda graph backend explicitly (e.g. "
+    "--cuda-graph-backend-prefill breakable) to override."
+)
+
+
+def _sm(gpu: GpuSpec) -> int:
+    return gpu.capability[0]
+
+
+def attention_sinks(identity: ModelIdentity) -> bool:
+    """``ModelConfig.has_attention_sinks``: FlashInfer cannot serve them (triton instead)."""
+    return identity.architecture in HYBRID_SWA_ARCHS
+
+
+def model_config_messages(identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec) -> list[str]:
+    """What building ``ModelConfig`` logs (the first thing resolution logs about a model):
+    ``_verify_quantization``'s not-optimized warning, then ``model_config_of``'s hybrid SWA note."""
+    messages: list[str] = []
+    quantization = args.get("quantization") or identity.quantization
+    if (
+        quantization
+        and quantization not in OPTIMIZED_QUANTIZATION
+        and not (quantization in ("mxfp4", "mxfp8") and _sm(gpu) == 10)
+    ):
+        messages.append(
+            f"{quantization} quantization is not fully optimized yet. The speed can be slower "
+            "than non-quantized models."
+        )
+    if identity.architecture in HYBRID_SWA_ARCHS and not args.get("disable_hybrid_swa_memory"):
+        messages.append(f"Hybrid SWA model detected. architectures=['{identity.architecture}']")
+    return messages
+
+
+def _attention_unset(args: dict[str, Any]) -> bool:
+    return (
+        args.get("attention_backend") is None
+        and args.get("prefill_attention_backend") is None
+        and args.get("decode_attention_backend") is None
+    )
+
+
+def registry_overrides(
+    identity: ModelIdentity,
+    args: dict[str, Any],
+    gpu: GpuSpec,
+    warnings: list[str],
+    default_attention: Any,
+) -> None:
+    """``collect_model_override_declarations``: the architecture's registered overrides,
+    applied to ``args`` with their messages. ``default_attention()`` is
+    ``get_default_attn_backend`` as it would answer now (the Qwen3.5 hybrid rule asks it)."""
+    arch = identity.architecture
+    sm = _sm(gpu)
+    if arch == "DeepseekV3ForCausalLM" and sm == 10 and _attention_unset(args):
+        # model_overrides/deepseek_v2.py: _deepseek_family_overrides
+        args["attention_backend"] = "trtllm_mla"
+        warnings.append("Use trtllm_mla as attention backend on sm100 for DeepseekV3ForCausalLM")
+    if arch == "GptOssForCausalLM":
+        _gpt_oss(identity, args, gpu, warnings)
+    if arch in QWEN3_5_HYBRID and sm == 10 and args.get("attention_backend") is None:
+        # model_overrides/qwen3_5.py: trtllm_mha only where a page size above 1 is possible
+        backend = "triton"
+        if default_attention() == "trtllm_mha" and not (
+            args.get("mamba_radix_cache_strategy") != "extra_buffer"
+            and not args.get("disable_radix_cache")
+            and args.get("speculative_algorithm") is None
+        ):
+            backend = "trtllm_mha"
+        args["attention_backend"] = backend
+        args["page_size"] = 64 if backend == "trtllm_mha" else 1
+    if arch in QWEN3_MOE_FAMILY and sm == 10:
+        # model_overrides/qwen3_moe.py
+        quantization = _config_quantization(identity, args)
+        if (
+            quantization in ("fp8", "modelopt_fp4", "modelopt_mixed", None)
+            and args.get("moe_a2a_backend", "none") == "none"
+            and args.get("moe_runner_backend", "auto") == "auto"
+        ):
+            args["moe_runner_backend"] = "flashinfer_trtllm"
+            warnings.append(f"Use flashinfer_trtllm as MoE runner backend on sm100 for {arch}")
+    if arch == "Glm4MoeForCausalLM":
+        # model_overrides/glm4_moe.py
+        if sm == 10:
+            quantization = _config_quantization(identity, args)
+            if (
+                quantization in ("modelopt_fp4", None)
+                and args.get("moe_a2a_backend", "none") == "none"
+                and args.get("moe_runner_backend", "auto") == "auto"
+            ):
+                args["moe_runner_backend"] = "flashinfer_trtllm"
+                warnings.append(
+                    "Use flashinfer_trtllm as MoE runner backend on sm100 for Glm4MoeForCausalLM"
+                )
+        warnings.append(
+            "Enable TF32 matmul for Glm4MoeForCausalLM model to improve gate gemm performance."
+        )
+        args["enable_tf32_matmul"] = True
+
+
+def _config_quantization(identity: ModelIdentity, args: dict[str, Any]) -> str | None:
+    """The quantization an sm100 override settles on: the flag, else the config's method."""
+    if args.get("quantization") is None and identity.quantization is not None:
+        args["quantization"] = identity.quantization
+    quantization = args.get("quantization")
+    return str(quantization) if quantization is not None else None
+
+
+def _gpt_oss(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str]
+) -> None:
+    """model_overrides/gpt_oss.py on a CUDA GPU: attention backend, bf16 for MXFP4, MoE runner."""
+    sm = _sm(gpu)
+    if _attention_unset(args):
+        args["attention_backend"] = "trtllm_mha" if sm == 10 else ("fa3" if sm == 9 else "triton")
+    mxfp4 = identity.quantization == "mxfp4"
+    if mxfp4:
+        args["dtype"] = "bfloat16"
+    if args.get("moe_runner_backend", "auto") != "auto":
+        return
+    if sm == 10 and mxfp4:
+        args["moe_runner_backend"] = "flashinfer_mxfp4"
+        warnings.append(
+            "Detected SM100 and MXFP4 quantization format for GPT-OSS model, enabling FlashInfer "
+            "MXFP4 MOE kernel."
+        )
+    elif sm == 12 and mxfp4:
+        args["moe_runner_backend"] = "flashinfer_mxfp4"
+        warnings.append(
+            "Detected SM120 and MXFP4 quantization format for GPT-OSS model, enabling FlashInfer "
+            "CUTLASS MXFP4 MOE kernel."
+        )
+    elif int(args.get("ep_size") or 1) == 1 and args.get("quantization") is None:
+        # the triton_kernels package is installed with SGLang; the driver is below 595
+        args["moe_runner_backend"] = "triton_kernel"
+        warnings.append("Detected GPT-OSS model, enabling triton_kernels MOE kernel.")
+
+
+def deepseek_adjustments(
+    identity: ModelIdentity,
+    args: dict[str, Any],
+    gpu: GpuSpec,
+    warnings: list[str],
+    prefill_graphs: bool,
+) -> None:
+    """``handle_model_specific_adjustments``' DeepSeek branch (V3/R1 and the same architecture
+    under other names): the MLA prefill note, then ``_deepseek_moe_quant_resolution``."""
+    arch = identity.architecture
+    if arch not in DEEPSEEK_FAMILY:
+        return
+    if prefill_graphs:
+        warnings.append("Piecewise CUDA graph is enabled, use MLA for prefill.")
+    if _sm(gpu) != 10:
+        return
+    quantization = args.get("quantization")
+    if quantization is None:
+        if identity.quantization is None and arch == "DeepseekV3ForCausalLM":
+            # no safetensors next to the config: no FP8 expert weights found
+            warnings.append(
+                "No FP8 expert weights found in checkpoint, keeping bf16 for DeepSeek-arch "
+                "model on sm100"
+            )
+        else:
+            quantization = args["quantization"] = identity.quantization
+    if (
+        args.get("moe_a2a_backend", "none") == "none"
+        and args.get("moe_runner_backend", "auto") == "auto"
+        and quantization in ("fp8", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", None)
+    ):
+        args["moe_runner_backend"] = "flashinfer_trtllm"
+        warnings.append(
+            "Use flashinfer_trtllm as MoE runner backend on sm100 for DeepseekV3ForCausalLM"
+        )
+
+
+def allreduce_fusion(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str], attn_dp: int
+) -> None:
+    """``_flashinfer_allreduce_fusion_auto_enable``: supported architectures on sm90/sm100
+    under TP without attention DP or an all-to-all MoE backend."""
+    if (
+        args.get("flashinfer_allreduce_fusion_backend") is None
+        and identity.architecture in ALLREDUCE_FUSION_ARCHS
+        and _sm(gpu) in (9, 10)
+        and int(args.get("tp_size") or 1) > 1
+        and attn_dp == 1
+        and args.get("moe_a2a_backend", "none") == "none"
+    ):
+        args["flashinfer_allreduce_fusion_backend"] = "auto"
+        warnings.append(
+            f"Auto-enabling FlashInfer AllReduce Fusion (auto) for {identity.architecture}"
+        )
+
+
+def moe_runner_messages(args: dict[str, Any], warnings: list[str]) -> None:
+    """``_moe_runner_fusion_disable``: the MoE runners that keep shared experts apart."""
+    if args.get("moe_runner_backend") in ("flashinfer_trtllm", "experimental_sgl_trtllm"):
+        warnings.append(FLASHINFER_TRTLLM_MOE)
+        args["disable_shared_experts_fusion"] = True
+
+
+#: ``_A2A_EP_SPANNING_BACKENDS``: all-to-all MoE backends whose experts span the TP group
+A2A_EP_SPANNING = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl"})
+
+
+def a2a_ep_size(args: dict[str, Any], warnings: list[str]) -> None:
+    """``_a2a_ep_size``: the expert-parallel size follows TP under a spanning backend."""
+    backend = args.get("moe_a2a_backend")
+    if backend not in A2A_EP_SPANNING:
+        return
+    tp = int(args.get("tp_size") or 1)
+    ep = int(args.get("ep_size") or 1)
+    if ep != tp:
+        warnings.append(
+            f"{backend} MoE is enabled. The expert parallel size is adjusted from {ep} to the "
+            f"tensor parallel size [{tp}]."
+        )
+    args["ep_size"] = tp
