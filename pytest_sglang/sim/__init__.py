@@ -48,8 +48,9 @@ Modules, from the command line to serving:
 
 - :mod:`.__main__` (``python -m pytest_sglang.sim``), :mod:`.cli` (SGLang's parser, rebuilt from
   its catalog), :mod:`.knobs` (the ``SGLANG_SIM_*`` variables);
-- :mod:`.post_init` (SGLang's argument resolution), :mod:`.fields` (the ``server_args=`` field
-  order), :mod:`.resolver` (the simulator answering as the host's SGLang);
+- :mod:`.post_init` (SGLang's argument resolution), :mod:`.model_rules` (its per-architecture
+  overrides), :mod:`.tracebacks` (the frames of its refusals), :mod:`.fields` (the
+  ``server_args=`` field order), :mod:`.resolver` (the simulator answering as the host's SGLang);
 - :mod:`.startup` (the startup milestones), :mod:`.logs` (SGLang's log format), :mod:`.faults`
   (how SGLang dies, replayed);
 - :mod:`.server` (the HTTP API), :mod:`.info` (``/server_info``, ``/model_info``, ``meta_info``),

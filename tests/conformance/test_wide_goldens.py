@@ -23,7 +23,7 @@ from wide_agreement import WIDE, Part, load_wide, measure_part
 #: (benchmarks/conformance_agreement.py), rounded down; a drop below any is a regression. The
 #: predictor alone cannot see the refusals that depend on the GPU (TRT-LLM MLA off Blackwell,
 #: TRT-LLM MHA prefill on sm80, NGRAM's topk on a paged sm100 backend): the host's own SGLang
-#: answers those before deploy (pytest_sglang.deploy.host_resolve).
+#: answers those before deploy (pytest_sglang.lifecycle.host_resolve).
 BARS = {
     "tuned": (100.0, 100.0, 100.0, 89.3, 100.0),
     "held_out": (99.9, 96.4, 94.2, 79.9, 94.2),

@@ -65,7 +65,7 @@ class Refusals:
     real_refused: int = 0
     refused_up_front: int = 0
     #: refused by the predictor or, where it accepts, by the host's resolution before deploy
-    #: (:mod:`pytest_sglang.deploy.host_resolve`), the simulator playing the host's SGLang
+    #: (:mod:`pytest_sglang.lifecycle.host_resolve`), the simulator playing the host's SGLang
     with_host: int = 0
     misses: list[str] = field(default_factory=list)
 
