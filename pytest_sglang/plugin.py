@@ -52,6 +52,24 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sglang", "SGLang server deployment and benchmarking")
+    _add_host_options(group)
+    _add_lifecycle_options(group)
+    _add_output_options(group)
+    parser.addini(
+        "sglang_inventory",
+        "TOML host inventory (relative to the rootdir).",
+        default="sglang-hosts.toml",
+    )
+    parser.addini(
+        "sglang_secret_env",
+        "Extra environment-variable name patterns whose values are secrets (one per line).",
+        type="linelist",
+        default=[],
+    )
+
+
+def _add_host_options(group: pytest.OptionGroup) -> None:
+    """Which hosts, and how they are found."""
     group.addoption(
         "--sglang-host",
         action="append",
@@ -74,17 +92,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="ssh_config-style file for host aliases. Default: ~/.ssh/config when it exists.",
     )
     group.addoption(
+        "--sglang-secret-env",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="Another environment-variable name pattern (shell glob) whose values are secrets "
+        "and are redacted from every output; adds to the ini option sglang_secret_env and the "
+        "built-in patterns (secrets.DEFAULT_SECRET_PATTERNS: *_TOKEN, *_KEY, *PASSWORD*, "
+        "*SECRET*, *AUTH*, ...). Repeatable.",
+    )
+
+
+def _add_lifecycle_options(group: pytest.OptionGroup) -> None:
+    """How a deployment is brought up, waited for and taken down."""
+    group.addoption(
         "--sglang-ready-timeout",
         type=number(float, above=0),
         default=900.0,
         metavar="SECONDS",
         help="Deadline for a server to become ready after its restart. Default: %(default)r",
-    )
-    group.addoption(
-        "--sglang-summary",
-        default=None,
-        metavar="PATH",
-        help="Write a JSON summary of the session's deployments (and results) to PATH.",
     )
     group.addoption(
         "--sglang-lock-timeout",
@@ -139,26 +165,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "expects. auto: where the launcher is SGLang; on: also where it is the simulator; off: "
         "the built-in predictor alone. Default: %(default)s",
     )
+
+
+def _add_output_options(group: pytest.OptionGroup) -> None:
+    """What the session writes besides the terminal."""
     group.addoption(
-        "--sglang-secret-env",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="Another environment-variable name pattern (shell glob) whose values are secrets "
-        "and are redacted from every output; adds to the ini option sglang_secret_env and the "
-        "built-in patterns (secrets.DEFAULT_SECRET_PATTERNS: *_TOKEN, *_KEY, *PASSWORD*, "
-        "*SECRET*, *AUTH*, ...). Repeatable.",
-    )
-    parser.addini(
-        "sglang_inventory",
-        "TOML host inventory (relative to the rootdir).",
-        default="sglang-hosts.toml",
-    )
-    parser.addini(
-        "sglang_secret_env",
-        "Extra environment-variable name patterns whose values are secrets (one per line).",
-        type="linelist",
-        default=[],
+        "--sglang-summary",
+        default=None,
+        metavar="PATH",
+        help="Write a JSON summary of the session's deployments (and results) to PATH.",
     )
 
 

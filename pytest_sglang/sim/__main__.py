@@ -22,7 +22,7 @@ from .cli import catalog_for, parse_args
 from .faults import die, kill_self, replay, scheduler_exception
 from .knobs import SimSettings
 from .logs import log, setup_logging
-from .post_init import ResolutionError, format_server_args, resolve_args
+from .post_init import ResolutionError, Resolved, format_server_args, resolve_args
 from .scheduler import Request, Scheduler
 from .server import ARRIVAL_CLOCK, ServerState, build_app
 from .startup import compute_capacity, run_startup
@@ -96,20 +96,7 @@ async def _warmup(port: int, state: ServerState, settings: SimSettings) -> None:
 
 
 async def _serve(argv: list[str], settings: SimSettings) -> None:
-    parsed = parse_args(argv, settings.version)
-    if settings.ignore_flag and settings.ignore_flag in parsed:
-        defaults = {e["dest"]: e["default"] for e in catalog_for(settings.version)}
-        parsed[settings.ignore_flag] = defaults.get(settings.ignore_flag)
-    try:
-        resolved = resolve_args(parsed, settings.version, settings.gpu)
-    except ResolutionError as exc:
-        for warning in exc.warnings:
-            log(warning)
-        sys.stderr.write(exc.traceback_text())
-        raise SystemExit(1) from None
-    for warning in resolved.warnings:
-        log(warning)
-    log(format_server_args(resolved.args, settings.version))
+    resolved = _resolved_or_exit(argv, settings)
     capacity = compute_capacity(resolved)
     startup_time = await run_startup(resolved, settings, capacity)
     tp = int(resolved.args.get("tp_size") or 1)
@@ -130,41 +117,13 @@ async def _serve(argv: list[str], settings: SimSettings) -> None:
         startup_time,
         launch_command=" ".join(argv),
     )
-    app = build_app(state)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    host = str(resolved.args.get("host") or "127.0.0.1")
-    port = int(resolved.args.get("port") or 30000)
     loop = asyncio.get_running_loop()
     sched_task = loop.create_task(scheduler.run())
     sched_task.add_done_callback(
         lambda t: None if t.cancelled() or not t.exception() else _scheduler_died(t.exception(), tp)
     )
-    log(f"INFO:     Started server process [{os.getpid()}]")
-    log("INFO:     Waiting for application startup.")
-    log("INFO:     Application startup complete.")
-    try:
-        # aiohttp's protocol behind the arrival clock's (see sim/arrival.py); TCPSite would
-        # hand the socket to aiohttp's protocol directly
-        assert runner.server is not None
-        factory = app[ARRIVAL_CLOCK].protocol_factory(runner.server)
-        await loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
-    except OSError as exc:
-        log(
-            f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
-            f"('{host}', {port}): {exc.strerror}"
-        )
-        kill_self()
-    log(f"INFO:     Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
-    stop = asyncio.Event()
-
-    def on_sigterm() -> None:
-        frame: FrameType | None = sys._getframe()
-        log(f"SIGTERM received. signum=15 frame={frame!r}. Draining requests and shutting down...")
-        state.shutting_down = True
-        stop.set()
-
-    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    port = await _listen(state, resolved)
+    stop = _stop_on_sigterm(state)
     if settings.fault.kind == "hang":
         pass  # port open, never ready: no warmup, /health stays 503
     elif resolved.args.get("skip_server_warmup"):
@@ -179,6 +138,67 @@ async def _serve(argv: list[str], settings: SimSettings) -> None:
         log(f"Gracefully exiting... Remaining number of requests {scheduler.busy}.")
         await asyncio.sleep(min(SIGTERM_POLL_S * max(settings.time_scale, 0.02), 1.0))
     kill_self()
+
+
+def _resolved_or_exit(argv: list[str], settings: SimSettings) -> Resolved:
+    """Parse and resolve as ``launch_server`` does, logging the warnings and the
+    ``server_args=`` line; a refusal prints SGLang's traceback and exits 1."""
+    parsed = parse_args(argv, settings.version)
+    if settings.ignore_flag and settings.ignore_flag in parsed:
+        defaults = {e["dest"]: e["default"] for e in catalog_for(settings.version)}
+        parsed[settings.ignore_flag] = defaults.get(settings.ignore_flag)
+    try:
+        resolved = resolve_args(parsed, settings.version, settings.gpu)
+    except ResolutionError as exc:
+        for warning in exc.warnings:
+            log(warning)
+        sys.stderr.write(exc.traceback_text())
+        raise SystemExit(1) from None
+    for warning in resolved.warnings:
+        log(warning)
+    log(format_server_args(resolved.args, settings.version))
+    return resolved
+
+
+async def _listen(state: ServerState, resolved: Resolved) -> int:
+    """Open the HTTP port as uvicorn does (its log lines, its bind error); the port."""
+    app = build_app(state)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    host = str(resolved.args.get("host") or "127.0.0.1")
+    port = int(resolved.args.get("port") or 30000)
+    log(f"INFO:     Started server process [{os.getpid()}]")
+    log("INFO:     Waiting for application startup.")
+    log("INFO:     Application startup complete.")
+    try:
+        # aiohttp's protocol behind the arrival clock's (see sim/arrival.py); TCPSite would
+        # hand the socket to aiohttp's protocol directly
+        assert runner.server is not None
+        factory = app[ARRIVAL_CLOCK].protocol_factory(runner.server)
+        loop = asyncio.get_running_loop()
+        await loop.create_server(factory, host, port, reuse_address=True, backlog=1024)
+    except OSError as exc:
+        log(
+            f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
+            f"('{host}', {port}): {exc.strerror}"
+        )
+        kill_self()
+    log(f"INFO:     Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
+    return port
+
+
+def _stop_on_sigterm(state: ServerState) -> asyncio.Event:
+    """SIGTERM drains: new requests are refused, the event is set."""
+    stop = asyncio.Event()
+
+    def on_sigterm() -> None:
+        frame: FrameType | None = sys._getframe()
+        log(f"SIGTERM received. signum=15 frame={frame!r}. Draining requests and shutting down...")
+        state.shutting_down = True
+        stop.set()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+    return stop
 
 
 def _scheduler_died(exc: BaseException | None, tp: int) -> None:
