@@ -22,6 +22,15 @@ names the host, the field and the file::
 
     [hosts.local]                         # the simulator: production's command line, for
     production = "--model-path /models/Qwen3-8B --tp-size 2"   # production(**changes)
+
+A host may declare several launchers (e.g. one venv per SGLang release), each a name for a
+``launch`` command, or a table that also gives its ``sglang_version`` and ``env`` (added to the
+host's); a config selects one with ``ServerConfig(launcher="0.5.22")`` and the deployment then
+runs that command (see :meth:`HostSpec.with_launcher`)::
+
+    [hosts.llm-two.launchers]
+    "0.5.22" = "/opt/venv-0.5.22/bin/python -m sglang.launch_server"
+    "0.5.23" = { launch = "/opt/venv-0.5.23/bin/python -m sglang.launch_server", env = { A = "1" } }
 """
 
 from __future__ import annotations
@@ -30,14 +39,14 @@ import fnmatch
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from . import transport as transports
 from .deploy import DEPLOYERS
-from .errors import InventoryError
+from .errors import ConfigError, InventoryError
 from .transport.base import Transport
 
 if sys.version_info >= (3, 11):
@@ -45,7 +54,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["BENCH_FROM", "LOCAL_HOST", "HostSpec", "resolve_host", "transport_for"]
+__all__ = [
+    "BENCH_FROM",
+    "LAUNCHER_NAME",
+    "LOCAL_HOST",
+    "HostSpec",
+    "Launcher",
+    "resolve_host",
+    "transport_for",
+]
 
 #: The host name of the embedded simulator (also the default when no host is given).
 LOCAL_HOST = "local"
@@ -53,6 +70,9 @@ LOCAL_HOST = "local"
 _DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 _SERVICE_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: What a launcher may be named (it becomes part of config ids and test ids: ``tp4-on-0.5.22``).
+LAUNCHER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$"
+_LAUNCHER_KEYS = ("launch", "sglang_version", "env")
 
 # Inventory keys and their types; unknown keys are refused so that typos do not go unnoticed.
 #: Where a benchmark's load comes from (``bench_from``; unset: the best that works): the GPU
@@ -71,9 +91,21 @@ _STR_KEYS = (
     "production",
 )
 _BOOL_KEYS = ("sudo", "strict_host_keys")
-_ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer"}
+_ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer", "launchers"}
 #: What a ``ssh = "local"`` host may set: it runs a process here, with no SSH or systemd.
-_LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env", "production"}
+_LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env", "production", "launchers"}
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """One of a host's named launchers: the command that starts SGLang, and what it adds.
+
+    ``sglang_version`` is the release it runs where the inventory says so (else detected, as
+    for the host's own ``launch``); ``env`` is added to the host's environment."""
+
+    launch: str
+    sglang_version: str | None = None
+    env: dict[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -108,6 +140,45 @@ class HostSpec:
     bench_from: str = ""
     #: Where the spec came from (inventory path, ssh config path or "inline"), for messages.
     source: str = ""
+    #: The named launchers the host declares (``[hosts.NAME.launchers]``).
+    launchers: dict[str, Launcher] = field(default_factory=dict, hash=False)
+    #: The launcher this spec runs (:meth:`with_launcher`); None: the host's own ``launch``.
+    launcher: str | None = None
+
+    def with_launcher(self, name: str | None) -> HostSpec:
+        """This host running launcher ``name`` (None: its own ``launch``): that ``launch``,
+        its ``sglang_version`` and its ``env`` over the host's. Asked of the host's own spec
+        (the inventory's). An unknown name is a one-line ConfigError naming the host and the
+        launchers it has."""
+        if name == self.launcher:
+            return self
+        if self.launcher is not None:
+            raise ValueError(f"{self.name}: with_launcher is asked of the host's own spec")
+        if name is None:
+            return self
+        if name not in self.launchers:
+            have = ", ".join(repr(n) for n in sorted(self.launchers))
+            where = f" in {self.source}" if self.source else ""
+            raise ConfigError(
+                f"host {self.name!r} has no launcher {name!r}"
+                + (f"; its launchers: {have}" if have else "; it declares none")
+                + f" ([hosts.{self.name}.launchers]{where})"
+            )
+        chosen = self.launchers[name]
+        return replace(
+            self,
+            launch=chosen.launch,
+            sglang_version=chosen.sglang_version,
+            env={**self.env, **chosen.env},
+            launcher=name,
+        )
+
+    @property
+    def launcher_env(self) -> dict[str, str]:
+        """The chosen launcher's own ``env`` (empty for the host's own ``launch``): it wins
+        over every other source of the launcher's environment."""
+        chosen = self.launchers.get(self.launcher) if self.launcher is not None else None
+        return dict(chosen.env) if chosen is not None else {}
 
     @property
     def url(self) -> str:
@@ -130,7 +201,51 @@ def _local_spec(entry: dict[str, Any], where: str, name: str = LOCAL_HOST) -> Ho
         deployer="process",
         production=entry.get("production"),
         source=where,
+        launchers=_launchers(entry.get("launchers", {})),
     )
+
+
+def _launchers(table: dict[str, Any]) -> dict[str, Launcher]:
+    """The checked ``launchers`` table (see :func:`_check_launchers`) as :class:`Launcher`."""
+    out: dict[str, Launcher] = {}
+    for name, value in table.items():
+        if isinstance(value, str):
+            out[name] = Launcher(value)
+        else:
+            out[name] = Launcher(
+                str(value["launch"]), value.get("sglang_version"), dict(value.get("env", {}))
+            )
+    return out
+
+
+def _check_launchers(value: Any, what: str, path: Path) -> None:
+    """``launchers``: a table of names, each a ``launch`` string or a table with ``launch``
+    and optionally ``sglang_version`` and ``env``."""
+    if not isinstance(value, dict):
+        raise InventoryError(f"{what} in {path}: 'launchers' must be a table of name = launch")
+    for name, launcher in value.items():
+        where = f"{what} in {path}: launchers.{name}"
+        if not re.match(LAUNCHER_NAME, name):
+            raise InventoryError(f"{where}: a launcher's name must match {LAUNCHER_NAME}")
+        if isinstance(launcher, str):
+            launcher = {"launch": launcher}
+        if not isinstance(launcher, dict):
+            raise InventoryError(f"{where} must be a launch command or a table")
+        unknown = sorted(set(launcher) - set(_LAUNCHER_KEYS))
+        if unknown:
+            raise InventoryError(
+                f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(_LAUNCHER_KEYS)})"
+            )
+        if not isinstance(launcher.get("launch"), str) or not launcher["launch"].strip():
+            raise InventoryError(f"{where}: 'launch' must be a non-empty command")
+        version = launcher.get("sglang_version")
+        if version is not None and not isinstance(version, str):
+            raise InventoryError(f"{where}: 'sglang_version' must be a string")
+        env = launcher.get("env", {})
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise InventoryError(f"{where}: 'env' must be a table of strings")
 
 
 def _load_inventory(path: Path) -> dict[str, Any]:
@@ -183,6 +298,8 @@ def _check_entry(entry: Any, what: str, path: Path) -> dict[str, Any]:
                 f"{what} in {path}: unknown deployer {value!r}; known: "
                 + ", ".join(sorted(DEPLOYERS))
             )
+        if key == "launchers":
+            _check_launchers(value, what, path)
         if key == "env":
             if not isinstance(value, dict):
                 raise InventoryError(f"{what} in {path}: 'env' must be a table of strings")
@@ -292,6 +409,7 @@ def _ssh_spec(
         production=entry.get("production"),
         bench_from=str(entry.get("bench_from") or ""),
         source=where,
+        launchers=_launchers(entry.get("launchers", {})),
     )
 
 

@@ -26,6 +26,8 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
 
     ``sweep(base, speculative_num_steps=[1, 2, 3, 4])`` gives four configs whose ids
     (``eagle-s1-k1`` ...) become the test ids when used in ``pytest.mark.parametrize``.
+    ``launcher=["0.5.22", "0.5.23"]`` runs every config on each of the host's named launchers
+    (``eagle-s1-k1-on-0.5.22`` ...): two releases in one session.
     """
     fields = ServerConfig.model_fields
     names = list(axes)
@@ -44,7 +46,8 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
     for combo in itertools.product(*values):
         changes = dict(zip(names, combo))
         if base.name:
-            label = change_label(changes)
+            # the id ends in -on-<launcher> by itself: the name leaves it out
+            label = change_label({k: v for k, v in changes.items() if k != "launcher"})
             changes["name"] = f"{base.name}-{label}" if label else base.name
         try:
             configs.append(base.replace(**changes))
