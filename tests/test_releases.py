@@ -21,8 +21,9 @@ import pytest
 from helpers import sim_knobs, use_simulator_env
 
 from pytest_sglang import ServerConfig, sweep
+from pytest_sglang.deploy import make_deployer
 from pytest_sglang.errors import ConfigError, InventoryError
-from pytest_sglang.hosts import resolve_host
+from pytest_sglang.hosts import resolve_host, transport_for
 
 SIM = f"{sys.executable} -m pytest_sglang.sim"
 INVENTORY = f"""
@@ -105,7 +106,7 @@ def test_two_releases_in_one_session(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_two_releases=TEST)
     (pytester.path / "sglang-hosts.toml").write_text(INVENTORY)
     summary = pytester.path / "summary.json"
-    result = pytester.runpytest(*WIDE, f"--sglang-summary={summary}")
+    result = pytester.runpytest(*WIDE, f"--sglang-summary={summary}", "--sglang-baseline-save")
     result.assert_outcomes(passed=4, errors=1)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
@@ -147,3 +148,44 @@ def test_two_releases_in_one_session(pytester: pytest.Pytester) -> None:
     assert quality["base-on-0.5.23"]["subject"] == "base-on-0.5.22"
     ranked = {row["config_id"] for verdict in data["tuning"] for row in verdict["ranking"]}
     assert {"base-on-0.5.22", "base-on-0.5.23"} <= ranked
+
+    # Saved under the config less its launcher: one history, a fingerprint per release.
+    base = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+    saved = sorted((pytester.path / "baselines").glob("*/single-stream-*/*.json"))
+    assert {p.parent.parent.name for p in saved} == {f"base-{base.digest}"}
+    versions = [json.loads(p.read_text())["machine_info"] for p in saved]
+    assert sorted(v["sglang_fingerprint"]["sglang_version"] for v in versions) == [
+        "0.5.22",
+        "0.5.23",
+    ]
+    # Next session: the first release against its own baseline, the second against the first.
+    again = pytester.runpytest(
+        *WIDE, "--sglang-baseline-require", "-k", "decode", f"--sglang-summary={summary}"
+    )
+    again.assert_outcomes(passed=2)
+    rows = {r["config_id"]: r for r in json.loads(summary.read_text())["comparisons"]}
+    assert "upgrade" not in rows["base-on-0.5.22"] and rows["base-on-0.5.22"]["baseline"]
+    assert rows["base-on-0.5.23"]["upgrade"]["baseline"] == "base-on-0.5.22 (this session)"
+
+
+def test_a_plan_runs_its_launcher_and_leaves_the_one_in_use(tmp_path: Path) -> None:
+    """Planning a config on a named launcher detects that launcher's release and gives it its
+    command and environment; the deployer's launcher in use is the same before and after."""
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(INVENTORY)
+    spec = resolve_host("local", inventory_path=inventory)
+    deployer = make_deployer(spec, transport_for(spec))
+    try:
+        config = ServerConfig(model_path="/models/Qwen3-8B")
+        old = deployer.launch_plan(config.replace(launcher="0.5.22"))
+        assert (old.sglang_version, old.env["SGLANG_SIM_VERSION"]) == ("0.5.22", "0.5.22")
+        assert old.launcher == tuple(SIM.split())
+        assert deployer.spec.launcher is None  # planning changed nothing in use
+        own = deployer.launch_plan(config)
+        assert "SGLANG_SIM_VERSION" not in own.env and own.sglang_version == "0.5.23"
+        with pytest.raises(ConfigError, match=r"has no launcher '0\.5\.21'"):
+            deployer.launch_plan(config.replace(launcher="0.5.21"))
+        deployer.use_launcher("0.5.22")
+        assert deployer.sglang_version() == "0.5.22"
+    finally:
+        deployer.close()
