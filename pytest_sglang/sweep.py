@@ -46,8 +46,7 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
     for combo in itertools.product(*values):
         changes = dict(zip(names, combo))
         if base.name:
-            # the id ends in -on-<launcher> by itself: the name leaves it out
-            label = change_label({k: v for k, v in changes.items() if k != "launcher"})
+            label = change_label(changes)
             changes["name"] = f"{base.name}-{label}" if label else base.name
         try:
             configs.append(base.replace(**changes))
@@ -63,8 +62,9 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
 
 
 def change_label(changes: dict[str, Any]) -> str:
-    """A short test-id label of field changes: ``{"speculative_num_steps": 3}`` -> ``s3``."""
-    return "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items())
+    """A short test-id label of field changes: ``{"speculative_num_steps": 3}`` -> ``s3``.
+    A ``launcher`` is left out: a config's id ends in ``-on-<launcher>`` by itself."""
+    return "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items() if k != "launcher")
 
 
 def _short(field: str) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from helpers import sim_knobs, use_simulator_env
 
-from pytest_sglang import ServerConfig, sweep
+from pytest_sglang import ServerConfig, load_configs, production, sweep
 from pytest_sglang.deploy import make_deployer
 from pytest_sglang.errors import ConfigError, InventoryError
 from pytest_sglang.hosts import resolve_host, transport_for
@@ -77,6 +77,13 @@ def test_a_launcher_is_part_of_the_id_and_digest_but_not_of_the_baseline_key() -
     assert [c.id for c in named] == ["prod-tp4-on-a", "prod-tp4-on-b"]
     with pytest.raises(ConfigError, match="launcher"):
         ServerConfig(model_path="/m", launcher="has space")
+    assert production(launcher="0.5.22", tp_size=2).id == "production-tp2-on-0.5.22"
+
+
+def test_a_config_file_sweeps_launchers(tmp_path: Path) -> None:
+    path = tmp_path / "configs.toml"
+    path.write_text('[base]\nmodel_path = "/m"\n[sweep]\nlauncher = ["0.5.22", "0.5.23"]\n')
+    assert [c.id for c in load_configs(path)] == ["base-on-0.5.22", "base-on-0.5.23"]
 
 
 def test_inventory_launchers_and_the_one_line_for_an_unknown_one(tmp_path: Path) -> None:
