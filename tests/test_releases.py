@@ -104,6 +104,14 @@ def test_inventory_launchers_and_the_one_line_for_an_unknown_one(tmp_path: Path)
         "host 'local' has no launcher '0.5.21'; its launchers: '0.5.22', '0.5.23' "
         f"([hosts.local.launchers] in {inventory})"
     )
+    inventory.write_text(
+        '[hosts.gpu]\nssh = "root@gpu:22"\nservice = "sglang"\n[hosts.gpu.launchers]\n'
+        '"0.5.22" = { launch = "/opt/a/bin/python -m sglang.launch_server", '
+        'sglang_version = "0.5.22" }\n'
+    )
+    gpu = resolve_host("gpu", inventory_path=inventory, ssh_config_path=Path("/dev/null"))
+    assert gpu.with_launcher("0.5.22").sglang_version == "0.5.22"
+    assert gpu.with_launcher("0.5.22").service == "sglang.service"  # the same unit runs it
     inventory.write_text('[hosts.local.launchers]\n"a" = { launch = "x", version = "1" }\n')
     with pytest.raises(InventoryError, match=r"launchers\.a: unknown key 'version'"):
         resolve_host("local", inventory_path=inventory)
