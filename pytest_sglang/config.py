@@ -153,6 +153,10 @@ class ServerConfig(BaseModel):
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     files: dict[str, FileSpec] = Field(default_factory=dict)
+    #: Which of the host's named launchers runs this config (``[hosts.X.launchers]``, e.g. one
+    #: venv per SGLang release); None: the host's own. Part of the id (``tp4-on-0.5.22``) and
+    #: the digest: the same flags on two releases are two deployments.
+    launcher: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -179,7 +183,7 @@ class ServerConfig(BaseModel):
         def bad(value: str) -> bool:
             return "\n" in value or "\r" in value or "\x00" in value
 
-        for field in (*SGLANG_FIELDS, "name"):
+        for field in (*SGLANG_FIELDS, "name", "launcher"):
             value = getattr(self, field)
             if isinstance(value, str) and bad(value):
                 raise ValueError(f"{field}: must not contain a newline or NUL character")
@@ -340,9 +344,20 @@ class ServerConfig(BaseModel):
         ``model`` as for :meth:`resolved` (its note, if any, in ``notes["model"]``)."""
         return expected_journal(self.tuned(), self.extra_args, sglang_version, model)
 
+    def without_launcher(self) -> ServerConfig:
+        """The same config on the host's own launcher: what its baselines are kept under (the
+        release it ran on is in their fingerprint, so runs on two launchers are an upgrade
+        comparison, never two unrelated configs)."""
+        return self if self.launcher is None else self.replace(launcher=None)
+
     @property
     def id(self) -> str:
-        """A short readable id for test ids, e.g. ``eagle-s3-k1`` or ``tp4-mem0.85``."""
+        """A short readable id for test ids, e.g. ``eagle-s3-k1`` or ``tp4-mem0.85``; a
+        config on a named launcher ends in ``-on-<launcher>`` (``tp4-on-0.5.22``)."""
+        own = self._own_id()
+        return f"{own}-on-{self.launcher}" if self.launcher else own
+
+    def _own_id(self) -> str:
         if self.name:
             return self.name
         parts: list[str] = []
@@ -381,7 +396,9 @@ class ServerConfig(BaseModel):
     @property
     def digest(self) -> str:
         """A stable content hash (12 hex digits) of everything that is deployed."""
-        payload = self.model_dump(mode="json", exclude={"name", "files"})
+        # launcher only when set: a config on the host's own launcher keeps its digest
+        exclude = {"name", "files"} | (set() if self.launcher else {"launcher"})
+        payload = self.model_dump(mode="json", exclude=exclude)
         payload["files"] = {
             dest: {
                 "mode": spec.mode,

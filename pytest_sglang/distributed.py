@@ -2,7 +2,8 @@
 
 ``pytest scenarios/ -n 2 --sglang-host a --sglang-host b``:
 
-* tests are grouped by config (``xdist_group`` = config digest) and scheduled with xdist's
+* tests are grouped by config (``xdist_group`` = config digest, less a named launcher: a
+  config's runs on two releases stay together, to be compared) and scheduled with xdist's
   ``loadgroup`` unless ``--dist`` was given, so all tests of a config run on one worker and the
   config is deployed once;
 * each worker leases one host for the session through the host lock: it tries the hosts in an
@@ -98,7 +99,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         callspec = getattr(item, "callspec", None)
         value = callspec.params.get("sglang_server") if callspec is not None else None
         if isinstance(value, ServerConfig):
-            group = f"sglang-{value.digest}"
+            # a config's runs on the host's launchers (releases) share a worker: the later
+            # release is gated against the earlier one's run in that worker's session
+            group = f"sglang-{value.without_launcher().digest}"
             item.add_marker(pytest.mark.xdist_group(name=group))
             if suffix and "@" not in item.nodeid:
                 _suffix_nodeid(item, group)

@@ -27,11 +27,7 @@ from .report.config_names import names_by_config, with_config_names
 from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
 from .secrets import Redactor
 
-__all__ = [
-    "HOST_RESOLVE_MODES",
-    "HostLease",
-    "SglangSession",
-]  # the lease re-exported for the plugin
+__all__ = ["HOST_RESOLVE_MODES", "HostLease", "SglangSession"]
 
 
 class SglangSession:

@@ -26,6 +26,8 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
 
     ``sweep(base, speculative_num_steps=[1, 2, 3, 4])`` gives four configs whose ids
     (``eagle-s1-k1`` ...) become the test ids when used in ``pytest.mark.parametrize``.
+    ``launcher=["0.5.22", "0.5.23"]`` runs every config on each of the host's named launchers
+    (``eagle-s1-k1-on-0.5.22`` ...): two releases in one session.
     """
     fields = ServerConfig.model_fields
     names = list(axes)
@@ -60,8 +62,9 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
 
 
 def change_label(changes: dict[str, Any]) -> str:
-    """A short test-id label of field changes: ``{"speculative_num_steps": 3}`` -> ``s3``."""
-    return "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items())
+    """A short test-id label of field changes: ``{"speculative_num_steps": 3}`` -> ``s3``.
+    A ``launcher`` is left out: a config's id ends in ``-on-<launcher>`` by itself."""
+    return "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items() if k != "launcher")
 
 
 def _short(field: str) -> str:

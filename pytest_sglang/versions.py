@@ -24,6 +24,7 @@ __all__ = [
     "CLI_CATALOG",
     "DEFAULT_SGLANG_VERSION",
     "SIMULATED_VERSIONS",
+    "TRI_STATE_FEATURE_FLAGS",
     "Change",
     "ChangeName",
     "cli_catalog",
@@ -53,6 +54,7 @@ ChangeName = Literal[
     "spec_v2_non_overlap_warning",
     "server_args_dict",
     "cuda_graph_max_bs_alias_dropped",
+    "tri_state_feature_flags",
 ]
 
 
@@ -127,6 +129,24 @@ CHANGES: tuple[Change, ...] = (
         "cuda_graph_max_bs_alias_dropped",
         "the deprecated --cuda-graph-max-bs alias is gone",
     ),
+    Change(
+        "0.5.23",
+        "tri_state_feature_flags",
+        "--enable-tf32-matmul, --enable-fused-qk-norm-rope, --mm-enable-dp-encoder and "
+        "--enable-decoder-swa-bounded-replay take --no-... and default to None (decided at "
+        "start; a Llama keeps None for the fused QK-norm-RoPE and the SWA replay), were "
+        "store-true flags defaulting to False (both parsers, pip install --no-deps; "
+        "tests_real/test_release_settings.py)",
+    ),
+)
+
+#: The flags :data:`CHANGES`' ``tri_state_feature_flags`` made three-valued (None: decided at
+#: start); before 0.5.23, store-true flags that default to False.
+TRI_STATE_FEATURE_FLAGS = (
+    "enable_tf32_matmul",
+    "enable_fused_qk_norm_rope",
+    "mm_enable_dp_encoder",
+    "enable_decoder_swa_bounded_replay",
 )
 
 

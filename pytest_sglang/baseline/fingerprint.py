@@ -183,12 +183,15 @@ def gpu_facts(transport: Transport) -> dict[str, Any]:
 def _sim_facts(deployment: Deployment, python: str) -> dict[str, Any]:
     deployer = deployment.deployer
     assert deployer is not None
-    # Only the simulator's own knobs: the launcher environment may hold secrets.
-    env = {
-        k: v
-        for k, v in {**deployer.launcher_env(), **deployment.deployed.env}.items()
-        if k.startswith("SGLANG_SIM_")
-    }
+    # Only the simulator's own knobs: the launcher environment may hold secrets. A config on a
+    # named launcher: that launcher's, as planned (another may be in use by now).
+    plan = deployment.plan
+    started = (
+        dict(plan.env)
+        if plan is not None and deployment.config.launcher is not None
+        else {**deployer.launcher_env(), **deployment.deployed.env}
+    )
+    env = {k: v for k, v in started.items() if k.startswith("SGLANG_SIM_")}
     words = [f"{k}={v}" for k, v in sorted(env.items())]
     command = "env" + " %s" * len(words) + " %s -c %s"
     result = deployer.transport.run(command, *words, python, _SIM_CODE, timeout=120)
@@ -244,7 +247,10 @@ def collect_fingerprint(deployment: Deployment) -> dict[str, Any]:
     if deployer is None:
         return fp
     try:
-        argv = launch_argv(deployer.spec)
+        if deployment.plan is not None and deployment.config.launcher is not None:
+            argv = list(deployment.plan.launcher)  # the named launcher it was started with
+        else:
+            argv = launch_argv(deployer.spec)
     except SglangError:
         argv = []
     python = simulator_python(argv)

@@ -8,7 +8,10 @@ in one place; the ``sglang_bench`` fixture calls :meth:`Gatekeeper.check` after 
    digest), less the runs this session saved itself (two tests that measure one workload are
    never gated against each other); an old-layout file keyed by the workload's name alone is
    re-keyed or refused (:mod:`.legacy`); none, but a stored fingerprint that differs in
-   software only -> an upgrade comparison against it (:mod:`.upgrade`); none at all ->
+   software only -> an upgrade comparison against it (:mod:`.upgrade`); a config on a named
+   launcher whose config and workload ran earlier in this session on another of the host's
+   launchers (another release: a ``sweep(..., launcher=[...])``) -> an upgrade comparison
+   against that run, before any stored baseline; none at all ->
    ``missing``; only for another machine or model -> ``skipped`` with the fields that differ;
    ``--sglang-baseline-require`` turns both into a failure; runs of another version of the
    metric definitions -> a one-line failure saying to re-record (``--sglang-baseline-save``
@@ -28,11 +31,12 @@ import datetime as dt
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..bench.metrics import METRICS_VERSION
 from ..errors import BaselineError
-from .fingerprint import diff_fingerprints, fingerprint_digest
+from .fingerprint import diff_fingerprints, fingerprint_digest, software_changes
 from .gates import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, Gate, decide, is_quality_metric, known_metric
 from .legacy import read_legacy, rekey
 from .store import BaselineKey, BaselineStore, StoredBaseline, round_stats
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
     from ..bench.identity import WorkloadIdentity
     from ..lifecycle.deployment import Deployment
 
-__all__ = ["GateOutcome", "Gatekeeper", "fmt"]
+__all__ = ["GateOutcome", "Gatekeeper", "baseline_key", "fmt"]
 
 RoundValues = list[dict[str, Any]]
 FingerprintSource = Callable[["Deployment"], dict[str, Any]]
@@ -68,6 +72,18 @@ class GateOutcome:
     @property
     def regressed(self) -> bool:
         return any(r["verdict"] == "regression" for r in self.rows)
+
+
+def baseline_key(
+    deployment: Deployment, workload: WorkloadIdentity, fp: dict[str, Any]
+) -> BaselineKey:
+    """Where a benchmark's baselines are kept: its config less the launcher it ran on (the
+    release is in the fingerprint, so the same config on two launchers is an upgrade of one
+    history, not two configs), its workload and fingerprint."""
+    config = deployment.config.without_launcher()
+    return BaselineKey(
+        config.id, config.digest, workload.name, fingerprint_digest(fp), workload.digest
+    )
 
 
 def fmt(value: float | None) -> str:
@@ -111,6 +127,9 @@ class Gatekeeper:
         self._commit: dict[str, Any] | None = None
         self.results: list[dict[str, Any]] = []
         self._fingerprints: dict[tuple[str, str], dict[str, Any]] = {}
+        #: This session's runs on named launchers, by (host, config less its launcher,
+        #: workload): (launcher, the run as a baseline).
+        self._releases: dict[tuple[str, str, str], list[tuple[str, StoredBaseline]]] = {}
 
     def commit_info(self) -> dict[str, Any]:
         """The tests' commit (asked once, at the first save): kept with every saved run."""
@@ -142,16 +161,14 @@ class Gatekeeper:
             m: g for m, g in (gates or self.gates).items() if g.enabled and not is_quality_metric(m)
         }  # quality gates are decided by pytest_sglang.quality on its own measurements
         fp = self.fingerprint(deployment)
-        key = BaselineKey(
-            deployment.config_id,
-            deployment.config.digest,
-            workload.name,
-            fingerprint_digest(fp),
-            workload.digest,
-        )
-        stored, note = self._stored(key)
-        upgrade: Upgrade | None = None
+        key = baseline_key(deployment, workload, fp)
+        upgrade: Upgrade | None = self._release(deployment, workload, fp)
         others: list[StoredBaseline] = []
+        if upgrade is not None:  # a launcher sweep: gated against the release run before it
+            stored: StoredBaseline | None = upgrade.stored
+            note = ""
+        else:
+            stored, note = self._stored(key)
         if stored is None:
             upgrade, others = find_upgrade(self.store, key, fp, self.session)
             if upgrade is not None:
@@ -248,7 +265,59 @@ class Gatekeeper:
             for row in outcome.rows:
                 row["reason"] += f"; not saved as a baseline (it regressed){hint}"
         self.results.extend(outcome.rows)
+        self._remember(deployment, workload, fp, rounds, extra_info)
         return outcome
+
+    # -- two releases in one session ------------------------------------------------------------
+    @staticmethod
+    def _release_key(deployment: Deployment, workload: WorkloadIdentity) -> tuple[str, str, str]:
+        return (deployment.host, deployment.config.without_launcher().digest, workload.digest)
+
+    def _remember(
+        self,
+        deployment: Deployment,
+        workload: WorkloadIdentity,
+        fp: dict[str, Any],
+        rounds: RoundValues,
+        extra_info: Mapping[str, Any],
+    ) -> None:
+        """Keep a run on a named launcher in memory: the same config and workload on the
+        host's next launcher is gated against it (:meth:`_release`)."""
+        if deployment.config.launcher is None:
+            return
+        metrics = sorted({m for r in rounds for m in r if known_metric(m)})
+        info = {
+            **extra_info,
+            "metrics_version": METRICS_VERSION,
+            "rounds_values": {
+                m: [r[m] for r in rounds if isinstance(r.get(m), (int, float))] for m in metrics
+            },
+        }
+        machine_info: dict[str, Any] = {"sglang_fingerprint": fp}
+        if deployment.server_args:
+            machine_info["sglang_server_args"] = dict(deployment.server_args)
+        path = Path(f"{deployment.config_id} (this session)")
+        runs = self._releases.setdefault(self._release_key(deployment, workload), [])
+        run = {"extra_info": info}
+        runs.append((deployment.config.launcher, StoredBaseline(path, machine_info, [run])))
+
+    def _release(
+        self, deployment: Deployment, workload: WorkloadIdentity, fp: dict[str, Any]
+    ) -> Upgrade | None:
+        """For a config on a named launcher: the last run this session of the same config and
+        workload on this host on another launcher whose fingerprint differs in software only,
+        as an upgrade (None when there is none). Why it comes before the stored baseline:
+        sweeping launchers asks for exactly this comparison, measured minutes apart."""
+        if deployment.config.launcher is None:
+            return None
+        runs = self._releases.get(self._release_key(deployment, workload), [])
+        for launcher, stored in reversed(runs):
+            if launcher == deployment.config.launcher:
+                continue
+            changes = software_changes(fp, stored.fingerprint)
+            if changes:
+                return Upgrade(stored, changes)
+        return None
 
     @staticmethod
     def _settings_changed(upgrade: Upgrade, deployment: Deployment) -> list[dict[str, Any]] | None:

@@ -11,9 +11,10 @@ without systemd).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -95,6 +96,9 @@ class Deployer(ABC):
     def __init__(
         self, spec: HostSpec, transport: Transport, settings: DeployerSettings | None = None
     ) -> None:
+        #: The host as the inventory gives it; ``spec`` is it running the launcher in use
+        #: (:meth:`use_launcher`): everything that asks the launcher reads ``spec``.
+        self.host_spec = spec
         self.spec = spec
         self.transport = transport
         self.settings = settings if settings is not None else DeployerSettings()
@@ -102,18 +106,45 @@ class Deployer(ABC):
         self._forwards: dict[tuple[str, int], PortForward] = {}
         #: The plan deployed last (what ``artifacts`` shows).
         self.deployed: LaunchPlan | None = None
-        #: What the launcher is (identity, SGLang version, ``--help`` flags, GPUs, models).
-        self.launcher = Launcher(
-            spec,
-            transport,
-            words=self.launch_words,
-            env=self.launcher_env,
-            say=self.say,
-            refresh=self.settings.refresh_probes,
-        )
+        self._launchers: dict[str | None, Launcher] = {}
 
     def say(self, message: str) -> None:
         self.settings.say(message)
+
+    @property
+    def launcher(self) -> Launcher:
+        """What the launcher in use is (identity, SGLang version, ``--help`` flags, GPUs,
+        models): one per named launcher, each with its own caches."""
+        name = self.spec.launcher
+        if name not in self._launchers:
+            self._launchers[name] = Launcher(
+                self.spec,
+                self.transport,
+                words=self.launch_words,
+                env=self.launcher_env,
+                say=self.say,
+                refresh=self.settings.refresh_probes,
+            )
+        return self._launchers[name]
+
+    # -- which of the host's launchers ------------------------------------------------------
+    def use_launcher(self, name: str | None) -> None:
+        """Run the host's launcher ``name`` from now on (None: its own ``launch``): its
+        command, SGLang version and environment. ConfigError (one line, naming the host and
+        its launchers) for a name the host does not declare."""
+        self.spec = self.host_spec.with_launcher(name)
+
+    @contextlib.contextmanager
+    def on_launcher(self, name: str | None) -> Iterator[None]:
+        """Launcher ``name`` for the block, the one in use before it afterwards (planning a
+        config leaves the deployed server's launcher in use: its fingerprint and load
+        generator ask that one)."""
+        before = self.spec.launcher
+        self.use_launcher(name)
+        try:
+            yield
+        finally:
+            self.use_launcher(before)
 
     # -- what the launcher runs with ------------------------------------------------------
     def launcher_env(self) -> dict[str, str]:
@@ -158,25 +189,29 @@ class Deployer(ABC):
     def production_config(self) -> ServerConfig:
         """The config production runs, read from its command line (unmapped flags kept
         verbatim in ``extra_args``)."""
-        _launcher, flags = self.production_launch()
+        with self.on_launcher(None):  # production runs the host's own launcher
+            _launcher, flags = self.production_launch()
+            version = self.launcher.sglang_version()
         try:
-            return ServerConfig.from_argv(flags, self.launcher.sglang_version())
+            return ServerConfig.from_argv(flags, version)
         except ConfigError as exc:
             raise ConfigError(f"host {self.spec.name!r}: production: {exc}") from None
 
     def launch_plan(self, config: ServerConfig) -> LaunchPlan:
         """``config`` as this host will start it: its SGLang version, launcher, environment.
-        The redactor learns the plan's secrets here, before anything can print them."""
-        plan = make_launch_plan(
-            self.spec.name,
-            config,
-            sglang_version=self.launcher.sglang_version(),
-            launcher=self.launch_words(),
-            launcher_env=self.launcher_env(),
-            local=self.spec.kind == "local",
-            pick_port=self.picks_port,
-            model=self.launcher.model_identity(config.model_path),
-        )
+        The redactor learns the plan's secrets here, before anything can print them. A config
+        on a named launcher (``config.launcher``) is planned with that one."""
+        with self.on_launcher(config.launcher):
+            plan = make_launch_plan(
+                self.spec.name,
+                config,
+                sglang_version=self.launcher.sglang_version(),
+                launcher=self.launch_words(),
+                launcher_env=self.launcher_env(),
+                local=self.spec.kind == "local",
+                pick_port=self.picks_port,
+                model=self.launcher.model_identity(config.model_path),
+            )
         for value in plan.secrets(self.redactor.is_secret_name):
             self.redactor.add(value)
         return plan
@@ -187,13 +222,28 @@ class Deployer(ABC):
         return {}
 
     def resolve_on_host(self, plans: list[LaunchPlan]) -> Resolution:
-        """What the host's own SGLang makes of each plan's config, from one round trip (and
-        the cache across sessions): :func:`.host_resolve.ask_host`."""
-        return ask_host(self.launcher, plans, self.redactor, self.service_env())
+        """What the host's own SGLang makes of each plan's config, from one round trip per
+        launcher (and the cache across sessions): :func:`.host_resolve.ask_host`."""
+        by_launcher: dict[str | None, list[LaunchPlan]] = {}
+        for plan in plans:
+            by_launcher.setdefault(plan.config.launcher, []).append(plan)
+        total = Resolution()
+        for name, group in by_launcher.items():
+            with self.on_launcher(name):
+                part = ask_host(self.launcher, group, self.redactor, self.service_env())
+            total.answers.update(part.answers)
+            total.failure = total.failure or part.failure
+            total.asked += part.asked
+            total.cached += part.cached
+            total.seconds += part.seconds
+            if part.import_s is not None:
+                total.import_s = (total.import_s or 0.0) + part.import_s
+        return total
 
     def preflight(self, plan: LaunchPlan) -> None:
-        """Refuse a plan that uses a flag the host's SGLang does not have."""
-        known = self.launcher.help_flags()
+        """Refuse a plan that uses a flag the host's SGLang (its launcher's) does not have."""
+        with self.on_launcher(plan.config.launcher):
+            known = self.launcher.help_flags()
         for word in plan.flags:
             if not word.startswith("--"):
                 continue

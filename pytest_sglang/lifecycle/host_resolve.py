@@ -240,11 +240,12 @@ def _masked(flags: Sequence[str]) -> list[str]:
 
 
 def request_key(plan: LaunchPlan, redactor: Redactor) -> str:
-    """The config as resolution sees it: its flags (the address left out) and environment."""
-    text = json.dumps(
-        [_masked(resolver_flags(plan)), sorted(_sent_env(plan, redactor).items())],
-        sort_keys=True,
-    )
+    """The config as resolution sees it: its flags (the address left out), environment and
+    named launcher."""
+    parts: list[Any] = [_masked(resolver_flags(plan)), sorted(_sent_env(plan, redactor).items())]
+    if plan.config.launcher is not None:  # the same flags on another release: another answer
+        parts.append(plan.config.launcher)
+    text = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

@@ -22,6 +22,15 @@ names the host, the field and the file::
 
     [hosts.local]                         # the simulator: production's command line, for
     production = "--model-path /models/Qwen3-8B --tp-size 2"   # production(**changes)
+
+A host may declare several launchers (e.g. one venv per SGLang release), each a name for a
+``launch`` command, or a table that also gives its ``sglang_version`` and ``env`` (added to the
+host's); a config selects one with ``ServerConfig(launcher="0.5.22")`` and the deployment then
+runs that command (see :meth:`HostSpec.with_launcher`)::
+
+    [hosts.llm-two.launchers]
+    "0.5.22" = "/opt/venv-0.5.22/bin/python -m sglang.launch_server"
+    "0.5.23" = { launch = "/opt/venv-0.5.23/bin/python -m sglang.launch_server", env = { A = "1" } }
 """
 
 from __future__ import annotations
@@ -39,14 +48,22 @@ from .. import transport as transports
 from ..errors import InventoryError
 from ..transport.base import Transport
 from . import deployers
-from .spec import HostSpec
+from .spec import LAUNCHER_NAME, HostSpec, LauncherEntry
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["BENCH_FROM", "LOCAL_HOST", "HostSpec", "resolve_host", "transport_for"]
+__all__ = [
+    "BENCH_FROM",
+    "LAUNCHER_NAME",
+    "LOCAL_HOST",
+    "HostSpec",
+    "LauncherEntry",
+    "resolve_host",
+    "transport_for",
+]
 
 #: The host name of the embedded simulator (also the default when no host is given).
 LOCAL_HOST = "local"
@@ -54,6 +71,7 @@ LOCAL_HOST = "local"
 _DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 _SERVICE_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LAUNCHER_KEYS = ("launch", "sglang_version", "env")
 
 # Inventory keys and their types; unknown keys are refused so that typos do not go unnoticed.
 #: Where a benchmark's load comes from (``bench_from``; unset: the best that works): the GPU
@@ -72,9 +90,9 @@ _STR_KEYS = (
     "production",
 )
 _BOOL_KEYS = ("sudo", "strict_host_keys")
-_ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer"}
+_ALLOWED = {*_STR_KEYS, *_BOOL_KEYS, "env", "deployer", "launchers"}
 #: What a ``ssh = "local"`` host may set: it runs a process here, with no SSH or systemd.
-_LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env", "production"}
+_LOCAL_KEYS = {"ssh", "launch", "sglang_version", "env", "production", "launchers"}
 
 
 def _local_spec(entry: dict[str, Any], where: str, name: str = LOCAL_HOST) -> HostSpec:
@@ -89,7 +107,51 @@ def _local_spec(entry: dict[str, Any], where: str, name: str = LOCAL_HOST) -> Ho
         deployer="process",
         production=entry.get("production"),
         source=where,
+        launchers=_launchers(entry.get("launchers", {})),
     )
+
+
+def _launchers(table: dict[str, Any]) -> dict[str, LauncherEntry]:
+    """The checked ``launchers`` table (see :func:`_check_launchers`), as entries."""
+    out: dict[str, LauncherEntry] = {}
+    for name, value in table.items():
+        if isinstance(value, str):
+            out[name] = LauncherEntry(value)
+        else:
+            out[name] = LauncherEntry(
+                str(value["launch"]), value.get("sglang_version"), dict(value.get("env", {}))
+            )
+    return out
+
+
+def _check_launchers(value: Any, what: str, path: Path) -> None:
+    """``launchers``: a table of names, each a ``launch`` string or a table with ``launch``
+    and optionally ``sglang_version`` and ``env``."""
+    if not isinstance(value, dict):
+        raise InventoryError(f"{what} in {path}: 'launchers' must be a table of name = launch")
+    for name, launcher in value.items():
+        where = f"{what} in {path}: launchers.{name}"
+        if not re.match(LAUNCHER_NAME, name):
+            raise InventoryError(f"{where}: a launcher's name must match {LAUNCHER_NAME}")
+        if isinstance(launcher, str):
+            launcher = {"launch": launcher}
+        if not isinstance(launcher, dict):
+            raise InventoryError(f"{where} must be a launch command or a table")
+        unknown = sorted(set(launcher) - set(_LAUNCHER_KEYS))
+        if unknown:
+            raise InventoryError(
+                f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(_LAUNCHER_KEYS)})"
+            )
+        if not isinstance(launcher.get("launch"), str) or not launcher["launch"].strip():
+            raise InventoryError(f"{where}: 'launch' must be a non-empty command")
+        version = launcher.get("sglang_version")
+        if version is not None and not isinstance(version, str):
+            raise InventoryError(f"{where}: 'sglang_version' must be a string")
+        env = launcher.get("env", {})
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise InventoryError(f"{where}: 'env' must be a table of strings")
 
 
 def _load_inventory(path: Path) -> dict[str, Any]:
@@ -139,6 +201,8 @@ def _check_entry(entry: Any, what: str, path: Path) -> dict[str, Any]:
             )
         if key == "deployer" and not deployers.is_known(value):
             raise deployers.unknown(value, f"{what} in {path}")
+        if key == "launchers":
+            _check_launchers(value, what, path)
         if key == "env":
             if not isinstance(value, dict):
                 raise InventoryError(f"{what} in {path}: 'env' must be a table of strings")
@@ -248,6 +312,7 @@ def _ssh_spec(
         production=entry.get("production"),
         bench_from=str(entry.get("bench_from") or ""),
         source=where,
+        launchers=_launchers(entry.get("launchers", {})),
     )
 
 

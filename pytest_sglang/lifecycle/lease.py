@@ -76,6 +76,8 @@ class HostLease:
         self.redactor = redactor if redactor is not None else Redactor()
         self.holder = holder if holder is not None else LockHolder.current()
         self.redactor.add_env(spec.env)
+        for launcher in spec.launchers.values():
+            self.redactor.add_env(launcher.env)
         self._deployer: Deployer | None = None
         self._lock: HostLock | None = None
         self._prepared = False
@@ -370,6 +372,7 @@ class HostLease:
     def _deploy(self, config: ServerConfig) -> Deployment:
         self.prepare()
         plan = self._authorised(self.deployer.launch_plan(config))
+        self.deployer.use_launcher(config.launcher)  # what runs it, asked while it is up
         return bring_up(
             self.deployer,
             plan,

@@ -145,6 +145,7 @@ class ProcessDeployer(Deployer):
     def launcher_env(self) -> dict[str, str]:
         env = dict(self.spec.env)
         env.update({k: v for k, v in os.environ.items() if k.startswith("SGLANG_SIM_")})
+        env.update(self.spec.launcher_env)  # a named launcher's own (a simulator's release)
         env["PYTHONUNBUFFERED"] = "1"
         return env
 

@@ -402,7 +402,8 @@ class SglangQuality:
         its per-item outcomes over the same items; saves when asked."""
         d = self.deployment
         fp = keeper.fingerprint(d)
-        key = BaselineKey(d.config_id, d.config.digest, workload, fingerprint_digest(fp))
+        own = d.config.without_launcher()  # the release is in the fingerprint
+        key = BaselineKey(own.id, own.digest, workload, fingerprint_digest(fp))
         stored = keeper.store.load(key)
         base_row = dict(nodeid=self.node.nodeid, config_id=d.config_id, workload=workload)
         line = ""

@@ -17,7 +17,7 @@ import sys
 from decimal import Decimal
 from typing import Any
 
-from ..versions import cli_catalog, has
+from ..versions import TRI_STATE_FEATURE_FLAGS, cli_catalog, has
 
 __all__ = ["build_parser", "catalog_for", "parse_args"]
 
@@ -27,12 +27,24 @@ _PROG = "sglang serve"
 
 
 def catalog_for(version: str) -> list[dict[str, Any]]:
-    """The flag catalog of ``version``: 0.5.23's, plus 0.5.18's deprecated ``--cuda-graph-max-bs``.
+    """The flag catalog of ``version``: 0.5.23's, plus 0.5.18's deprecated ``--cuda-graph-max-bs``,
+    and before 0.5.23 the store-true flags defaulting to False that 0.5.23 made three-valued.
 
     0.5.18 registers ``--cuda-graph-max-bs`` as a deprecated alias that stores into
-    ``cuda_graph_max_bs_decode``; 0.5.23 no longer has it (sglang-facts.md section 1).
+    ``cuda_graph_max_bs_decode``; 0.5.23 no longer has it (sglang-facts.md section 1). 0.5.22
+    defines :data:`~pytest_sglang.versions.TRI_STATE_FEATURE_FLAGS` as store-true flags
+    (default False); 0.5.23 as ``--flag``/``--no-flag`` defaulting to None (read from both
+    releases' parsers: a default that changed under the same command line).
     """
     catalog = [dict(entry) for entry in cli_catalog()]
+    if not has("tri_state_feature_flags", version):
+        for entry in catalog:
+            if entry["dest"] in TRI_STATE_FEATURE_FLAGS:
+                entry.update(
+                    flags=[f for f in entry["flags"] if not f.startswith("--no-")],
+                    action="_StoreTrueAction",
+                    default=False,
+                )
     if not has("cuda_graph_max_bs_alias_dropped", version):
         alias = {
             "flags": ["--cuda-graph-max-bs"],

@@ -119,7 +119,7 @@ def test_new_release_is_gated_against_the_old_one_with_the_settings_that_changed
             "*sglang baseline comparisons*",
             "*test_decode[[]base[]]*output_throughput*",
             "test_decode[[]base[]] upgrade: SGLang 0.5.22 -> 0.5.23: output_throughput *%, "
-            "p=*; 6 settings in effect changed",
+            "p=*; 8 settings in effect changed",
             "    chunked_prefill_size 8192 -> 4096 (default)",
         ]
     )
