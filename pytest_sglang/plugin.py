@@ -200,7 +200,7 @@ def _make_session(config: pytest.Config, progress: Any = None) -> SglangSession:
         if config.getoption("sglang_force")
         else config.getoption("sglang_drain_timeout"),
         dry_run=config.getoption("sglang_dry_run"),
-        refresh_probes=config.getoption("sglang_refresh"),
+        refresh_launchers=config.getoption("sglang_refresh"),
         host_resolve=config.getoption("sglang_host_resolve"),
         secret_patterns=[
             *config.getini("sglang_secret_env"),
@@ -516,11 +516,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     sglang = config.stash.get(SESSION_KEY, None)
     if sglang is None:
         return
-    if sglang.plans:
+    if sglang.dry_run_diffs:
         terminalreporter.section("sglang dry run (nothing was changed)")
-        for (host, config_id), plan in sglang.plans.items():
+        for (host, config_id), diff in sglang.dry_run_diffs.items():
             terminalreporter.write_line(f"--- {host}: {config_id}")
-            for line in plan.splitlines():
+            for line in diff.splitlines():
                 terminalreporter.write_line(line)
     summary = sglang.summary()  # this process's and, on the controller, the workers'
     write_table(terminalreporter, "sglang deployments", deployments_table(summary["deployments"]))
@@ -616,10 +616,9 @@ def sglang_server(request: pytest.FixtureRequest, sglang_host: HostLease) -> Dep
     redact = sglang.redactor.redact
     if sglang.dry_run:
         try:
-            plan = sglang.plan(config, sglang_host.spec.name)
+            sglang.dry_run_diff(config, sglang_host.spec.name)  # shown in the terminal summary
         except SglangError as exc:
             _fail(redact(str(exc)))
-        del plan  # shown in the "sglang dry run" section of the terminal summary
         pytest.skip(f"--sglang-dry-run: {config.id} not deployed on {sglang_host.spec.name}")
     try:
         deployment = sglang_host.deployment(config)

@@ -47,7 +47,7 @@ class SglangSession:
         drain_timeout: float = 60.0,
         dry_run: bool = False,
         secret_patterns: list[str] | None = None,
-        refresh_probes: bool = False,
+        refresh_launchers: bool = False,
         host_resolve: str = "auto",
     ) -> None:
         self.host_names = host_names or ["local"]
@@ -63,7 +63,7 @@ class SglangSession:
         self.drain_timeout = drain_timeout
         self.dry_run = dry_run
         #: ``--sglang-refresh``: every host runs its launcher's ``--help`` again.
-        self.refresh_probes = refresh_probes
+        self.refresh_launchers = refresh_launchers
         #: ``--sglang-host-resolve``: when the hosts' own SGLang resolves the configs.
         self.host_resolve = host_resolve
         #: Every config the session's tests deploy (set at collection): each host's SGLang
@@ -75,7 +75,8 @@ class SglangSession:
         self.redactor = Redactor(secret_patterns or [])
         self.holder = LockHolder.current()
         #: ``--sglang-dry-run``: (host, config id) -> what would change.
-        self.plans: dict[tuple[str, str], str] = {}
+        #: ``--sglang-dry-run``: what each config would change on each host, as diffs.
+        self.dry_run_diffs: dict[tuple[str, str], str] = {}
         self.records: list[DeploymentRecord] = []
         #: What xdist workers reported (on the controller): key -> rows, as in ``summary()``.
         self.merged: dict[str, list[dict[str, Any]]] = {}
@@ -110,20 +111,21 @@ class SglangSession:
                 drain_timeout=self.drain_timeout,
                 redactor=self.redactor,
                 holder=self.holder,
-                refresh_probes=self.refresh_probes,
+                refresh_launchers=self.refresh_launchers,
                 host_resolve=self.host_resolve,
                 planned=self.planned,
                 notes=self.notes,
             )
         return self._hosts[name]
 
-    def plan(self, config: ServerConfig, host: str | None = None) -> str:
-        """The dry-run plan of ``config`` on a host (computed once, kept for the summary)."""
-        session = self.host(host)
-        key = (session.spec.name, config.id)
-        if key not in self.plans:
-            self.plans[key] = self.redactor.redact(session.dry_run(config))
-        return self.plans[key]
+    def dry_run_diff(self, config: ServerConfig, host: str | None = None) -> str:
+        """What deploying ``config`` would change on a host, as diffs (computed once, kept for
+        the summary)."""
+        lease = self.host(host)
+        key = (lease.spec.name, config.id)
+        if key not in self.dry_run_diffs:
+            self.dry_run_diffs[key] = self.redactor.redact(lease.dry_run(config))
+        return self.dry_run_diffs[key]
 
     def restore_hosts(self) -> list[str]:
         """``--sglang-restore``: finish every named host's unfinished restore; one line each."""
@@ -185,8 +187,8 @@ class SglangSession:
             data["notes"] = notes
         if self.dry_run:
             data["dry_run"] = [
-                {"host": host, "config_id": cid, "plan": plan}
-                for (host, cid), plan in self.plans.items()
+                {"host": host, "config_id": cid, "plan": diff}
+                for (host, cid), diff in self.dry_run_diffs.items()
             ]
         result: dict[str, Any] = self.redactor.redact_obj(data)
         return result

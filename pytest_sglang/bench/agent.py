@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .prometheus import Sample
     from .workload import Workload
 
-__all__ = ["BOOT", "PACKAGE", "RESOLVED", "Plan", "main", "payload", "raw_run", "record_of"]
+__all__ = ["BOOT", "PACKAGE", "RESOLVED", "HostWorkload", "main", "payload", "raw_run", "record_of"]
 
 #: The in-memory package the shipped modules become on the host.
 PACKAGE = "_sglang_bench"
@@ -47,7 +47,7 @@ PACKAGE = "_sglang_bench"
 MODULES = ("metrics", "prometheus", "loadgen", "agent")
 #: Seconds between heartbeat lines.
 BEAT_S = 0.2
-#: The plan's fields resolved from the workload's methods (the others are its own fields).
+#: The host workload's fields resolved from the workload's methods (the others are its own fields).
 RESOLVED = ("prompts", "lengths", "delays", "turns", "pauses")
 
 #: ``python -c`` program on the host: reads the payload from stdin, runs the agent. Any
@@ -76,7 +76,7 @@ sys.exit(sys.modules[P + ".agent"].main(d["spec"]))
 
 
 @dataclass(frozen=True)
-class Plan:
+class HostWorkload:
     """A :class:`~.workload.Workload` as the generator reads it, its requests resolved here
     (prompt files and seeds stay on this machine; the host gets the words to send)."""
 
@@ -98,7 +98,7 @@ class Plan:
     pauses: list[float]
 
     @classmethod
-    def of(cls, workload: Workload) -> Plan:
+    def of(cls, workload: Workload) -> HostWorkload:
         """The workload's own fields of the same names (read from it, not restated, so a field
         both have cannot be forgotten here), and its requests, gaps and sessions resolved."""
         requests = workload.requests()
@@ -131,8 +131,8 @@ def payload(base_url: str, workload: Workload, model: str, api_key: str | None =
     ``--api-key``: on stdin, never on a command line the host's process list shows)."""
     here = Path(__file__).resolve().parent
     modules = [(name, (here / f"{name}.py").read_text(encoding="utf-8")) for name in MODULES]
-    plan = dataclasses.asdict(Plan.of(workload))
-    spec = {"base_url": base_url, "model": model, "plan": plan, "api_key": api_key}
+    sent = dataclasses.asdict(HostWorkload.of(workload))
+    spec = {"base_url": base_url, "model": model, "workload": sent, "api_key": api_key}
     return json.dumps({"package": PACKAGE, "modules": modules, "spec": spec}).encode()
 
 
@@ -242,14 +242,14 @@ class _Writer:
 
 
 def main(spec: dict[str, Any]) -> int:
-    """Run the plan against the server next to this process; the results go to stdout."""
+    """Run the workload against the server next to this process; the results go to stdout."""
     writer = _Writer()
-    plan = Plan(**spec["plan"])
+    workload = HostWorkload(**spec["workload"])
     try:
         raw = asyncio.run(
             generate(
                 spec["base_url"],
-                cast("Workload", plan),
+                cast("Workload", workload),
                 model=spec["model"],
                 on_record=lambda r: writer.put({"record": r}),
                 api_key=spec.get("api_key"),

@@ -78,7 +78,7 @@ class DeployerSettings:
     #: The session's redactor: artifacts, plans and errors never carry a secret value.
     redactor: Redactor = field(default_factory=Redactor)
     #: ``--sglang-refresh``: run ``--help`` again instead of trusting an earlier session's.
-    refresh_probes: bool = False
+    refresh_launchers: bool = False
 
 
 class Deployer(ABC):
@@ -123,7 +123,7 @@ class Deployer(ABC):
                 words=self.launch_words,
                 env=self.launcher_env,
                 say=self.say,
-                refresh=self.settings.refresh_probes,
+                refresh=self.settings.refresh_launchers,
             )
         return self._launchers[name]
 

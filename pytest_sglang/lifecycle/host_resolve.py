@@ -17,7 +17,7 @@ round trip), which parses and resolves each config as ``launch_server`` does bef
 
 The predictor stays what dry runs, sweeps planned without a host and the simulator use.
 
-The answers are kept across sessions under ``<cache>/resolved/`` (:func:`.probes.cache_dir`)
+The answers are kept across sessions under ``<cache>/resolved/`` (:func:`.launcher_cache.cache_dir`)
 by a digest of the launcher's identity (interpreter and the installed package's stamp, as the
 probes read it) and environment, the SGLang version, the GPU profile (``nvidia-smi``'s name,
 memory and compute capability of each GPU), the model's config.json, and the config's flags (its

@@ -1,4 +1,4 @@
-"""The host's launcher, probed: what it is, which SGLang it runs, which flags it has.
+"""The host's launcher, asked once: what it is, which SGLang it runs, which flags it has.
 
 Why apart from the deployer: a deployer's job is the lifecycle (deploy, follow, stop, restore);
 what the launcher *is* (its identity, SGLang version, ``--help`` flags, the GPUs and model it will
@@ -20,7 +20,7 @@ from ..errors import PreflightError, TransportError
 from ..model_identity import CONFIG_NAME, ModelIdentity, identity_from_name, identity_from_text
 from .launcher_cache import (
     Identity,
-    Probed,
+    LauncherFacts,
     identity_code,
     load,
     parse_identity,
@@ -39,7 +39,8 @@ GPU_QUERY = "nvidia-smi --query-gpu=name,memory.total,compute_cap --format=csv,n
 
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 
-# One probe per (host, launcher, environment) and session; --help across sessions (.launcher_cache).
+# Asked once per (host, launcher, environment) and session; --help across sessions too
+# (.launcher_cache).
 _HELP_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], frozenset[str]] = {}
 _VERSION_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
 _IDENTITY_CACHE: dict[tuple[str, str, tuple[tuple[str, str], ...]], Identity | None] = {}
@@ -133,7 +134,7 @@ class Launcher:
 
     def python_words(self) -> list[str]:
         """The words that run the launcher's Python on the host, its environment first (what
-        the probes run; the benchmark's on-host load generator runs with it too)."""
+        is asked here runs with them; so does the benchmark's on-host load generator)."""
         argv = self.words()
         _prefix, env = self._env_prefix()
         return [*(["env", *env] if env else []), simulator_python(argv) or argv[0]]
@@ -198,19 +199,19 @@ class Launcher:
                 self._gpu = result.stdout.strip() if result.ok else ""
         return self._gpu
 
-    def _stored(self) -> tuple[Identity | None, Probed]:
+    def _stored(self) -> tuple[Identity | None, LauncherFacts]:
         """The identity, and what an earlier session stored for it (nothing on refresh)."""
         identity = self._identity()
         if identity is None or self.refresh:
-            return identity, Probed()
+            return identity, LauncherFacts()
         return identity, load(self._cache_key(), identity)
 
     def _store(self) -> None:
         key = self._cache_key()
         identity = _IDENTITY_CACHE.get(key)
         if identity is not None:
-            probed = Probed(version=_VERSION_CACHE.get(key), flags=_HELP_CACHE.get(key))
-            save(key, identity, self.spec.name, probed)
+            facts = LauncherFacts(version=_VERSION_CACHE.get(key), flags=_HELP_CACHE.get(key))
+            save(key, identity, self.spec.name, facts)
 
     def sglang_version(self) -> str:
         """The host's SGLang version: the inventory's value, else detected (once per session,

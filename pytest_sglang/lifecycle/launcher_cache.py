@@ -27,7 +27,7 @@ from typing import Any
 __all__ = [
     "CACHE_ENV",
     "Identity",
-    "Probed",
+    "LauncherFacts",
     "cache_dir",
     "identity_code",
     "load",
@@ -93,7 +93,7 @@ def parse_identity(stdout: str) -> Identity | None:
 
 
 @dataclass(frozen=True)
-class Probed:
+class LauncherFacts:
     """What an earlier session learned about a launcher: its version, its ``--help`` flags."""
 
     version: str | None = None
@@ -118,18 +118,18 @@ def _path(key: tuple[Any, ...], identity: Identity) -> Path:
     return cache_dir() / "probes" / f"{_digest(key, identity)}.json"
 
 
-def load(key: tuple[Any, ...], identity: Identity) -> Probed:
+def load(key: tuple[Any, ...], identity: Identity) -> LauncherFacts:
     """What a previous session stored for this launcher; an unreadable entry is empty (it is
     rewritten)."""
     try:
         data = json.loads(_path(key, identity).read_text())
     except (OSError, ValueError):
-        return Probed()
+        return LauncherFacts()
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        return Probed()
+        return LauncherFacts()
     version = data.get("version")
     flags = data.get("flags")
-    return Probed(
+    return LauncherFacts(
         version=version if isinstance(version, str) and version else None,
         flags=(
             frozenset(flags)
@@ -139,7 +139,7 @@ def load(key: tuple[Any, ...], identity: Identity) -> Probed:
     )
 
 
-def save(key: tuple[Any, ...], identity: Identity, host: str, probed: Probed) -> None:
+def save(key: tuple[Any, ...], identity: Identity, host: str, probed: LauncherFacts) -> None:
     """Keep what was learned for later sessions (atomically; a cache that cannot be written is
     only slower, never an error)."""
     path = _path(key, identity)

@@ -53,13 +53,13 @@ class HostLease:
         drain_timeout: float = 60.0,
         redactor: Redactor | None = None,
         holder: LockHolder | None = None,
-        refresh_probes: bool = False,
+        refresh_launchers: bool = False,
         host_resolve: str = "auto",
         planned: list[ServerConfig] | None = None,
         notes: list[str] | None = None,
     ) -> None:
         self.spec = spec
-        self.refresh_probes = refresh_probes
+        self.refresh_launchers = refresh_launchers
         #: ``--sglang-host-resolve`` (one of :data:`HOST_RESOLVE_MODES`).
         self.host_resolve = host_resolve
         #: The session's configs (collected), resolved by the host in one round trip.
@@ -100,7 +100,7 @@ class HostLease:
                 say=self._say,
                 drain_timeout=self.drain_timeout,
                 redactor=self.redactor,
-                refresh_probes=self.refresh_probes,
+                refresh_launchers=self.refresh_launchers,
             )
             self._deployer = make_deployer(self.spec, transport_for(self.spec), settings)
         return self._deployer
@@ -148,23 +148,23 @@ class HostLease:
     def prepare(self) -> None:
         """Before the first change: lock the host, then finish an earlier session's restore.
 
-        Meanwhile the launcher is probed (version, and ``--help`` unless cached): that reads
+        Meanwhile the launcher is asked (version, and ``--help`` unless cached): that reads
         nothing the lock protects, and on a real host it is seconds of importing torch that
         would otherwise follow the lock. Only where the inventory gives ``launch``: a launcher
         read from the production unit must wait until a killed session's drop-in is gone."""
         if self._prepared:
             return
-        probe: threading.Thread | None = None
+        asking: threading.Thread | None = None
         if self.spec.launch:
             deployer = self.deployer
-            probe = threading.Thread(target=_probe_launcher, args=(deployer,), daemon=True)
-            probe.start()
+            asking = threading.Thread(target=_ask_launcher, args=(deployer,), daemon=True)
+            asking.start()
         try:
             self.lock()
             self.recover()
         finally:
-            if probe is not None:
-                probe.join()
+            if asking is not None:
+                asking.join()
         self._prepared = True
 
     @property
@@ -405,9 +405,9 @@ class HostLease:
                 self._lock = None
 
 
-def _probe_launcher(deployer: Deployer) -> None:
-    """Fill the deployer's probe caches; a failure is left for the deployment to report (it
-    probes again, in order, and raises the error there)."""
+def _ask_launcher(deployer: Deployer) -> None:
+    """Fill the launcher's caches (version, ``--help`` flags); a failure is left for the
+    deployment to report (it asks again, in order, and raises the error there)."""
     with contextlib.suppress(Exception):
         deployer.launcher.sglang_version()
         deployer.launcher.help_flags()

@@ -371,27 +371,27 @@ def test_an_ssh_drop_mid_run_on_the_host_path(
         assert session.restore_all() == []
 
 
-def test_the_host_plan_carries_every_workload_field_it_names() -> None:
-    """The on-host generator's plan reads the workload's own fields, with the requests and
+def test_the_host_workload_carries_every_workload_field_it_names() -> None:
+    """The on-host generator's workload reads the workload's own fields, with the requests and
     their gaps resolved here: nothing set on the workload is lost on the way to the host."""
     import dataclasses
 
-    from pytest_sglang.bench.agent import RESOLVED, Plan
+    from pytest_sglang.bench.agent import RESOLVED, HostWorkload
 
     workload = Workload.rate(
         4.0, 6, 16, api="completions", temperature=0.5, ignore_eos=False, warmup_requests=0
     )
-    plan = Plan.of(workload)
-    for field in dataclasses.fields(Plan):
+    sent = HostWorkload.of(workload)
+    for field in dataclasses.fields(HostWorkload):
         if field.name not in RESOLVED:
-            assert getattr(plan, field.name) == getattr(workload, field.name), field.name
-    assert plan.requests() == workload.requests()
-    assert plan.arrival_delays() == workload.arrival_delays()
+            assert getattr(sent, field.name) == getattr(workload, field.name), field.name
+    assert sent.requests() == workload.requests()
+    assert sent.arrival_delays() == workload.arrival_delays()
     talk = Workload.multi_turn(3, 2, 8, 4, concurrency=2, think_time_s=(0.1, 0.3))
-    plan = Plan.of(talk)
-    assert plan.session_turns() == talk.session_turns() == [2, 2, 2]
-    assert plan.think_times() == talk.think_times()
-    assert plan.requests() == talk.requests()
+    sent = HostWorkload.of(talk)
+    assert sent.session_turns() == talk.session_turns() == [2, 2, 2]
+    assert sent.think_times() == talk.think_times()
+    assert sent.requests() == talk.requests()
 
 
 def test_a_search_probes_from_the_host_and_stops_a_probe_once_it_cannot_pass(
