@@ -24,7 +24,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `testhost` under any import mode
 
-from helpers import child_pytest_argv, ssh_transport
+from helpers import FAST_SIM, child_pytest_argv, sim_knobs, ssh_transport, use_simulator_env
 from testhost import STATE_ROOT, SystemdTestHost, TestHostFactory
 
 from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV
@@ -62,6 +62,21 @@ def systemd_transport(systemd_host: SystemdTestHost) -> Iterator[SshTransport]:
     transport.close()
 
 
+@pytest.fixture
+def simulator_env() -> dict[str, str]:
+    """The ``SGLANG_SIM_*`` settings this test's simulators run with: instant startup and
+    serving (a module that needs others overrides this fixture)."""
+    return dict(FAST_SIM)
+
+
+@pytest.fixture
+def fast_simulator(monkeypatch: pytest.MonkeyPatch, simulator_env: dict[str, str]) -> None:
+    """Simulators this test starts (itself or through a child session, which inherits the
+    environment) run with :func:`simulator_env` and none of the caller's other ``SGLANG_SIM_*``
+    knobs (a fault, a fixed TTFT, another version left in a developer's shell)."""
+    use_simulator_env(monkeypatch, simulator_env, drop=sim_knobs())
+
+
 #: Fixtures that boot a test host (the ``systemd`` marker).
 HOST_FIXTURES = {"systemd_host", "systemd_host_factory", "systemd_transport"}
 #: Fixtures that start a server or a child pytest session that deploys one (the ``server``
@@ -75,6 +90,9 @@ SERVER_FIXTURES = HOST_FIXTURES | {
     "start_sim",
     "seed_sim",
     "deployer",
+    "process_deployer",
+    "systemd_deployer",
+    "any_deployer",
 }
 
 

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import use_simulator_env
 
 CONFIGS = """
 import pytest
@@ -27,9 +26,7 @@ CONFIGS = sweep(BASE, speculative_num_steps=[1, 2, 3])
 """
 
 
-@pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(monkeypatch)
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def summary(path: Path) -> list[dict[str, object]]:

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import use_simulator_env
 
 from pytest_sglang import ServerConfig, production, sweep
 from pytest_sglang.errors import ConfigError
@@ -24,9 +23,7 @@ PRODUCTION_LINE = (
 INVENTORY = f'[hosts.local]\nproduction = "{PRODUCTION_LINE}"\n'
 
 
-@pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(monkeypatch)
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def test_placeholders_name_only_their_changes() -> None:

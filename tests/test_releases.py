@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import sim_knobs, use_simulator_env
 
 from pytest_sglang import ServerConfig, load_configs, production, sweep
 from pytest_sglang.errors import ConfigError, InventoryError
@@ -61,9 +60,12 @@ WIDE = ("--sglang-gate=output_throughput:-10%",)
 SIM_ENV = {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TIME_SCALE": "0.2"}
 
 
-@pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(monkeypatch, SIM_ENV, drop=sim_knobs())
+@pytest.fixture
+def simulator_env() -> dict[str, str]:
+    return dict(SIM_ENV)
+
+
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def test_a_launcher_is_part_of_the_id_and_digest_but_not_of_the_baseline_key() -> None:

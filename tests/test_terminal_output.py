@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import child_env, sim_knobs, use_simulator_env
+from helpers import child_env, sim_knobs
 
 from pytest_sglang.baseline.pytest_plugin import comparisons_table, verdict_notes
 from pytest_sglang.bench.pytest_plugin import benchmarks_table
@@ -126,9 +126,12 @@ def test_same_test_name_in_two_files_shows_the_whole_node_id() -> None:
 # -- sessions on the simulator ------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(monkeypatch, SIM_ENV, drop=sim_knobs())
+@pytest.fixture
+def simulator_env() -> dict[str, str]:
+    return dict(SIM_ENV)
+
+
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def section(result: pytest.RunResult, title: str) -> list[str]:

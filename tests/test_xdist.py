@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import host_args, host_entry, local_entry, save_inventory, use_simulator_env
+from helpers import host_args, host_entry, local_entry, save_inventory
 from testhost import SystemdTestHost
 
 SUITE = """
@@ -30,9 +30,7 @@ def test_models(sglang_server):
 """
 
 
-@pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(monkeypatch, drop=())
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def local_inventory(path: Path, **bad: str) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import use_simulator_env
 
 TEST = """
 import pytest
@@ -28,11 +27,7 @@ def test_twice(sglang_bench):
 """
 
 
-@pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(
-        monkeypatch, drop=("SGLANG_SIM_FAULT", "SGLANG_SIM_TTFT_MS", "SGLANG_SIM_ITL_MS")
-    )
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def test_fixture_fills_extra_info_and_the_summary_table(pytester: pytest.Pytester) -> None:

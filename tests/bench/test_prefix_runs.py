@@ -12,7 +12,6 @@ import socket
 from pathlib import Path
 
 import pytest
-from helpers import use_simulator_env
 
 from pytest_sglang.bench import Workload, run_workload
 from pytest_sglang.bench.identity import identify
@@ -189,13 +188,6 @@ def test_conversations(sglang_bench):
     result = sglang_bench(workload, rounds=2)
     assert result.completed == 4
 """
-
-
-@pytest.fixture
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(
-        monkeypatch, drop=("SGLANG_SIM_FAULT", "SGLANG_SIM_TTFT_MS", "SGLANG_SIM_ITL_MS")
-    )
 
 
 def test_the_fixture_keeps_cache_figures_and_says_once_what_chat_lacks(

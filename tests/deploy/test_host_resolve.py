@@ -64,13 +64,9 @@ PACKAGE_ROOT = str(Path(pytest_sglang.__file__).resolve().parent.parent)
 
 
 @pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A fast simulator, and a cache of host answers (and probes) of this test's own."""
+def own_cache(fast_simulator: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A fast simulator, and a cache of host answers (and of the launcher) of this test's own."""
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    for name in ("SGLANG_SIM_FAULT", "SGLANG_SIM_IGNORE_FLAG", "SGLANG_SIM_VERSION"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in FAST_SIM.items():
-        monkeypatch.setenv(name, value)
 
 
 def _inventory(tmp_path: Path) -> Path:

@@ -11,7 +11,6 @@ import json
 import re
 
 import pytest
-from helpers import sim_knobs, use_simulator_env
 
 EQUIVALENCE = """
 import pytest
@@ -53,13 +52,7 @@ def test_accuracy(sglang_server, sglang_quality):
 """
 
 
-@pytest.fixture(autouse=True)
-def fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    use_simulator_env(
-        monkeypatch,
-        {"SGLANG_SIM_STARTUP_SCALE": "0", "SGLANG_SIM_TIME_SCALE": "0"},
-        drop=sim_knobs(),
-    )
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def test_equivalence_holds_without_the_fault(pytester: pytest.Pytester) -> None:
