@@ -159,7 +159,7 @@ def test_inventory_settings_cannot_inject_a_command(
     spec = resolve_host("testhost", inventory_path=inv)
     d = SystemdDeployer(spec, systemd_transport)
     try:
-        d._version = VERSION
+        d.launcher._version = VERSION  # as an inventory sglang_version would
         argv, environ = _deploy_and_read(d, systemd_transport, ServerConfig(model_path="/m"))
         assert argv[2:5] == [f"$(touch {PWNED})", f"`touch {PWNED}`", "x"]
         assert environ["EVIL"] == f"$(touch {PWNED})"
