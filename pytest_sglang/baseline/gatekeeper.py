@@ -162,17 +162,7 @@ class Gatekeeper:
         }  # quality gates are decided by pytest_sglang.quality on its own measurements
         fp = self.fingerprint(deployment)
         key = baseline_key(deployment, workload, fp)
-        upgrade: Upgrade | None = self._release(deployment, workload, fp)
-        others: list[StoredBaseline] = []
-        if upgrade is not None:  # a launcher sweep: gated against the release run before it
-            stored: StoredBaseline | None = upgrade.stored
-            note = ""
-        else:
-            stored, note = self._stored(key)
-        if stored is None:
-            upgrade, others = find_upgrade(self.store, key, fp, self.session)
-            if upgrade is not None:
-                stored = upgrade.stored
+        stored, note, upgrade, others = self._baseline_for(deployment, workload, key, fp)
         base = dict(
             nodeid=nodeid,
             config_id=deployment.config_id,
@@ -180,65 +170,150 @@ class Gatekeeper:
             workload_key=workload.digest,
         )
         outcome = GateOutcome()
-        outdated = stored is not None and stored.metrics_version != METRICS_VERSION
+        outdated = False
         settings: list[dict[str, Any]] | None = None
-        if stored is not None and outdated and upgrade is not None:
-            reason = (
-                f"baseline before the upgrade ({upgrade.versions}) {stored.path} holds metric "
-                f"definitions v{stored.metrics_version}, this plugin measures v{METRICS_VERSION}; "
-                "not compared"
-            )
-            outcome.rows = [
-                self._row(base, gate, "missing", None, None, None, reason, None)
-                for gate in active.values()
-            ]
-            outdated, upgrade = False, None
-            if self.require and not self.save:
-                outcome.failure = f"baseline required (--sglang-baseline-require): {reason}"
-        elif stored is not None and outdated:
-            old = stored.metrics_version
-            if not self.save:
-                raise BaselineError(
-                    f"baseline {stored.path} holds metric definitions v{old}, this plugin "
-                    f"measures v{METRICS_VERSION} (docs/metrics.md); not compared: re-record it "
-                    "with --sglang-baseline-save"
-                )
-            reason = (
-                f"baseline {stored.path} held metric definitions v{old}; re-recorded as "
-                f"v{METRICS_VERSION} from this run, not compared"
-            )
-            outcome.rows = [
-                self._row(base, gate, "missing", None, None, None, reason, None)
-                for gate in active.values()
-            ]
-        elif stored is None:
+        if stored is None:
             outcome.rows = self._unmatched(base, active, key, fp, note, others)
             if self.require and not self.save:
                 outcome.failure = "baseline required (--sglang-baseline-require): " + (
                     outcome.rows[0]["reason"] if outcome.rows else "none found"
                 )
+        elif stored.metrics_version != METRICS_VERSION:
+            upgrade, outdated = self._outdated(outcome, base, active, stored, upgrade)
         else:
-            values = list(rounds)
-            outcome.rows = self._compare(base, active, stored, values)
-            while outcome.regressed and outcome.confirm_runs < self.confirm:
-                values += rerun()
-                outcome.confirm_runs += 1
-                outcome.rows = self._compare(base, active, stored, values)
-            for row in outcome.rows:  # after the re-runs, whose rows replace the first ones
-                row["reason"] += f"; {note}" if note else ""
-            rounds = values
+            rounds, settings = self._judge(
+                outcome, base, active, stored, list(rounds), rerun, note, upgrade, deployment
+            )
+        self._save_or_say(
+            outcome,
+            key,
+            fp,
+            nodeid,
+            name,
+            extra_info,
+            rounds,
+            active,
+            deployment,
+            upgrade,
+            settings,
+            outdated,
+        )
+        self.results.extend(outcome.rows)
+        self._remember(deployment, workload, fp, rounds, extra_info)
+        return outcome
+
+    def _baseline_for(
+        self,
+        deployment: Deployment,
+        workload: WorkloadIdentity,
+        key: BaselineKey,
+        fp: dict[str, Any],
+    ) -> tuple[StoredBaseline | None, str, Upgrade | None, list[StoredBaseline]]:
+        """What this run is gated against: (stored runs, a note on them, the upgrade it is,
+        the stored runs of other fingerprints when there is none)."""
+        upgrade: Upgrade | None = self._release(deployment, workload, fp)
+        others: list[StoredBaseline] = []
+        if upgrade is not None:  # a launcher sweep: gated against the release run before it
+            return upgrade.stored, "", upgrade, others
+        stored, note = self._stored(key)
+        if stored is None:
+            upgrade, others = find_upgrade(self.store, key, fp, self.session)
             if upgrade is not None:
-                settings = self._settings_changed(upgrade, deployment)
-                self._mark_upgrade(outcome, upgrade, settings)
-            if outcome.regressed and upgrade is not None and self.accept_upgrade:
-                for row in outcome.rows:
-                    if row["verdict"] == "regression":
-                        row["verdict"] = "accepted"
-                        row["reason"] += (
-                            "; accepted as the new baseline (--sglang-baseline-accept-upgrade)"
-                        )
-            elif outcome.regressed:
-                outcome.failure = self._regression_message(outcome, stored, upgrade)
+                stored = upgrade.stored
+        return stored, note, upgrade, others
+
+    def _outdated(
+        self,
+        outcome: GateOutcome,
+        base: dict[str, Any],
+        active: Mapping[str, Gate],
+        stored: StoredBaseline,
+        upgrade: Upgrade | None,
+    ) -> tuple[Upgrade | None, bool]:
+        """A baseline of older metric definitions is never compared: (the upgrade still in
+        play, whether this run replaces the baseline)."""
+        old = stored.metrics_version
+        if upgrade is not None:
+            reason = (
+                f"baseline before the upgrade ({upgrade.versions}) {stored.path} holds metric "
+                f"definitions v{old}, this plugin measures v{METRICS_VERSION}; not compared"
+            )
+            outcome.rows = [
+                self._row(base, gate, "missing", None, None, None, reason, None)
+                for gate in active.values()
+            ]
+            if self.require and not self.save:
+                outcome.failure = f"baseline required (--sglang-baseline-require): {reason}"
+            return None, False
+        if not self.save:
+            raise BaselineError(
+                f"baseline {stored.path} holds metric definitions v{old}, this plugin "
+                f"measures v{METRICS_VERSION} (docs/metrics.md); not compared: re-record it "
+                "with --sglang-baseline-save"
+            )
+        reason = (
+            f"baseline {stored.path} held metric definitions v{old}; re-recorded as "
+            f"v{METRICS_VERSION} from this run, not compared"
+        )
+        outcome.rows = [
+            self._row(base, gate, "missing", None, None, None, reason, None)
+            for gate in active.values()
+        ]
+        return None, True
+
+    def _judge(
+        self,
+        outcome: GateOutcome,
+        base: dict[str, Any],
+        active: Mapping[str, Gate],
+        stored: StoredBaseline,
+        values: RoundValues,
+        rerun: Callable[[], RoundValues],
+        note: str,
+        upgrade: Upgrade | None,
+        deployment: Deployment,
+    ) -> tuple[RoundValues, list[dict[str, Any]] | None]:
+        """Compare with the stored runs, re-run to confirm a regression: (every round
+        measured, the settings an upgrade changed)."""
+        outcome.rows = self._compare(base, active, stored, values)
+        while outcome.regressed and outcome.confirm_runs < self.confirm:
+            values += rerun()
+            outcome.confirm_runs += 1
+            outcome.rows = self._compare(base, active, stored, values)
+        for row in outcome.rows:  # after the re-runs, whose rows replace the first ones
+            row["reason"] += f"; {note}" if note else ""
+        settings: list[dict[str, Any]] | None = None
+        if upgrade is not None:
+            settings = self._settings_changed(upgrade, deployment)
+            self._mark_upgrade(outcome, upgrade, settings)
+        if outcome.regressed and upgrade is not None and self.accept_upgrade:
+            for row in outcome.rows:
+                if row["verdict"] == "regression":
+                    row["verdict"] = "accepted"
+                    row["reason"] += (
+                        "; accepted as the new baseline (--sglang-baseline-accept-upgrade)"
+                    )
+        elif outcome.regressed:
+            outcome.failure = self._regression_message(outcome, stored, upgrade)
+        return values, settings
+
+    def _save_or_say(
+        self,
+        outcome: GateOutcome,
+        key: BaselineKey,
+        fp: dict[str, Any],
+        nodeid: str,
+        name: str,
+        extra_info: dict[str, Any],
+        rounds: RoundValues,
+        active: Mapping[str, Gate],
+        deployment: Deployment,
+        upgrade: Upgrade | None,
+        settings: list[dict[str, Any]] | None,
+        outdated: bool,
+    ) -> None:
+        """Save the run as a baseline where asked (never a regression, unless an upgrade is
+        accepted), or say in each row why it was not."""
         accepting = upgrade is not None and self.accept_upgrade
         if (self.save or accepting) and not outcome.regressed:
             entry = self._entry(nodeid, name, extra_info, rounds, active, deployment)
@@ -264,9 +339,6 @@ class Gatekeeper:
             )
             for row in outcome.rows:
                 row["reason"] += f"; not saved as a baseline (it regressed){hint}"
-        self.results.extend(outcome.rows)
-        self._remember(deployment, workload, fp, rounds, extra_info)
-        return outcome
 
     # -- two releases in one session ------------------------------------------------------------
     @staticmethod

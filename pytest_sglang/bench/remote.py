@@ -18,6 +18,7 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import SglangError, TransportError
 from ..transport.base import CommandStream, Transport
@@ -64,6 +65,49 @@ def _stopped(records: list[RequestRecord]) -> RawRun:
     return RawRun(records=records, duration=max(ended - began, 0.0), began=began)
 
 
+def _item(line: bytes) -> dict[str, Any] | None:
+    """One line of the generator's output as its JSON object; None for anything else (a blank
+    line, or one that is not ours: a sitecustomize printing?)."""
+    if not line.strip():
+        return None
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return None
+    return item if isinstance(item, dict) else None
+
+
+def _take(
+    item: dict[str, Any],
+    now: float,
+    out: HostRun,
+    records: list[RequestRecord],
+    python: list[str],
+    where: str,
+    on_record: Callable[[RequestRecord], bool | None] | None,
+) -> bool:
+    """Take one line of the generator's: its beat, a record, the end, or why it cannot run;
+    True when ``on_record`` stopped the run."""
+    if isinstance(item.get("t"), (int, float)):
+        out.lags.append((float(item["t"]), now - float(item["t"])))
+    if "missing" in item:
+        raise NoAiohttp(
+            f"{where}: the host's Python ({shlex.join(python[-1:])}, "
+            f"{item.get('python', '?')}) cannot run the load generator: {item['missing']}"
+        )
+    if "error" in item:
+        raise SglangError(f"{where}: the load generator on the host: {item['error']}")
+    if "record" in item:
+        record = record_of(item["record"])
+        records.append(record)
+        if on_record is not None and on_record(record):
+            out.raw = _stopped(records)
+            return True
+    if "done" in item:
+        out.raw = raw_run(records, item["done"])
+    return False
+
+
 def run_on_host(
     transport: Transport,
     python: list[str],
@@ -96,7 +140,6 @@ def run_on_host(
     told = started
     stopped = False
     buffer = b""
-    first_t: float | None = None
     with stream:
         while out.raw is None:
             chunk = stream.read(timeout=1.0)
@@ -110,33 +153,10 @@ def run_on_host(
             *lines, buffer = buffer.split(b"\n")
             now = time.perf_counter()
             for line in lines:
-                if not line.strip():
-                    continue
-                try:
-                    item = json.loads(line)
-                except ValueError:
-                    continue  # not ours (a sitecustomize printing?): ignored
-                if not isinstance(item, dict):
-                    continue
-                if isinstance(item.get("t"), (int, float)):
-                    first_t = item["t"] if first_t is None else first_t
-                    out.lags.append((float(item["t"]), now - float(item["t"])))
-                if "missing" in item:
-                    raise NoAiohttp(
-                        f"{where}: the host's Python ({shlex.join(python[-1:])}, "
-                        f"{item.get('python', '?')}) cannot run the load generator: "
-                        f"{item['missing']}"
-                    )
-                if "error" in item:
-                    raise SglangError(f"{where}: the load generator on the host: {item['error']}")
-                if "record" in item:
-                    record = record_of(item["record"])
-                    records.append(record)
-                    if on_record is not None and on_record(record):
-                        out.raw, stopped = _stopped(records), True
-                        break
-                if "done" in item:
-                    out.raw = raw_run(records, item["done"])
+                item = _item(line)
+                if item is not None and _take(item, now, out, records, python, where, on_record):
+                    stopped = True
+                    break
             if progress is not None and time.monotonic() - told >= PROGRESS_EVERY_S:
                 told = time.monotonic()
                 progress(RunProgress.of(records, workload.num_requests, told - started))
@@ -147,5 +167,5 @@ def run_on_host(
         # exits; until then its requests still load the server, so the next run waits
         time.sleep(2 * BEAT_S)
     if out.raw is None and out.lags:
-        out.lost_at = out.lags[-1][0] - (first_t or out.lags[-1][0])
+        out.lost_at = out.lags[-1][0] - out.lags[0][0]
     return out

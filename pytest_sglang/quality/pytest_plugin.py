@@ -253,27 +253,8 @@ class SglangQuality:
             )
         else:
             self._judge_floor(result, ref, floor, is_reference)
-        problem = None
+        problem = _equivalence_problem(result, reference, min_rate)
         n = result.total
-        if result.floor_matched in (None, n):
-            problem = floor_line(
-                "exact_match_rate",
-                result.exact_match_rate,
-                min_rate,
-                f"vs {reference.id}",
-                f"{result.matched}/{n} identical; first divergent token at "
-                f"{result.first_divergence}",
-            )
-        elif min_rate is not None:
-            result.floor_reason += (
-                f"; min_rate {min_rate:.1%} not applied: the reference agrees with itself on "
-                f"{result.floor_matched}/{n} only"
-            )
-        if result.floor_verdict == "below":
-            problem = problem or (
-                f"exact_match_rate {result.exact_match_rate:.1%} vs {reference.id} is below the "
-                f"reference's noise floor: {result.floor_reason}"
-            )
         info = result.as_dict()
         workload = f"equivalence-{reference.id}-{digest}"
         self._finish(
@@ -520,3 +501,31 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         )
     for note in notes:
         tr.write_line(f"noise floor: {note}")
+
+
+def _equivalence_problem(
+    result: EquivalenceResult, reference: ServerConfig, min_rate: float | None
+) -> str | None:
+    """Why the outputs fail, or None: below ``min_rate`` while the reference is
+    self-consistent, or significantly below the reference's noise floor."""
+    problem = None
+    n = result.total
+    if result.floor_matched in (None, n):
+        problem = floor_line(
+            "exact_match_rate",
+            result.exact_match_rate,
+            min_rate,
+            f"vs {reference.id}",
+            f"{result.matched}/{n} identical; first divergent token at {result.first_divergence}",
+        )
+    elif min_rate is not None:
+        result.floor_reason += (
+            f"; min_rate {min_rate:.1%} not applied: the reference agrees with itself on "
+            f"{result.floor_matched}/{n} only"
+        )
+    if result.floor_verdict == "below":
+        problem = problem or (
+            f"exact_match_rate {result.exact_match_rate:.1%} vs {reference.id} is below the "
+            f"reference's noise floor: {result.floor_reason}"
+        )
+    return problem
