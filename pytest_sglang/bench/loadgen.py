@@ -596,7 +596,6 @@ async def generate(
     stops the run by returning True; ``progress`` hears about once a second how far it got;
     ``api_key`` (the server's ``--api-key``) goes with every request as a bearer token."""
     base_url = base_url.rstrip("/")
-    requests = workload.requests()
     limit = workload.concurrency or workload.num_requests
     connector = aiohttp.TCPConnector(limit=max(limit, 1) + 2, force_close=False)
     # requests are bounded by wait_for; aiohttp's own 5-minute default would cut long runs
@@ -607,7 +606,58 @@ async def generate(
         trace_configs=[_send_clock()],
         headers=_auth_headers(api_key),
     ) as session:
-        per_chunk = workload.api == "generate" or await _chunks_carry_several_tokens(
+        run = _Run(session, base_url, workload, model, limit, on_record)
+        scrape_before = await run.prepare()
+        began = time.perf_counter()
+        reporter = (
+            asyncio.ensure_future(_report_progress(run.records, len(run.requests), began, progress))
+            if progress is not None
+            else None
+        )
+        try:
+            await run.drive(began)
+        finally:
+            if reporter is not None:
+                reporter.cancel()
+        duration = time.perf_counter() - began
+        scrape_after = await fetch_prometheus(session, base_url) if scrape_before else None
+        accept = None
+        if workload.api != "generate" and any(r.ok for r in run.records):
+            accept = await fetch_server_accept_length(session, base_url)
+    return RawRun(run.records, duration, began, scrape_before, scrape_after, accept)
+
+
+class _Run:
+    """One run of a workload on an open client session: its requests, what finished, and the
+    task that launches them (cancelled when ``on_record`` stops the run)."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        workload: Workload,
+        model: str,
+        limit: int,
+        on_record: Callable[[RequestRecord], bool | None] | None,
+    ) -> None:
+        self.session = session
+        self.base_url = base_url
+        self.workload = workload
+        self.model = model
+        self.limit = limit
+        self.on_record = on_record
+        self.requests = workload.requests()
+        self.records: list[RequestRecord] = []
+        self.gate = asyncio.Semaphore(limit)
+        self.per_chunk = True
+        self.stopped = False
+        self.launcher: asyncio.Future[None] | None = None
+
+    async def prepare(self) -> Sample | None:
+        """Warm-up requests, the cache flush, the connection pool; the server's metrics before
+        the run (None where it has none)."""
+        workload, session, base_url = self.workload, self.session, self.base_url
+        self.per_chunk = workload.api == "generate" or await _chunks_carry_several_tokens(
             session, base_url
         )
         for _ in range(workload.warmup_requests):
@@ -615,10 +665,10 @@ async def generate(
                 session,
                 base_url,
                 workload,
-                requests[0][0],
-                model,
+                self.requests[0][0],
+                self.model,
                 min(workload.output_tokens, 16),
-                per_chunk,
+                self.per_chunk,
             )
         if workload.flush_cache:
             await flush_cache(session, base_url)
@@ -627,82 +677,24 @@ async def generate(
         with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
             _, scrape_before = await asyncio.wait_for(
                 asyncio.gather(
-                    warm_pool(session, base_url, limit), fetch_prometheus(session, base_url)
+                    warm_pool(session, base_url, self.limit), fetch_prometheus(session, base_url)
                 ),
                 min(INFO_TIMEOUT_S, workload.total_timeout_s),
             )
-        records: list[RequestRecord] = []
-        gate = asyncio.Semaphore(limit)
-        stopped: list[asyncio.Task[None]] = []
+        return scrape_before
 
-        def keep(record: RequestRecord) -> None:
-            # kept as each finishes: at the run's deadline, what finished still counts
-            records.append(record)
-            if on_record is not None and on_record(record) and not stopped:
-                stopped.append(launcher)
-                launcher.cancel()
-
-        async def gated(index: int, turns: list[tuple[str, int, float]]) -> None:
-            # one session: a request, or a conversation's turns, each sent with the history
-            # before it; the session holds its place under ``concurrency`` while it thinks
-            async with gate:
-                history: list[Turn] = []
-                for turn, (prompt, output_tokens, pause) in enumerate(turns):
-                    if turn and pause > 0:
-                        await asyncio.sleep(pause)
-                    record = await _one(
-                        session,
-                        base_url,
-                        workload,
-                        prompt,
-                        model,
-                        output_tokens,
-                        per_chunk,
-                        history,
-                    )
-                    record.session, record.turn = index, turn
-                    keep(record)
-                    if not record.ok:
-                        for later in range(turn + 1, len(turns)):
-                            keep(_ended(index, later, record))
-                        return
-                    if turn + 1 < len(turns):
-                        history.append((prompt, record.text))
-
-        async def launch() -> None:
-            tasks: list[asyncio.Task[None]] = []
-            try:
-                # the first session goes at once, the others after their gaps (bench_serving's
-                # order); each start is timed from the launch, so late wake-ups do not add up
-                first = time.perf_counter()
-                offset = 0.0
-                for index, (turns, gap) in enumerate(
-                    zip(_sessions(workload, requests), [0.0, *workload.arrival_delays()])
-                ):
-                    offset += gap
-                    wait = first + offset - time.perf_counter()
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    tasks.append(asyncio.ensure_future(gated(index, turns)))
-                await asyncio.gather(*tasks)
-            finally:
-                for task in tasks:
-                    task.cancel()
-
-        began = time.perf_counter()
-        reporter = (
-            asyncio.ensure_future(_report_progress(records, len(requests), began, progress))
-            if progress is not None
-            else None
-        )
-        launcher = asyncio.ensure_future(launch())
+    async def drive(self, began: float) -> None:
+        """Launch every session within the run's deadline; what did not finish by then is a
+        failed record each."""
+        workload = self.workload
+        self.launcher = launcher = asyncio.ensure_future(self._launch())
         try:
             await asyncio.wait_for(launcher, workload.total_timeout_s)
         except asyncio.CancelledError:
-            if not stopped:  # cancelled from outside, not by ``on_record``
+            if not self.stopped:  # cancelled from outside, not by ``on_record``
                 raise
         except (asyncio.TimeoutError, TimeoutError):
-            missing = workload.num_requests - len(records)
+            missing = workload.num_requests - len(self.records)
             late = [
                 RequestRecord(start=began).fail(
                     "run deadline",
@@ -710,19 +702,65 @@ async def generate(
                 )
                 for _ in range(missing)
             ]
-            records.extend(late)
-            if on_record is not None:
+            self.records.extend(late)
+            if self.on_record is not None:
                 for record in late:
-                    on_record(record)
+                    self.on_record(record)
+
+    def _keep(self, record: RequestRecord) -> None:
+        # kept as each finishes: at the run's deadline, what finished still counts
+        self.records.append(record)
+        if self.on_record is not None and self.on_record(record) and not self.stopped:
+            self.stopped = True
+            assert self.launcher is not None
+            self.launcher.cancel()
+
+    async def _gated(self, index: int, turns: list[tuple[str, int, float]]) -> None:
+        # one session: a request, or a conversation's turns, each sent with the history
+        # before it; the session holds its place under ``concurrency`` while it thinks
+        async with self.gate:
+            history: list[Turn] = []
+            for turn, (prompt, output_tokens, pause) in enumerate(turns):
+                if turn and pause > 0:
+                    await asyncio.sleep(pause)
+                record = await _one(
+                    self.session,
+                    self.base_url,
+                    self.workload,
+                    prompt,
+                    self.model,
+                    output_tokens,
+                    self.per_chunk,
+                    history,
+                )
+                record.session, record.turn = index, turn
+                self._keep(record)
+                if not record.ok:
+                    for later in range(turn + 1, len(turns)):
+                        self._keep(_ended(index, later, record))
+                    return
+                if turn + 1 < len(turns):
+                    history.append((prompt, record.text))
+
+    async def _launch(self) -> None:
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            # the first session goes at once, the others after their gaps (bench_serving's
+            # order); each start is timed from the launch, so late wake-ups do not add up
+            first = time.perf_counter()
+            offset = 0.0
+            sessions = _sessions(self.workload, self.requests)
+            gaps = [0.0, *self.workload.arrival_delays()]
+            for index, (turns, gap) in enumerate(zip(sessions, gaps)):
+                offset += gap
+                wait = first + offset - time.perf_counter()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                tasks.append(asyncio.ensure_future(self._gated(index, turns)))
+            await asyncio.gather(*tasks)
         finally:
-            if reporter is not None:
-                reporter.cancel()
-        duration = time.perf_counter() - began
-        scrape_after = await fetch_prometheus(session, base_url) if scrape_before else None
-        accept = None
-        if workload.api != "generate" and any(r.ok for r in records):
-            accept = await fetch_server_accept_length(session, base_url)
-    return RawRun(records, duration, began, scrape_before, scrape_after, accept)
+            for task in tasks:
+                task.cancel()
 
 
 def _sessions(
