@@ -639,7 +639,7 @@ def _handle_data_parallelism(
 def _handle_speculative_decoding(
     args: dict[str, Any], model: ModelSpec, algo: str | None, version: str, warnings: list[str]
 ) -> SpecConfig:
-    """``handle_speculative_decoding``: the name is checked only now, after the warnings above."""
+    """``handle_speculative_decoding``: the name is checked only now, after earlier warnings."""
     if algo is None:
         return SpecConfig()
     if algo not in SPEC_ALGORITHMS:
