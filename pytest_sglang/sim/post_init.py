@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
     SELF_DRAFT_ARCHITECTURES,
+    ModelIdentity,
     missing_among_models,
     read_model_identity,
 )
@@ -379,6 +381,56 @@ def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = Non
 
 
 def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[str]) -> Resolved:
+    """``run_resolution_pipeline``: the simulated handlers in 0.5.23's order."""
+    _fill_resolved_defaults(args)
+    identity = _handle_model_source_paths(args)
+    _handle_deprecated_args(args, warnings)
+    identity, model = _build_model_config(args, identity, gpu, warnings)
+    arch = model.architecture
+    mla = identity.mla
+    tp = int(args.get("tp_size") or 1)
+    _handle_missing_default_values(args)
+    _handle_mamba_backend(args, arch)
+    attn_dp = _handle_deprecated_dp_attention(args)
+    algo = args.get("speculative_algorithm")
+    if algo is not None:
+        algo = "EAGLE" if algo.upper() == "NEXTN" else algo.upper()
+    graphs_off = bool(args.get("disable_cuda_graph"))
+    deepep = args.get("moe_a2a_backend") == "deepep"
+    graph = _handle_gpu_memory_settings(args, gpu, tp, mla, algo is not None, deepep, warnings)
+    _set_mem_fraction_static(args, gpu, graph, tp, mla, attn_dp, arch, deepep)
+
+    def default_backend() -> str:
+        return _default_attention(
+            gpu,
+            mla,
+            algo,
+            args.get("speculative_eagle_topk"),
+            model_rules.attention_sinks(identity),
+        )
+
+    # handle_model_specific_adjustments: the architecture's registered overrides, the DeepSeek
+    # branch, the all-reduce fusion (model_rules)
+    model_rules.registry_overrides(identity, args, gpu, warnings, default_backend)
+    model_rules.deepseek_adjustments(identity, args, gpu, warnings, not graphs_off)
+    model_rules.allreduce_fusion(identity, args, gpu, warnings, attn_dp)
+    _handle_attention_backend_compatibility(args, gpu, graph, warnings, default_backend)
+    _disable_prefill_cuda_graph_for_deepseek_trtllm_mla(args, arch, graph, warnings)
+    _handle_data_parallelism(args, tp, attn_dp, graph, warnings)
+    # handle_moe_kernel_config and handle_a2a_moe
+    model_rules.moe_runner_messages(args, warnings)
+    model_rules.a2a_ep_size(args, warnings)
+    spec = _handle_speculative_decoding(args, model, algo, version, warnings)
+
+    if args.get("sampling_backend") is None:
+        args["sampling_backend"] = "flashinfer"
+    args["cuda_graph_config"] = copy.deepcopy(graph)
+    graph_bs = [] if graph["decode"]["backend"] == "disabled" else list(graph["decode"]["bs"])
+    return Resolved(args, warnings, model, spec, gpu, graph_bs)
+
+
+def _fill_resolved_defaults(args: dict[str, Any]) -> None:
+    """The values unset fields resolve to (and ``auto`` as one node resolves it)."""
     for key, value in RESOLVED_DEFAULTS.items():
         if args.get(key) is None:
             args[key] = copy.deepcopy(value)
@@ -396,39 +448,69 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             args[key] = resolved_auto
     if args.get("speculative_draft_model_quantization") is None:
         args["speculative_draft_model_quantization"] = args.get("quantization")
+
+
+def _handle_model_source_paths(args: dict[str, Any]) -> ModelIdentity:
+    """``handle_model_source_paths``: the model's config.json read, a missing directory refused."""
     identity = read_model_identity(str(args["model_path"]))
     _refuse_missing_model(str(args["model_path"]))
-    # handle_deprecated_args: the first hook that warns, before any reads a renamed value
+    return identity
+
+
+def _handle_deprecated_args(args: dict[str, Any], warnings: list[str]) -> None:
+    """``handle_deprecated_args``: the first hook that warns, before any reads a renamed value."""
     renamed, deprecated = rename_deprecated(args)
     args.update(renamed)
     warnings.extend(deprecated)
-    # ModelConfig is first built after it (apply_inkling_prefill_cuda_graph_default)
+
+
+def _build_model_config(
+    args: dict[str, Any], identity: ModelIdentity, gpu: GpuSpec, warnings: list[str]
+) -> tuple[ModelIdentity, ModelSpec]:
+    """``ModelConfig``, first built after the deprecated args (``apply_inkling_prefill_...``)."""
     _refuse_longer_context(args, identity.context_length)
     warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     model = parse_model(args["model_path"], args.get("quantization"), identity)
-    arch = model.architecture
-    if identity.architecture != arch:  # by name: the cost model's family decides
-        identity = dataclasses.replace(identity, architecture=arch)
-    mla = identity.mla
-    tp = int(args.get("tp_size") or 1)
+    if identity.architecture != model.architecture:  # by name: the cost model's family decides
+        identity = dataclasses.replace(identity, architecture=model.architecture)
+    return identity, model
+
+
+def _handle_missing_default_values(args: dict[str, Any]) -> None:
+    """``handle_missing_default_values``: the served name and tokenizer are the model path."""
     if args.get("served_model_name") is None:
         args["served_model_name"] = args["model_path"]
     if args.get("tokenizer_path") is None:
         args["tokenizer_path"] = args["model_path"]
+
+
+def _handle_mamba_backend(args: dict[str, Any], arch: str) -> None:
+    """``handle_mamba_backend``: a hybrid Mamba model's radix cache keeps an extra buffer."""
     if arch in HYBRID_MAMBA_ARCHS:
         args["mamba_radix_cache_strategy"] = "extra_buffer"
         args["uses_mamba_radix_cache"] = True
+
+
+def _handle_deprecated_dp_attention(args: dict[str, Any]) -> int:
+    """``handle_deprecated_dp_attention``: --dp-size under DP attention becomes attn_dp_size."""
     attn_dp = int(args.get("dp_size") or 1) if args.get("enable_dp_attention") else 1
     if attn_dp > 1:
         args["attn_dp_size"] = attn_dp
         args["dp_size"] = 1
-    algo = args.get("speculative_algorithm")
-    if algo is not None:
-        algo = "EAGLE" if algo.upper() == "NEXTN" else algo.upper()
+    return attn_dp
 
-    # GPU memory settings: chunked prefill and the CUDA-graph capture lists
-    gpu_mib = gpu.memory_mib
-    default_chunk, default_max_bs = _gpu_tier(gpu_mib, tp)
+
+def _handle_gpu_memory_settings(
+    args: dict[str, Any],
+    gpu: GpuSpec,
+    tp: int,
+    mla: bool,
+    speculative: bool,
+    deepep: bool,
+    warnings: list[str],
+) -> dict[str, Any]:
+    """``handle_gpu_memory_settings``: chunked prefill and the CUDA-graph capture lists."""
+    default_chunk, default_max_bs = _gpu_tier(gpu.memory_mib, tp)
     if args.get("chunked_prefill_size") is None:
         args["chunked_prefill_size"] = default_chunk
     chunk = int(args["chunked_prefill_size"])
@@ -436,7 +518,6 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     max_bs = int(requested_max_bs) if requested_max_bs is not None else default_max_bs
     if requested_max_bs is None and args.get("max_running_requests") is not None:
         max_bs = min(max_bs, int(args["max_running_requests"]))
-    speculative = algo is not None
     prefill_max_bs = min(8192, chunk) if mla else chunk
     if args.get("max_total_tokens") is not None:
         prefill_max_bs = min(prefill_max_bs, int(args["max_total_tokens"]))
@@ -450,7 +531,6 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             prefill_graph_bs(prefill_max_bs),
         ),
     }
-    deepep = args.get("moe_a2a_backend") == "deepep"
     if deepep and not graphs_off:
         # apply_deepep_adjustments (handle_cuda_graph_config, before the memory settings size
         # the prefill graphs): the documented 2048 default's buckets, aligned to 8
@@ -461,43 +541,54 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             f"aligning {buckets} -> {aligned}."
         )
         graph["prefill"] = {**graph["prefill"], "max_bs": aligned[-1], "bs": aligned}
-    if args.get("mem_fraction_static") is None:
-        activation = max(chunk if chunk > 0 else int(args.get("max_prefill_tokens") or 0), 2048)
-        reserved = 512 + activation * 1.5 + tp / 8 * 1024
-        if not graphs_off:
-            reserved += graph["decode"]["max_bs"] * 2
-            if attn_dp > 1:
-                reserved += graph["decode"]["max_bs"] * attn_dp * 3
-                if graph["decode"]["max_bs"] > 300:
-                    reserved += graph["decode"]["max_bs"] * attn_dp * 1.5
-            reserved += 1.5 * 1024 if mla else len(graph["prefill"]["bs"]) * 8
-            if deepep:
-                reserved += 1024  # the prefill graphs' DeepEP bridge pool
-        if gpu_mib > 60 * 1024:
-            reserved = max(reserved, 10 * 1024)
-        if deepep and not graphs_off:
-            reserved += 2 * 1024  # DeepEP all-to-all buffers of the decode graphs
-        fraction = round((gpu_mib - reserved) / gpu_mib, 3)
-        if arch in VISION_TOWERS:
-            fraction *= _vlm_factor(arch)
-        args["mem_fraction_static"] = fraction
+    return graph
 
-    # handle_model_specific_adjustments: the architecture's registered overrides, the DeepSeek
-    # branch, the all-reduce fusion (model_rules)
-    def default_backend() -> str:
-        return _default_attention(
-            gpu,
-            mla,
-            algo,
-            args.get("speculative_eagle_topk"),
-            model_rules.attention_sinks(identity),
-        )
 
-    model_rules.registry_overrides(identity, args, gpu, warnings, default_backend)
-    model_rules.deepseek_adjustments(identity, args, gpu, warnings, not graphs_off)
-    model_rules.allreduce_fusion(identity, args, gpu, warnings, attn_dp)
+def _set_mem_fraction_static(
+    args: dict[str, Any],
+    gpu: GpuSpec,
+    graph: dict[str, Any],
+    tp: int,
+    mla: bool,
+    attn_dp: int,
+    arch: str,
+    deepep: bool,
+) -> None:
+    """``handle_gpu_memory_settings``' mem_fraction_static: what activations and graphs leave."""
+    if args.get("mem_fraction_static") is not None:
+        return
+    gpu_mib = gpu.memory_mib
+    graphs_off = bool(args.get("disable_cuda_graph"))
+    chunk = int(args["chunked_prefill_size"])
+    activation = max(chunk if chunk > 0 else int(args.get("max_prefill_tokens") or 0), 2048)
+    reserved = 512 + activation * 1.5 + tp / 8 * 1024
+    if not graphs_off:
+        reserved += graph["decode"]["max_bs"] * 2
+        if attn_dp > 1:
+            reserved += graph["decode"]["max_bs"] * attn_dp * 3
+            if graph["decode"]["max_bs"] > 300:
+                reserved += graph["decode"]["max_bs"] * attn_dp * 1.5
+        reserved += 1.5 * 1024 if mla else len(graph["prefill"]["bs"]) * 8
+        if deepep:
+            reserved += 1024  # the prefill graphs' DeepEP bridge pool
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if deepep and not graphs_off:
+        reserved += 2 * 1024  # DeepEP all-to-all buffers of the decode graphs
+    fraction = round((gpu_mib - reserved) / gpu_mib, 3)
+    if arch in VISION_TOWERS:
+        fraction *= _vlm_factor(arch)
+    args["mem_fraction_static"] = fraction
 
-    # handle_attention_backend_compatibility: default, torch native, page sizes, GPU checks
+
+def _handle_attention_backend_compatibility(
+    args: dict[str, Any],
+    gpu: GpuSpec,
+    graph: dict[str, Any],
+    warnings: list[str],
+    default_backend: Callable[[], str],
+) -> None:
+    """``handle_attention_backend_compatibility``: default, torch native, page sizes, GPU checks."""
     if args.get("prefill_attention_backend") is not None and args.get(
         "prefill_attention_backend"
     ) == args.get("decode_attention_backend"):
@@ -511,6 +602,12 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
         for phase in ("decode", "prefill"):
             graph[phase] = {**graph[phase], "backend": "disabled"}
     _attention_constraints(args, gpu, warnings)
+
+
+def _disable_prefill_cuda_graph_for_deepseek_trtllm_mla(
+    args: dict[str, Any], arch: str, graph: dict[str, Any], warnings: list[str]
+) -> None:
+    """``disable_prefill_cuda_graph_for_deepseek_trtllm_mla``: no prefill graphs on TRT-LLM MLA."""
     if (
         arch == "DeepseekV3ForCausalLM"
         and graph["prefill"]["backend"] != "disabled"
@@ -520,139 +617,163 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
             model_rules.DEEPSEEK_PREFILL_GRAPH.format(backend=graph["prefill"]["backend"])
         )
         graph["prefill"] = {**graph["prefill"], "backend": "disabled"}
-    if attn_dp > 1:
-        if tp % attn_dp:
-            raise ResolutionError("AssertionError", tracebacks.frames("dp_not_dividing_tp"))
-        old = int(args["chunked_prefill_size"])
-        args["chunked_prefill_size"] = old // attn_dp
-        warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
-        # the prefill graphs re-clamped to the per-rank chunk, unless they are disabled
-        capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
-        if graph["prefill"]["backend"] != "disabled":
-            graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
-    model_rules.moe_runner_messages(args, warnings)
-    model_rules.a2a_ep_size(args, warnings)
 
-    # speculative handler: the name is checked only now, after the warnings above
-    spec = SpecConfig()
-    if algo is not None:
-        if algo not in SPEC_ALGORITHMS:
-            raise ResolutionError(
-                f"ValueError: Unknown speculative algorithm name: {args['speculative_algorithm']}",
-                [
-                    *_PIPELINE_FRAMES,
-                    (
-                        _SITE + "sglang/srt/arg_groups/speculative_hook.py",
-                        242,
-                        "handle_speculative_decoding",
-                        "algo = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)",
-                    ),
-                    (
-                        _SITE + "sglang/srt/speculative/spec_info.py",
-                        65,
-                        "from_string",
-                        'raise ValueError(f"Unknown speculative algorithm name: {name}")',
-                    ),
-                ],
-            )
-        args["speculative_algorithm"] = algo
-        _refuse_unsimulated_algorithm(algo, args)
+
+def _handle_data_parallelism(
+    args: dict[str, Any], tp: int, attn_dp: int, graph: dict[str, Any], warnings: list[str]
+) -> None:
+    """``handle_data_parallelism``: DP attention splits the chunk (and prefill graphs) per rank."""
+    if attn_dp <= 1:
+        return
+    if tp % attn_dp:
+        raise ResolutionError("AssertionError", tracebacks.frames("dp_not_dividing_tp"))
+    old = int(args["chunked_prefill_size"])
+    args["chunked_prefill_size"] = old // attn_dp
+    warnings.append(DP_CHUNK_WARNING.format(old=old, new=args["chunked_prefill_size"]))
+    # the prefill graphs re-clamped to the per-rank chunk, unless they are disabled
+    capped = min(graph["prefill"]["max_bs"], int(args["chunked_prefill_size"]))
+    if graph["prefill"]["backend"] != "disabled":
+        graph["prefill"] = _phase(graph["prefill"]["backend"], capped, prefill_graph_bs(capped))
+
+
+def _handle_speculative_decoding(
+    args: dict[str, Any], model: ModelSpec, algo: str | None, version: str, warnings: list[str]
+) -> SpecConfig:
+    """``handle_speculative_decoding``: the name is checked only now, after earlier warnings."""
+    if algo is None:
+        return SpecConfig()
+    if algo not in SPEC_ALGORITHMS:
+        _refuse_unknown_algorithm(args["speculative_algorithm"])
+    args["speculative_algorithm"] = algo
+    _refuse_unsimulated_algorithm(algo, args)
     if algo == "NGRAM":
-        if args.get("max_running_requests") is None:
-            args["max_running_requests"] = 48
-            warnings.append(MAX_RUNNING_WARNING)
-        args["enable_mixed_chunk"] = False
-        args["speculative_eagle_topk"] = int(args.get("speculative_ngram_max_bfs_breadth") or 10)
-        if args.get("speculative_num_draft_tokens") is None:
-            args["speculative_num_draft_tokens"] = 12
-            warnings.append(NGRAM_WARNING)
-        if args.get("speculative_num_steps") is None:
-            args["speculative_num_steps"] = (
-                int(args["speculative_num_draft_tokens"]) // args["speculative_eagle_topk"]
-            )
-        warnings.append(NGRAM_MIXED_WARNING)
-        topk = int(args["speculative_eagle_topk"])
-        page = int(args.get("page_size") or 1)
-        if topk > 1 and page > 1 and args.get("attention_backend") != "flashinfer":
+        return _handle_ngram(args, warnings)
+    if algo in EAGLE_FAMILY:
+        return _handle_eagle_family(args, model, algo, version, warnings)
+    return SpecConfig()
+
+
+def _refuse_unknown_algorithm(name: str) -> None:
+    """``SpeculativeAlgorithm.from_string``: a name that is no member."""
+    raise ResolutionError(
+        f"ValueError: Unknown speculative algorithm name: {name}",
+        [
+            *_PIPELINE_FRAMES,
+            (
+                _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                242,
+                "handle_speculative_decoding",
+                "algo = SpeculativeAlgorithm.from_string(cfg.speculative_algorithm)",
+            ),
+            (
+                _SITE + "sglang/srt/speculative/spec_info.py",
+                65,
+                "from_string",
+                'raise ValueError(f"Unknown speculative algorithm name: {name}")',
+            ),
+        ],
+    )
+
+
+def _handle_ngram(args: dict[str, Any], warnings: list[str]) -> SpecConfig:
+    """``_handle_ngram``: 48 running requests, no mixed chunk, the draft tokens from the BFS."""
+    if args.get("max_running_requests") is None:
+        args["max_running_requests"] = 48
+        warnings.append(MAX_RUNNING_WARNING)
+    args["enable_mixed_chunk"] = False
+    args["speculative_eagle_topk"] = int(args.get("speculative_ngram_max_bfs_breadth") or 10)
+    if args.get("speculative_num_draft_tokens") is None:
+        args["speculative_num_draft_tokens"] = 12
+        warnings.append(NGRAM_WARNING)
+    if args.get("speculative_num_steps") is None:
+        args["speculative_num_steps"] = (
+            int(args["speculative_num_draft_tokens"]) // args["speculative_eagle_topk"]
+        )
+    warnings.append(NGRAM_MIXED_WARNING)
+    topk = int(args["speculative_eagle_topk"])
+    page = int(args.get("page_size") or 1)
+    if topk > 1 and page > 1 and args.get("attention_backend") != "flashinfer":
+        raise ResolutionError(
+            f"ValueError: speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is "
+            "unstable and produces incorrect results for paged attention backends. This "
+            "combination is only supported for the 'flashinfer' backend.",
+            [
+                *_spec_frames(266, "_handle_ngram"),
+                (
+                    _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                    1361,
+                    "_handle_ngram",
+                    "raise ValueError(",
+                ),
+            ],
+        )
+    draft = int(args["speculative_num_draft_tokens"])
+    return SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
+
+
+def _handle_eagle_family(
+    args: dict[str, Any], model: ModelSpec, algo: str, version: str, warnings: list[str]
+) -> SpecConfig:
+    """``_handle_eagle_family``: EAGLE, EAGLE3 and STANDALONE's draft model and step shape."""
+    draft_path = args.get("speculative_draft_model_path")
+    if draft_path is not None:
+        _refuse_missing_model(str(draft_path), draft=True)
+    if args.get("max_running_requests") is None:
+        args["max_running_requests"] = 48
+        warnings.append(MAX_RUNNING_WARNING)
+    if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
+        warnings.append(NON_OVERLAP_WARNING)
+    if (
+        model.architecture in SELF_DRAFT_ARCHITECTURES
+        and args.get("speculative_draft_model_path") is None
+    ):
+        args["speculative_draft_model_path"] = args["model_path"]
+        args["speculative_draft_model_revision"] = args.get("revision")
+    if args.get("speculative_num_steps") is None:
+        if (
+            args.get("speculative_eagle_topk") is not None
+            or args.get("speculative_num_draft_tokens") is not None
+        ):
             raise ResolutionError(
-                f"ValueError: speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is "
-                "unstable and produces incorrect results for paged attention backends. This "
-                "combination is only supported for the 'flashinfer' backend.",
-                [
-                    *_spec_frames(266, "_handle_ngram"),
-                    (
-                        _SITE + "sglang/srt/arg_groups/speculative_hook.py",
-                        1361,
-                        "_handle_ngram",
-                        "raise ValueError(",
-                    ),
-                ],
-            )
-        draft = int(args["speculative_num_draft_tokens"])
-        spec = SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
-    elif algo in EAGLE_FAMILY:
-        draft_path = args.get("speculative_draft_model_path")
-        if draft_path is not None:
-            _refuse_missing_model(str(draft_path), draft=True)
-        if args.get("max_running_requests") is None:
-            args["max_running_requests"] = 48
-            warnings.append(MAX_RUNNING_WARNING)
-        if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
-            warnings.append(NON_OVERLAP_WARNING)
-        if arch in SELF_DRAFT_ARCHITECTURES and args.get("speculative_draft_model_path") is None:
-            args["speculative_draft_model_path"] = args["model_path"]
-            args["speculative_draft_model_revision"] = args.get("revision")
-        if args.get("speculative_num_steps") is None:
-            if (
-                args.get("speculative_eagle_topk") is not None
-                or args.get("speculative_num_draft_tokens") is not None
-            ):
-                raise ResolutionError(
-                    "AssertionError",
-                    [
-                        *_PIPELINE_FRAMES,
-                        *_EAGLE_FRAMES,
-                        (
-                            _SITE + "sglang/srt/arg_groups/speculative_hook.py",
-                            1162,
-                            "_handle_eagle_family",
-                            "and cfg.speculative_num_draft_tokens is None",
-                        ),
-                    ],
-                )
-            steps, topk, draft = _auto_spec(model, algo, version)
-            args["speculative_num_steps"] = steps
-            args["speculative_eagle_topk"] = topk
-            args["speculative_num_draft_tokens"] = draft
-        steps = int(args["speculative_num_steps"])
-        topk_value = args.get("speculative_eagle_topk")
-        if topk_value == 1 and args.get("speculative_num_draft_tokens") != steps + 1:
-            warnings.append(ADJUST_WARNING)
-            args["speculative_num_draft_tokens"] = steps + 1
-        if topk_value is None:
-            # 0.5.23 compares the unset topk with 1 here and dies (not a simulator choice)
-            raise ResolutionError(
-                "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+                "AssertionError",
                 [
                     *_PIPELINE_FRAMES,
                     *_EAGLE_FRAMES,
                     (
                         _SITE + "sglang/srt/arg_groups/speculative_hook.py",
-                        1274,
+                        1162,
                         "_handle_eagle_family",
-                        "cfg.speculative_eagle_topk > 1",
+                        "and cfg.speculative_num_draft_tokens is None",
                     ),
                 ],
             )
-        if args.get("speculative_num_draft_tokens") is None:
-            args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
-        spec = SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))
-
-    if args.get("sampling_backend") is None:
-        args["sampling_backend"] = "flashinfer"
-    args["cuda_graph_config"] = copy.deepcopy(graph)
-    graph_bs = [] if graph["decode"]["backend"] == "disabled" else list(graph["decode"]["bs"])
-    return Resolved(args, warnings, model, spec, gpu, graph_bs)
+        steps, topk, draft = _auto_spec(model, algo, version)
+        args["speculative_num_steps"] = steps
+        args["speculative_eagle_topk"] = topk
+        args["speculative_num_draft_tokens"] = draft
+    steps = int(args["speculative_num_steps"])
+    topk_value = args.get("speculative_eagle_topk")
+    if topk_value == 1 and args.get("speculative_num_draft_tokens") != steps + 1:
+        warnings.append(ADJUST_WARNING)
+        args["speculative_num_draft_tokens"] = steps + 1
+    if topk_value is None:
+        # 0.5.23 compares the unset topk with 1 here and dies (not a simulator choice)
+        raise ResolutionError(
+            "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+            [
+                *_PIPELINE_FRAMES,
+                *_EAGLE_FRAMES,
+                (
+                    _SITE + "sglang/srt/arg_groups/speculative_hook.py",
+                    1274,
+                    "_handle_eagle_family",
+                    "cfg.speculative_eagle_topk > 1",
+                ),
+            ],
+        )
+    if args.get("speculative_num_draft_tokens") is None:
+        args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
+    return SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))
 
 
 def format_server_args(args: dict[str, Any], version: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .faults import CUDA_GRAPH_SOLUTIONS, die, scheduler_exception
@@ -160,6 +160,23 @@ def _fatal_startup(error: str, tp: int, extra_frames: list[tuple[str, int, str, 
     die(during_startup=True)
 
 
+@dataclass
+class _Progress:
+    """What the milestones so far took and left: simulated seconds, free GB, per-phase figures."""
+
+    settings: SimSettings
+    tp: int
+    avail: float
+    total: float = 0.0
+    graphs: dict[str, float] = field(default_factory=lambda: dict.fromkeys(GRAPH_PHASES, 0.0))
+    memory: dict[str, float] = field(default_factory=lambda: dict.fromkeys(GRAPH_PHASES, 0.0))
+    times: dict[str, Any] = field(default_factory=dict)
+
+    async def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` (scaled) and count them towards ``scheduler_e2e``."""
+        self.total += await _pause(seconds, self.settings)
+
+
 async def run_startup(
     resolved: Resolved, settings: SimSettings, capacity: Capacity
 ) -> StartupReport:
@@ -170,51 +187,81 @@ async def run_startup(
     phase and ``scheduler_e2e``, in simulated seconds (what the real server would take, whatever
     ``SGLANG_SIM_STARTUP_SCALE`` shortens it to); and each graph phase's memory.
     """
-    args, model, spec = resolved.args, resolved.model, resolved.spec
+    args = resolved.args
     tp = int(args.get("tp_size") or 1)
-    total = 0.0
-    graphs = dict.fromkeys(GRAPH_PHASES, 0.0)
-    times: dict[str, Any] = {"cuda_graph": graphs, "load_weight": 0.0}
-    memory = dict.fromkeys(GRAPH_PHASES, 0.0)
+    progress = _Progress(settings, tp, capacity.avail_before_load_gb)
+    progress.times = {"cuda_graph": progress.graphs, "load_weight": 0.0}
     log("Using default HuggingFace chat template with detected content format: string")
-    # 0.5.23 brackets its distributed initialisation (distributed/bootstrap.py) on every device
+    await _init_parallel(progress)
+    await _load_weights(progress, resolved, capacity)
+    await _allocate_kv_cache(progress, resolved, capacity)
+    await _capture_prefill_graphs(progress, resolved)
+    await _capture_target_graphs(progress, resolved)
+    if resolved.spec.algorithm in ("EAGLE", "EAGLE3", "STANDALONE"):
+        await _start_draft_worker(progress, resolved, capacity)
+    rank_log(
+        f"max_total_num_tokens={capacity.max_total_num_tokens}, "
+        f"chunked_prefill_size={args['chunked_prefill_size']}, "
+        f"max_prefill_tokens={args.get('max_prefill_tokens')}, "
+        f"max_running_requests={capacity.max_running_requests}, "
+        f"context_len={capacity.context_len}, available_gpu_mem={progress.avail:.2f} GB",
+        0,
+        tp,
+    )
+    progress.times["scheduler_e2e"] = progress.total
+    return StartupReport(progress.times, progress.memory)
+
+
+async def _init_parallel(progress: _Progress) -> None:
+    """The distributed initialisation 0.5.23 brackets on every device (distributed/bootstrap.py)."""
+    tp, settings = progress.tp, progress.settings
     all_ranks("Init parallel begin.", tp)
     init_s = 0.4 + 0.9 * (tp - 1)
-    total += await _pause(init_s, settings)
+    await progress.pause(init_s)
     all_ranks(f"Init parallel ends. elapsed={init_s:.2f} s", tp)
     if settings.fault.kind == "slow-start":
         # An extra, unscaled delay: a slow disk or a cold page cache.
         await asyncio.sleep(settings.fault.value)
-        total += settings.fault.value
+        progress.total += settings.fault.value
 
-    avail = capacity.avail_before_load_gb
-    all_ranks(f"Load weight begin. avail mem={avail:.2f} GB", tp)
+
+async def _load_weights(progress: _Progress, resolved: Resolved, capacity: Capacity) -> None:
+    """The target model's checkpoint shards read onto each GPU (``load_weight``)."""
+    args, model, tp = resolved.args, resolved.model, progress.tp
+    all_ranks(f"Load weight begin. avail mem={progress.avail:.2f} GB", tp)
     shards = max(1, math.ceil(model.weights_gb / 5.0))
     raw_stderr(
         f"Loading safetensors checkpoint shards:   0% Completed | 0/{shards} [00:00<?, ?it/s]\n"
     )
     load_s = capacity.weights_gb / LOAD_GB_PER_S_PER_GPU
-    total += await _pause(load_s, settings)
-    times["load_weight"] = load_s
+    await progress.pause(load_s)
+    progress.times["load_weight"] = load_s
     minutes, secs = divmod(int(load_s), 60)
     raw_stderr(
         f"Loading safetensors checkpoint shards: 100% Completed | {shards}/{shards} "
         f"[{minutes:02d}:{secs:02d}<00:00, {load_s / shards:.2f}s/it]\n"
     )
     quant = f"quant={args['quantization']}, " if args.get("quantization") else ""
-    avail -= capacity.weights_gb
+    progress.avail -= capacity.weights_gb
     all_ranks(
         f"Load weight end. elapsed={load_s:.2f} s, type={model.architecture}, {quant}"
-        f"avail mem={avail:.2f} GB, mem usage={capacity.weights_gb:.2f} GB.",
+        f"avail mem={progress.avail:.2f} GB, mem usage={capacity.weights_gb:.2f} GB.",
         tp,
     )
-    kv_dtype = (
-        "torch.bfloat16"
-        if args.get("kv_cache_dtype") in (None, "auto")
-        else ("torch.float8_e4m3fn")
-    )
-    if settings.fault.kind == "oom" or capacity.max_total_num_tokens <= 0:
-        total += await _pause(0.5, settings)
+
+
+def _kv_dtype(args: dict[str, Any]) -> str:
+    """The KV pool's torch dtype as the allocation line names it."""
+    if args.get("kv_cache_dtype") in (None, "auto"):
+        return "torch.bfloat16"
+    return "torch.float8_e4m3fn"
+
+
+async def _allocate_kv_cache(progress: _Progress, resolved: Resolved, capacity: Capacity) -> None:
+    """The KV pool (``kv_cache_allocation``); the ``oom`` fault and an empty pool die here."""
+    args, tp = resolved.args, progress.tp
+    if progress.settings.fault.kind == "oom" or capacity.max_total_num_tokens <= 0:
+        await progress.pause(0.5)
         _fatal_startup(
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
             f"Current value: mem_fraction_static={args['mem_fraction_static']}",
@@ -231,122 +278,131 @@ async def run_startup(
         )
     half = capacity.kv_gb / 2
     all_ranks(
-        f"KV Cache is allocated. dtype: {kv_dtype}, #tokens: {capacity.max_total_num_tokens}, "
-        f"K size: {half:.2f} GB, V size: {half:.2f} GB",
+        f"KV Cache is allocated. dtype: {_kv_dtype(args)}, "
+        f"#tokens: {capacity.max_total_num_tokens}, K size: {half:.2f} GB, V size: {half:.2f} GB",
         tp,
     )
-    avail -= capacity.kv_gb
-    total += await _pause(1.0, settings)
-    times["kv_cache_allocation"] = 1.0
-    all_ranks(f"Memory pool end. avail mem={avail:.2f} GB", tp)
+    progress.avail -= capacity.kv_gb
+    await progress.pause(1.0)
+    progress.times["kv_cache_allocation"] = 1.0
+    all_ranks(f"Memory pool end. avail mem={progress.avail:.2f} GB", tp)
 
-    bs = resolved.cuda_graph_bs
-    prefill_graph = args.get("cuda_graph_config", {}).get("prefill", {})
-    if bs and prefill_graph.get("backend") not in (None, "disabled"):
-        # 0.5.23 captures the prefill graphs first (model_runner_components/cuda_graph_setup.py)
-        tokens = prefill_graph.get("bs") or []
-        all_ranks(
-            f"Capture target prefill CUDA graph begin. backend={prefill_graph['backend']}, "
-            f"num_tokens={tokens}, avail mem={avail:.2f} GB",
-            tp,
-        )
-        seconds = 0.05 * len(tokens)
-        total += await _pause(seconds, settings)
-        graphs["prefill"] = seconds
-        memory["prefill"] = 0.01 * len(tokens)
-        avail -= 0.01 * len(tokens)
-        all_ranks(
-            f"Capture target prefill CUDA graph end. elapsed={seconds:.2f} s, "
-            f"mem usage={0.01 * len(tokens):.2f} GB, avail mem={avail:.2f} GB.",
-            tp,
-        )
-    if bs:
-        phase = "target verify" if spec.algorithm else "target decode"
-        per_req = spec.draft_tokens if spec.algorithm else 1
-        all_ranks(
-            f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
-            f"avail mem={avail:.2f} GB",
-            tp,
-        )
-        if settings.fault.kind == "cuda-graph":
-            total += await _pause(2.0, settings)
-            _fatal_startup(
-                "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate "
-                f"2.00 GiB. GPU 0 has a total capacity of {resolved.gpu.memory_gb:.2f} GiB of "
-                "which 1.12 GiB is free.\n" + CUDA_GRAPH_SOLUTIONS,
-                tp,
-                [
-                    (
-                        "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/"
-                        "cuda_graph_runner.py",
-                        512,
-                        "__init__",
-                        "raise Exception(",
-                    )
-                ],
-            )
-        capture = GRAPH_CAPTURE_S_PER_BS * len(bs) * (1.3 if spec.algorithm else 1.0)
-        total += await _pause(capture, settings)
-        graphs["target_verify" if spec.algorithm else "decode"] = capture
-        memory["target_verify" if spec.algorithm else "decode"] = 0.02 * len(bs)
-        avail -= 0.02 * len(bs)
-        all_ranks(
-            f"Capture {phase} CUDA graph end. bs={bs}, elapsed={capture:.2f} s, "
-            f"mem usage={0.02 * len(bs):.2f} GB, avail mem={avail:.2f} GB.",
-            tp,
-        )
-    if spec.algorithm in ("EAGLE", "EAGLE3", "STANDALONE"):
-        draft_gb = max(0.5, model.weights_gb * 0.012) / tp
-        all_ranks(f"Load weight begin. avail mem={avail:.2f} GB", tp)
-        load = draft_gb / LOAD_GB_PER_S_PER_GPU + 1.0
-        total += await _pause(load, settings)
-        avail -= draft_gb
-        draft_type = model.architecture.replace("For", "MTPFor", 1)
-        all_ranks(
-            f"Load weight end. elapsed={load:.2f} s, type={draft_type}, "
-            f"avail mem={avail:.2f} GB, mem usage={draft_gb:.2f} GB.",
-            tp,
-        )
-        draft_tokens = capacity.max_total_num_tokens
-        all_ranks(
-            f"KV Cache is allocated. dtype: {kv_dtype}, #tokens: {draft_tokens}, "
-            f"K size: {half / model.layers:.2f} GB, V size: {half / model.layers:.2f} GB",
-            tp,
-        )
-        # the draft worker's graphs are logged by rank 0 only (log_info_on_rank0); the draft
-        # decode graph exists only with more than one step (eagle_worker_v2.py)
-        phases = [
-            ("draft decode", spec.topk, DRAFT_GRAPH_CAPTURE_S_PER_BS * max(1, spec.num_steps) / 2),
-            ("draft extend", spec.draft_tokens, GRAPH_CAPTURE_S_PER_BS * 0.8),
-        ]
-        for phase, per_req, factor in phases if bs else []:
-            if phase == "draft decode" and spec.num_steps <= 1:
-                continue
-            rank_log(
-                f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
-                f"bs={bs}, avail mem={avail:.2f} GB",
-                0,
-                tp,
-            )
-            seconds = factor * len(bs)
-            total += await _pause(seconds, settings)
-            graphs[phase.replace(" ", "_")] = seconds
-            memory[phase.replace(" ", "_")] = 0.01 * len(bs)
-            avail -= 0.01 * len(bs)
-            rank_log(
-                f"Capture {phase} CUDA graph end. elapsed={seconds:.2f} s, "
-                f"mem usage={0.01 * len(bs):.2f} GB, avail mem={avail:.2f} GB.",
-                0,
-                tp,
-            )
-    rank_log(
-        f"max_total_num_tokens={capacity.max_total_num_tokens}, "
-        f"chunked_prefill_size={args['chunked_prefill_size']}, "
-        f"max_prefill_tokens={args.get('max_prefill_tokens')}, "
-        f"max_running_requests={capacity.max_running_requests}, "
-        f"context_len={capacity.context_len}, available_gpu_mem={avail:.2f} GB",
-        0,
+
+async def _capture_prefill_graphs(progress: _Progress, resolved: Resolved) -> None:
+    """0.5.23 captures the prefill graphs first (model_runner_components/cuda_graph_setup.py)."""
+    prefill_graph = resolved.args.get("cuda_graph_config", {}).get("prefill", {})
+    if not resolved.cuda_graph_bs or prefill_graph.get("backend") in (None, "disabled"):
+        return
+    tp = progress.tp
+    tokens = prefill_graph.get("bs") or []
+    all_ranks(
+        f"Capture target prefill CUDA graph begin. backend={prefill_graph['backend']}, "
+        f"num_tokens={tokens}, avail mem={progress.avail:.2f} GB",
         tp,
     )
-    times["scheduler_e2e"] = total
-    return StartupReport(times, memory)
+    seconds = 0.05 * len(tokens)
+    await progress.pause(seconds)
+    progress.graphs["prefill"] = seconds
+    progress.memory["prefill"] = 0.01 * len(tokens)
+    progress.avail -= 0.01 * len(tokens)
+    all_ranks(
+        f"Capture target prefill CUDA graph end. elapsed={seconds:.2f} s, "
+        f"mem usage={0.01 * len(tokens):.2f} GB, avail mem={progress.avail:.2f} GB.",
+        tp,
+    )
+
+
+async def _capture_target_graphs(progress: _Progress, resolved: Resolved) -> None:
+    """The target's decode (or, under speculation, verify) graphs; the ``cuda-graph`` fault."""
+    bs, spec, tp = resolved.cuda_graph_bs, resolved.spec, progress.tp
+    if not bs:
+        return
+    phase = "target verify" if spec.algorithm else "target decode"
+    per_req = spec.draft_tokens if spec.algorithm else 1
+    all_ranks(
+        f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
+        f"avail mem={progress.avail:.2f} GB",
+        tp,
+    )
+    if progress.settings.fault.kind == "cuda-graph":
+        await progress.pause(2.0)
+        _fatal_startup(
+            "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate "
+            f"2.00 GiB. GPU 0 has a total capacity of {resolved.gpu.memory_gb:.2f} GiB of "
+            "which 1.12 GiB is free.\n" + CUDA_GRAPH_SOLUTIONS,
+            tp,
+            [
+                (
+                    "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/"
+                    "cuda_graph_runner.py",
+                    512,
+                    "__init__",
+                    "raise Exception(",
+                )
+            ],
+        )
+    capture = GRAPH_CAPTURE_S_PER_BS * len(bs) * (1.3 if spec.algorithm else 1.0)
+    await progress.pause(capture)
+    progress.graphs["target_verify" if spec.algorithm else "decode"] = capture
+    progress.memory["target_verify" if spec.algorithm else "decode"] = 0.02 * len(bs)
+    progress.avail -= 0.02 * len(bs)
+    all_ranks(
+        f"Capture {phase} CUDA graph end. bs={bs}, elapsed={capture:.2f} s, "
+        f"mem usage={0.02 * len(bs):.2f} GB, avail mem={progress.avail:.2f} GB.",
+        tp,
+    )
+
+
+async def _start_draft_worker(progress: _Progress, resolved: Resolved, capacity: Capacity) -> None:
+    """The EAGLE-family draft model: its weights, its KV pool, then its graphs."""
+    model, tp = resolved.model, progress.tp
+    draft_gb = max(0.5, model.weights_gb * 0.012) / tp
+    all_ranks(f"Load weight begin. avail mem={progress.avail:.2f} GB", tp)
+    load = draft_gb / LOAD_GB_PER_S_PER_GPU + 1.0
+    await progress.pause(load)
+    progress.avail -= draft_gb
+    draft_type = model.architecture.replace("For", "MTPFor", 1)
+    all_ranks(
+        f"Load weight end. elapsed={load:.2f} s, type={draft_type}, "
+        f"avail mem={progress.avail:.2f} GB, mem usage={draft_gb:.2f} GB.",
+        tp,
+    )
+    half = capacity.kv_gb / 2
+    all_ranks(
+        f"KV Cache is allocated. dtype: {_kv_dtype(resolved.args)}, "
+        f"#tokens: {capacity.max_total_num_tokens}, "
+        f"K size: {half / model.layers:.2f} GB, V size: {half / model.layers:.2f} GB",
+        tp,
+    )
+    if resolved.cuda_graph_bs:
+        await _capture_draft_graphs(progress, resolved)
+
+
+async def _capture_draft_graphs(progress: _Progress, resolved: Resolved) -> None:
+    """The draft worker's graphs, logged by rank 0 only (log_info_on_rank0); the draft decode
+    graph exists only with more than one step (eagle_worker_v2.py)."""
+    bs, spec, tp = resolved.cuda_graph_bs, resolved.spec, progress.tp
+    phases = [
+        ("draft decode", spec.topk, DRAFT_GRAPH_CAPTURE_S_PER_BS * max(1, spec.num_steps) / 2),
+        ("draft extend", spec.draft_tokens, GRAPH_CAPTURE_S_PER_BS * 0.8),
+    ]
+    for phase, per_req, factor in phases:
+        if phase == "draft decode" and spec.num_steps <= 1:
+            continue
+        rank_log(
+            f"Capture {phase} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, "
+            f"bs={bs}, avail mem={progress.avail:.2f} GB",
+            0,
+            tp,
+        )
+        seconds = factor * len(bs)
+        await progress.pause(seconds)
+        progress.graphs[phase.replace(" ", "_")] = seconds
+        progress.memory[phase.replace(" ", "_")] = 0.01 * len(bs)
+        progress.avail -= 0.01 * len(bs)
+        rank_log(
+            f"Capture {phase} CUDA graph end. elapsed={seconds:.2f} s, "
+            f"mem usage={0.01 * len(bs):.2f} GB, avail mem={progress.avail:.2f} GB.",
+            0,
+            tp,
+        )
