@@ -315,8 +315,8 @@ def report(name: str, mine: list[dict[str, Any]], peer: list[dict[str, Any]]) ->
     print(
         f"  {'mean E2E - mean TTFT':<24} {span[0]:12.3f} {span[1]:12.3f} {span[1] / span[0]:8.3f}"
     )
-    if all("cache_hit_rate_pct" in r for r in peer):  # theirs a percentage, ours a fraction
-        a = statistics.median(float(r["cache_hit_rate_pct"]) / 100 for r in peer)
+    if all("cache_report" in r for r in peer):  # theirs a percentage, ours a fraction
+        a = statistics.median(float(r["cache_report"]["cache_hit_rate_pct"]) / 100 for r in peer)
         b = statistics.median(float(r.get("cache_hit_rate") or 0.0) for r in mine)
         print(f"  {'cache_hit_rate':<24} {a:12.3f} {b:12.3f} {b / a if a else float('nan'):8.3f}")
     chunk = statistics.median(float(r["median_chunk_gap_ms"]) for r in mine)
