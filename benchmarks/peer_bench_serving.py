@@ -31,8 +31,9 @@ Shared prefixes (``--loads gsp-c16,gsp-rate8``): our ``Workload.shared_prefix`` 
 PER_GROUP, SYSTEM_LEN, QUESTION_LEN; output ``--tokens``), both flushing the cache after the
 warmup request. First the structure is held to be the same: bench_serving's own generator is
 run (its module, its seeding) and each request's prompt length, output length and group (the
-system prompt it shares) are compared with ours, request by request with ``--gsp-ordered`` (the
-default: both send group by group), else as counts (each side shuffles with its own generator).
+system prompt it shares) are compared with ours, request by request, group by group
+(``--gsp-ordered``, the default) or shuffled (``--no-gsp-ordered``: both draw the shuffle from
+the same seed the same way).
 Then the figures, as above, with the cache hit rate (both from ``meta_info.cached_tokens``;
 bench_serving's ``--cache-report``).
 
@@ -106,6 +107,11 @@ def install(venv: Path) -> None:
     subprocess.run([*pip, *PACKAGES], check=True)
 
 
+#: bench_serving's ``--seed`` and our shared-prefix workload's: the same requests in the same
+#: order on both sides (SharedPrefixPrompts draws its words and its shuffle as bench_serving does).
+SEED = 1
+
+
 @dataclasses.dataclass(frozen=True)
 class Gsp:
     """The generated-shared-prefix arguments both clients get."""
@@ -121,7 +127,7 @@ class Gsp:
         return Workload.shared_prefix(
             self.groups, self.per_group, self.system_len, self.question_len, self.output_len,
             concurrency=concurrency, request_rate=rate, ordered=self.ordered, api="generate",
-            flush_cache=True, seed=3,
+            flush_cache=True, seed=SEED,
         )  # fmt: skip
 
     def flags(self) -> list[str]:
@@ -197,15 +203,17 @@ rows = sample_generated_shared_prefix_requests(
 )
 print(json.dumps([[r.prompt, r.prompt_len, r.output_len] for r in rows]))
 """
-SEED = 1
 
 
-def peer_env(work: Path) -> dict[str, str]:
+def peer_env(work: Path, gsp: Gsp | None = None) -> dict[str, str]:
     """bench_serving's environment: no HF_HUB_OFFLINE (it refuses a local tokenizer directory
     then, peer-clients.md), and HOME in the scratch directory: it caches generated datasets
-    under ~/.cache/sglang keyed by the tokenizer's class, not its vocabulary."""
+    under ~/.cache/sglang keyed by the lengths and the tokenizer's class, not by the
+    vocabulary nor ``--gsp-ordered``, so each ordering gets a home of its own."""
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-    return {**env, "HOME": str(work)}
+    home = work / ("home" if gsp is None else f"home-{'ordered' if gsp.ordered else 'shuffled'}")
+    home.mkdir(exist_ok=True)
+    return {**env, "HOME": str(home)}
 
 
 def structure(rows: list[tuple[str, int, int]]) -> list[tuple[int, int, int]]:
@@ -225,27 +233,29 @@ def check_structure(python: Path, work: Path, workload: Workload, gsp: Gsp) -> N
     run = subprocess.run(
         [*script, *map(str, args), "1" if gsp.ordered else "0"],
         capture_output=True, text=True, timeout=600, env={
-            **peer_env(work), "PYTHONPATH": str(Path(__file__).resolve().parent)
+            **peer_env(work, gsp), "PYTHONPATH": str(Path(__file__).resolve().parent)
         },
     )  # fmt: skip
     if run.returncode != 0:
         raise SystemExit(f"bench_serving's generator failed: {run.stderr[-2000:]}")
     peer = structure([tuple(r) for r in json.loads(run.stdout.splitlines()[-1])])
     mine = structure([(p, 0, n) for p, n in workload.requests()])
-    sizes = [sorted(Counter(g for *_, g in rows).values()) for rows in (peer, mine)]
-    same = peer == mine if gsp.ordered else sorted(peer) == sorted(mine)
+    sizes = sorted(Counter(g for *_, g in mine).values())
     shared = [sum(1 for i in range(1, len(r)) if r[i][2] == r[i - 1][2]) for r in (peer, mine)]
     print(
         f"  structure: {len(mine)} requests, {len(set(g for *_, g in mine))} groups of "
-        f"{sizes[1][0]}-{sizes[1][-1]}, prompt {mine[0][0]} tokens, output {mine[0][1]}; "
-        f"{'request by request' if gsp.ordered else 'as counts'}: "
-        f"{'same' if same and sizes[0] == sizes[1] else 'DIFFERENT'} "
-        f"(consecutive same-group pairs: theirs {shared[0]}, ours {shared[1]})"
+        f"{sizes[0]}-{sizes[-1]}, prompt {mine[0][0]} tokens, output {mine[0][1]}, "
+        f"{'ordered' if gsp.ordered else 'shuffled'}; request by request: "
+        f"{'same' if peer == mine else 'DIFFERENT'} (consecutive same-group pairs: theirs "
+        f"{shared[0]}, ours {shared[1]})"
     )
-    if not same or sizes[0] != sizes[1]:
-        first = next((i for i, (a, b) in enumerate(zip(peer, mine)) if a != b), None)
-        raise SystemExit(f"structure differs at request {first}: theirs {peer[first or 0]}, "
-                         f"ours {mine[first or 0]}")  # fmt: skip
+    if peer != mine:
+        first = next((i for i, (a, b) in enumerate(zip(peer, mine)) if a != b), len(mine))
+        raise SystemExit(
+            f"structure differs at request {first} of {len(peer)} / {len(mine)}: theirs "
+            f"{peer[first] if first < len(peer) else None}, "
+            f"ours {mine[first] if first < len(mine) else None}"
+        )
 
 
 def theirs(
@@ -282,7 +292,7 @@ def theirs(
         [str(python), str(runner), str(gaps), "--", *flags],
         capture_output=True,
         text=True,
-        env=peer_env(work),
+        env=peer_env(work, gsp),
         timeout=600,
     )
     if run.returncode != 0 or not out.is_file():
