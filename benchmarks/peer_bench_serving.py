@@ -26,8 +26,20 @@ bench_serving is not a project dependency: ``--install`` creates its venv (defau
 only what bench_serving imports (no torch; a few minutes). Its tokenizer is a word-level one
 built from the simulator's vocabulary with ``tokenizers`` (one word, one token, as on the
 simulator) and saved to a directory; nothing is downloaded at run time.
-Usage: ``python benchmarks/peer_bench_serving.py [--install] [--trials 3] [--endpoint generate]
-[--loads single,c16,rate8] [--tokens 128]``. Not part of ``make test``.
+Shared prefixes (``--loads gsp-c16,gsp-rate8``): our ``Workload.shared_prefix`` and bench_serving's
+``--dataset-name generated-shared-prefix`` with the same ``--gsp-*`` arguments (``--gsp`` GROUPS,
+PER_GROUP, SYSTEM_LEN, QUESTION_LEN; output ``--tokens``), both flushing the cache after the
+warmup request. First the structure is held to be the same: bench_serving's own generator is
+run (its module, its seeding) and each request's prompt length, output length and group (the
+system prompt it shares) are compared with ours, request by request, group by group
+(``--gsp-ordered``, the default) or shuffled (``--no-gsp-ordered``: both draw the shuffle from
+the same seed the same way).
+Then the figures, as above, with the cache hit rate (both from ``meta_info.cached_tokens``;
+bench_serving's ``--cache-report``).
+
+Usage: ``python benchmarks/peer_bench_serving.py [--install | --venv DIR] [--trials 3]
+[--endpoint generate] [--loads single,c16,rate8,gsp-c16,gsp-rate8] [--tokens 128]
+[--gsp 8,8,1024,64] [--no-gsp-ordered]``. Not part of ``make test``.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +107,53 @@ def install(venv: Path) -> None:
     subprocess.run([*pip, *PACKAGES], check=True)
 
 
-def loads(names: list[str], prompts: ShareGPTPrompts, tokens: int) -> list[Workload]:
+#: bench_serving's ``--seed`` and our shared-prefix workload's: the same requests in the same
+#: order on both sides (SharedPrefixPrompts draws its words and its shuffle as bench_serving does).
+SEED = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Gsp:
+    """The generated-shared-prefix arguments both clients get."""
+
+    groups: int
+    per_group: int
+    system_len: int
+    question_len: int
+    output_len: int
+    ordered: bool
+
+    def workload(self, concurrency: int | None, rate: float | None) -> Workload:
+        return Workload.shared_prefix(
+            self.groups, self.per_group, self.system_len, self.question_len, self.output_len,
+            concurrency=concurrency, request_rate=rate, ordered=self.ordered, api="generate",
+            flush_cache=True, seed=SEED,
+        )  # fmt: skip
+
+    def flags(self) -> list[str]:
+        """bench_serving's flags for the same dataset (its cache flushed after the warmup)."""
+        return [
+            *("--dataset-name", "generated-shared-prefix"),
+            *("--gsp-num-groups", str(self.groups), "--gsp-prompts-per-group", str(self.per_group)),
+            *("--gsp-system-prompt-len", str(self.system_len)),
+            *("--gsp-question-len", str(self.question_len)),
+            *("--gsp-output-len", str(self.output_len), "--flush-cache"),
+            *(["--gsp-ordered"] if self.ordered else []),
+            "--cache-report",
+        ]
+
+
+def loads(
+    names: list[str], prompts: ShareGPTPrompts, tokens: int, gsp: Gsp
+) -> list[tuple[Workload, Gsp | None]]:
     common: dict[str, Any] = dict(output_tokens=tokens, prompts=prompts, api="generate")
-    out: list[Workload] = []
+    out: list[tuple[Workload, Gsp | None]] = []
     for name in names:
-        if name == "single":
+        if name == "gsp-c16":
+            out.append((gsp.workload(16, None), gsp))
+        elif name == "gsp-rate8":
+            out.append((gsp.workload(None, 8.0), gsp))
+        elif name == "single":
             out.append(Workload.single_stream(requests=12, **common))
         elif name == "c16":
             out.append(Workload.fixed_concurrency(16, num_requests=64, **common))
@@ -126,31 +181,118 @@ def write_prompts(path: Path, count: int, tokens: int) -> None:
     path.write_text(json.dumps(rows))
 
 
+#: bench_serving's generated-shared-prefix rows, from its own generator seeded as its CLI seeds
+#: it (``random`` and ``numpy`` with ``--seed``): [prompt, prompt_len, output_len] each.
+GSP_SCRIPT = """
+import json, random, sys
+import numpy as np
+from bench_serving_runner import _mount_sglang
+_mount_sglang()
+from transformers import AutoTokenizer
+from sglang.benchmark.datasets.generated_shared_prefix import (
+    sample_generated_shared_prefix_requests,
+)
+tokenizer_dir, seed, groups, per, system, question, output, ordered = sys.argv[1:9]
+random.seed(int(seed))
+np.random.seed(int(seed))
+rows = sample_generated_shared_prefix_requests(
+    num_groups=int(groups), prompts_per_group=int(per), system_prompt_len=int(system),
+    question_len=int(question), output_len=int(output), range_ratio=1.0,
+    tokenizer=AutoTokenizer.from_pretrained(tokenizer_dir), seed=int(seed),
+    ordered=ordered == "1",
+)
+print(json.dumps([[r.prompt, r.prompt_len, r.output_len] for r in rows]))
+"""
+
+
+def peer_env(work: Path, gsp: Gsp | None = None) -> dict[str, str]:
+    """bench_serving's environment: no HF_HUB_OFFLINE (it refuses a local tokenizer directory
+    then, peer-clients.md), and HOME in the scratch directory: it caches generated datasets
+    under ~/.cache/sglang keyed by the lengths and the tokenizer's class, not by the
+    vocabulary nor ``--gsp-ordered``, so each ordering gets a home of its own."""
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    home = work / ("home" if gsp is None else f"home-{'ordered' if gsp.ordered else 'shuffled'}")
+    home.mkdir(exist_ok=True)
+    return {**env, "HOME": str(home)}
+
+
+def structure(rows: list[tuple[str, int, int]]) -> list[tuple[int, int, int]]:
+    """(prompt tokens, output tokens, group) per request; groups numbered by first appearance
+    of their system prompt (the text before the blank line), one word one token."""
+    seen: dict[str, int] = {}
+    return [
+        (len(prompt.split()), output, seen.setdefault(prompt.split("\n\n")[0], len(seen)))
+        for prompt, output in ((r[0], r[2]) for r in rows)
+    ]
+
+
+def check_structure(python: Path, work: Path, workload: Workload, gsp: Gsp) -> None:
+    """The same lengths and sharing on both sides, or exit naming the first difference."""
+    script = [str(python), "-c", GSP_SCRIPT, str(work / "tokenizer"), str(SEED)]
+    args = [gsp.groups, gsp.per_group, gsp.system_len, gsp.question_len, gsp.output_len]
+    run = subprocess.run(
+        [*script, *map(str, args), "1" if gsp.ordered else "0"],
+        capture_output=True, text=True, timeout=600, env={
+            **peer_env(work, gsp), "PYTHONPATH": str(Path(__file__).resolve().parent)
+        },
+    )  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit(f"bench_serving's generator failed: {run.stderr[-2000:]}")
+    peer = structure([tuple(r) for r in json.loads(run.stdout.splitlines()[-1])])
+    mine = structure([(p, 0, n) for p, n in workload.requests()])
+    sizes = sorted(Counter(g for *_, g in mine).values())
+    shared = [sum(1 for i in range(1, len(r)) if r[i][2] == r[i - 1][2]) for r in (peer, mine)]
+    print(
+        f"  structure: {len(mine)} requests, {len(set(g for *_, g in mine))} groups of "
+        f"{sizes[0]}-{sizes[-1]}, prompt {mine[0][0]} tokens, output {mine[0][1]}, "
+        f"{'ordered' if gsp.ordered else 'shuffled'}; request by request: "
+        f"{'same' if peer == mine else 'DIFFERENT'} (consecutive same-group pairs: theirs "
+        f"{shared[0]}, ours {shared[1]})"
+    )
+    if peer != mine:
+        first = next((i for i, (a, b) in enumerate(zip(peer, mine)) if a != b), len(mine))
+        raise SystemExit(
+            f"structure differs at request {first} of {len(peer)} / {len(mine)}: theirs "
+            f"{peer[first] if first < len(peer) else None}, "
+            f"ours {mine[first] if first < len(mine) else None}"
+        )
+
+
 def theirs(
-    python: Path, work: Path, url: str, workload: Workload, backend: str, dataset: Path
+    python: Path,
+    work: Path,
+    url: str,
+    workload: Workload,
+    backend: str,
+    dataset: Path,
+    gsp: Gsp | None = None,
 ) -> dict[str, Any]:
     gaps = work / "gaps.json"
     gaps.write_text(json.dumps(workload.arrival_delays()[: workload.num_requests - 1]))
     out = work / "result.jsonl"
     out.unlink(missing_ok=True)
+    if gsp is None:
+        data = [
+            *("--dataset-name", "sharegpt", "--dataset-path", str(dataset)),
+            *("--sharegpt-output-len", str(workload.output_tokens)),
+        ]
+    else:
+        data = gsp.flags()
     flags = [
         *("--backend", backend, "--base-url", url, "--model", MODEL),
-        *("--tokenizer", str(work / "tokenizer"), "--dataset-name", "sharegpt"),
-        *("--dataset-path", str(dataset), "--num-prompts", str(workload.num_requests)),
-        *("--sharegpt-output-len", str(workload.output_tokens), "--output-file", str(out)),
-        *("--warmup-requests", "1", "--disable-tqdm", "--seed", "1"),
+        *("--tokenizer", str(work / "tokenizer"), *data),
+        *("--num-prompts", str(workload.num_requests), "--output-file", str(out)),
+        *("--warmup-requests", "1", "--disable-tqdm", "--seed", str(SEED)),
         *("--request-rate", str(workload.request_rate or "inf")),
     ]
     if workload.concurrency is not None:
         flags += ["--max-concurrency", str(workload.concurrency)]
     runner = Path(__file__).with_name("bench_serving_runner.py")
-    # a local tokenizer directory is refused under HF_HUB_OFFLINE (peer-clients.md)
-    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     run = subprocess.run(
         [str(python), str(runner), str(gaps), "--", *flags],
         capture_output=True,
         text=True,
-        env=env,
+        env=peer_env(work, gsp),
         timeout=600,
     )
     if run.returncode != 0 or not out.is_file():
@@ -183,6 +325,10 @@ def report(name: str, mine: list[dict[str, Any]], peer: list[dict[str, Any]]) ->
     print(
         f"  {'mean E2E - mean TTFT':<24} {span[0]:12.3f} {span[1]:12.3f} {span[1] / span[0]:8.3f}"
     )
+    if all("cache_report" in r for r in peer):  # theirs a percentage, ours a fraction
+        a = statistics.median(float(r["cache_report"]["cache_hit_rate_pct"]) / 100 for r in peer)
+        b = statistics.median(float(r.get("cache_hit_rate") or 0.0) for r in mine)
+        print(f"  {'cache_hit_rate':<24} {a:12.3f} {b:12.3f} {b / a if a else float('nan'):8.3f}")
     chunk = statistics.median(float(r["median_chunk_gap_ms"]) for r in mine)
     print(f"  {'median_chunk_gap_ms':<24} {'':>12} {chunk:12.3f}  (ours only)")
 
@@ -195,7 +341,13 @@ def main() -> None:
     parser.add_argument("--endpoint", choices=sorted(BACKENDS), default="generate")
     parser.add_argument("--loads", default="single,c16,rate8")
     parser.add_argument("--tokens", type=int, default=128, help="output tokens per request")
+    parser.add_argument(
+        "--gsp", default="8,8,1024,64", help="GROUPS,PER_GROUP,SYSTEM_LEN,QUESTION_LEN"
+    )
+    parser.add_argument("--no-gsp-ordered", dest="gsp_ordered", action="store_false")
     args = parser.parse_args()
+    groups, per_group, system_len, question_len = (int(x) for x in args.gsp.split(","))
+    gsp = Gsp(groups, per_group, system_len, question_len, args.tokens, args.gsp_ordered)
     sys.stdout.reconfigure(line_buffering=True)  # each load's table as soon as it is done
     python = args.venv / "bin" / "python"
     if args.install and not python.exists():
@@ -214,13 +366,15 @@ def main() -> None:
         write_prompts(dataset, 256, args.tokens)
         prompts = ShareGPTPrompts(dataset, max_prompt_tokens=64)
         with start_simulator(*EAGLE, "--served-model-name", MODEL) as sim:
-            for workload in loads(args.loads.split(","), prompts, args.tokens):
+            for workload, shared in loads(args.loads.split(","), prompts, args.tokens, gsp):
+                if shared is not None:
+                    print(f"\n{workload.name}: {shared}")
+                    check_structure(python, work, workload, shared)
                 mine: list[dict[str, Any]] = []
                 peer: list[dict[str, Any]] = []
+                backend = BACKENDS[args.endpoint]
                 for _ in range(args.trials):
-                    peer.append(
-                        theirs(python, work, sim.url, workload, BACKENDS[args.endpoint], dataset)
-                    )
+                    peer.append(theirs(python, work, sim.url, workload, backend, dataset, shared))
                     mine.append(ours(sim.url, workload, args.endpoint))
                 report(f"{workload.name} ({workload.arrivals}, {args.endpoint})", mine, peer)
 

@@ -88,11 +88,14 @@ class SharedPrefixPrompts:
     ``[ratio * len, len]``; 1.0, the default, keeps them exact) and ``ordered``
     (``--gsp-ordered``: group by group, not shuffled). Defaults are bench_serving's.
 
-    Drawn in bench_serving's order from one generator seeded by ``seed``: the system prompts'
-    lengths, the questions' lengths, the output lengths, the system prompts, the questions
-    (group by group); then the requests, group by group, shuffled unless ``ordered``. The
-    same structure, not the same text: its words are random token ids of the model's
-    tokenizer, ours are words of :data:`WORDS`. A workload of more requests than
+    Drawn in bench_serving's order, seeded by ``seed``: the system prompts' lengths, the
+    questions' lengths, the output lengths (from one generator, as bench_serving's numpy), the
+    system prompts, the questions (group by group), one draw a word (from another, as its
+    Python ``random``); then the requests, group by group, shuffled unless ``ordered``. With
+    exact lengths (``range_ratio`` 1) and bench_serving's ``--seed``, the requests go out in
+    bench_serving's order (``benchmarks/peer_bench_serving.py`` checks it). The same
+    structure, not the same text: its words are random token ids of the model's tokenizer,
+    ours are words of :data:`WORDS`. A workload of more requests than
     ``num_groups * prompts_per_group`` cycles through them.
     """
 
@@ -132,16 +135,20 @@ class SharedPrefixPrompts:
     @functools.cached_property
     def _rows(self) -> list[tuple[int, str, int]]:
         """(group, prompt, output length) of every request, in sending order."""
-        rng = random.Random(self.seed)
+        # Two generators, as bench_serving has (numpy's for the lengths, Python's for the text
+        # and the shuffle): the words take one draw each (``choices``, as its ``gen_prompt_ids``)
+        # and then the shuffle, so with exact lengths (range_ratio 1) and the same seed the
+        # requests go out in the order bench_serving's ``--seed`` sends them.
+        lengths, rng = random.Random(self.seed), random.Random(self.seed)
         groups, per = self.num_groups, self.prompts_per_group
         system_lens = [
-            _random_len(rng, self.system_prompt_len, self.range_ratio) for _ in range(groups)
+            _random_len(lengths, self.system_prompt_len, self.range_ratio) for _ in range(groups)
         ]
         question_lens = [
-            _random_len(rng, self.question_len, self.range_ratio) for _ in range(groups * per)
+            _random_len(lengths, self.question_len, self.range_ratio) for _ in range(groups * per)
         ]
         output_lens = [
-            _random_len(rng, self.output_len, self.range_ratio) for _ in range(groups * per)
+            _random_len(lengths, self.output_len, self.range_ratio) for _ in range(groups * per)
         ]
         systems = [_words(rng, n) for n in system_lens]
         questions = [_words(rng, n) for n in question_lens]
@@ -185,6 +192,9 @@ class SharedPrefixPrompts:
             "range_ratio": self.range_ratio,
             "ordered": self.ordered,
             "seed": self.seed,
+            # the order of draws (bench_serving's since this key): a new digest, so a baseline
+            # of the earlier order is not compared with this one
+            "draws": "bench_serving",
         }
 
 

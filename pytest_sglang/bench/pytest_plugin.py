@@ -42,6 +42,8 @@ from .metrics import BenchResult, RequestRecord
 from .route import bench_from_by_host, run_round
 from .search import ProbeDisturbed, SearchResult, search_over
 from .slo import Slo, slo_figures
+from .spec_text import KEY as SPEC_TEXT_KEY
+from .spec_text import accept_table, is_speculative, off_text_reasons, speculative_text_note
 from .workload import SloSearch, Workload
 
 __all__ = ["RESULTS_KEY", "SglangBench", "bench_results"]
@@ -172,6 +174,8 @@ class SglangBench:
         note = cache_report_note(workload, self.deployment, result)
         if note:
             info["cache_report"] = note
+        if is_speculative(info) and off_text_reasons(workload):
+            info[SPEC_TEXT_KEY] = off_text_reasons(workload)
         slo_text = "" if target is None else str(target)
         identity = identify(workload, bench_from=paths[-1], slo=slo_text)
         info.update(bench_from=paths[-1], disturbed=notes, **identity.as_info())
@@ -468,3 +472,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             write_lines(terminalreporter, f"{r['config_id']} {r['workload']}: {note}", yellow=True)
     for note in dict.fromkeys(r["cache_report"] for r in results if r.get("cache_report")):
         write_lines(terminalreporter, note, yellow=True)
+    write_table(terminalreporter, "sglang accept length", accept_table(results))
+    spec_note = speculative_text_note(results)
+    if spec_note:
+        write_lines(terminalreporter, spec_note, yellow=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,22 @@ def test_shared_prefix_shuffles_the_same_requests_unless_ordered() -> None:
     assert sorted(shuffled.groups(32)) == ordered.groups(32)
     # more requests than the dataset has: it cycles, as the other prompt sources do
     assert shuffled.prompts(40)[32:] == shuffled.prompts(8)
+
+
+def test_shared_prefix_shuffles_in_bench_serving_s_order_for_the_same_seed() -> None:
+    """bench_serving 0.5.23 draws every word with one ``random.choices`` call each (its
+    ``gen_prompt_ids``: system prompts, then questions group by group) and then
+    ``random.shuffle`` on Python's generator seeded by ``--seed`` (its lengths come from numpy):
+    the same stream gives the same order of groups (benchmarks/peer_bench_serving.py holds
+    the real one to it)."""
+    groups, per, system, question = 5, 4, 30, 7
+    theirs = random.Random(11)
+    for n in [system] * groups + [question] * (groups * per):
+        theirs.choices(range(50), k=n)
+    slots = list(range(groups * per))
+    theirs.shuffle(slots)
+    source = SharedPrefixPrompts(groups, per, system, question, 3, seed=11)
+    assert source.groups(groups * per) == [slot // per for slot in slots]
 
 
 def test_shared_prefix_range_ratio_draws_lengths_as_bench_serving() -> None:
