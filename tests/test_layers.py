@@ -1,4 +1,6 @@
-"""The measurement packages import in one direction only: sim < bench < baseline < quality < report.
+"""The package's shape, held: the measurement packages import in one direction only
+(sim < bench < baseline < quality < report), the lifecycle imports none of them, and no function
+is longer than 80 lines.
 
 Why a test and not a convention: an upward import (the load generator reaching into the report
 stack, the simulator into the quality package) closes a cycle between packages that each look
@@ -203,3 +205,18 @@ def test_the_lifecycle_imports_no_measurement_package() -> None:
         if (layer := layer_of(target)) is not None and LAYERS[layer] in above
     ]
     assert found == []
+
+
+#: The longest a function may be: one that needs more is doing more than one thing.
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    long = [
+        f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({length} lines)"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (length := (node.end_lineno or node.lineno) - node.lineno + 1) > MAX_FUNCTION_LINES
+    ]
+    assert long == []

@@ -28,7 +28,7 @@ from helpers import FAST_SIM, SIM_LAUNCH
 
 from conftest import RealSglang, local_real_entry
 from pytest_sglang import production
-from pytest_sglang.deployment import Deployment
+from pytest_sglang.lifecycle.deployment import Deployment
 from pytest_sglang.session import SglangSession
 
 #: The shared prompt: 100 token ids, all in the tiny model's vocabulary (1000 ids).

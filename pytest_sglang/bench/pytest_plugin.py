@@ -107,21 +107,7 @@ class SglangBench:
         __tracebackhide__ = True
         if isinstance(workload, SloSearch):
             return self._search(workload)
-        try:
-            target = Slo.parse(slo) if isinstance(slo, str) else slo
-        except SglangError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        if rounds is None:
-            rounds = int(self.config.getoption("sglang_rounds"))
-        if self.used:
-            pytest.fail(
-                "sglang_bench can run one workload per test; split the workloads into "
-                "separate (parametrized) tests",
-                pytrace=False,
-            )
-        if rounds < 1:
-            pytest.fail(f"sglang_bench rounds={rounds}: needs rounds >= 1", pytrace=False)
-        self.used = True
+        target, rounds = self._checked(rounds, slo)
         runs: list[BenchResult] = []
         slo_rounds: list[dict[str, Any]] = []
 
@@ -186,6 +172,27 @@ class SglangBench:
         bench_results(self.config).append(info)
         self._gate(identity, runs, rounds, info, one_round, slo_rounds)
         return result
+
+    def _checked(self, rounds: int | None, slo: Slo | str | None) -> tuple[Slo | None, int]:
+        """The call's SLO and round count, or one line saying what is wrong with them (one
+        workload per test: a second call fails)."""
+        __tracebackhide__ = True
+        try:
+            target = Slo.parse(slo) if isinstance(slo, str) else slo
+        except SglangError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        if rounds is None:
+            rounds = int(self.config.getoption("sglang_rounds"))
+        if self.used:
+            pytest.fail(
+                "sglang_bench can run one workload per test; split the workloads into "
+                "separate (parametrized) tests",
+                pytrace=False,
+            )
+        if rounds < 1:
+            pytest.fail(f"sglang_bench rounds={rounds}: needs rounds >= 1", pytrace=False)
+        self.used = True
+        return target, rounds
 
     def _search(self, search: SloSearch) -> SearchResult:
         """Run the sustainable-load search once; its probes and answer go to extra_info."""
