@@ -20,6 +20,8 @@ load"). Marked ``tuning``: ``make scenarios`` runs the rest; ``make test`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from seed import CONFIGS
 
@@ -57,11 +59,25 @@ def test_highest_sustainable_rate(sglang_bench: SglangBench) -> None:
     assert found.best is not None and found.best >= SEARCH.low, found.describe()
 
 
-def _steps(config_id: str | None) -> int:
+def _verdict(results: list[dict[str, Any]], objective: str) -> Any:
+    """This module's verdict for ``objective``: the one ranking all of its configs (another
+    scenario may rank the same objective on another workload)."""
+    ids = {c.id for c in CONFIGS}
+    for verdict in tuning_verdicts(results):
+        names = {n for r in verdict.ranking for n in (r.names or [r.config_id])}
+        if verdict.objective == objective and ids <= names:
+            return verdict
+    raise AssertionError(f"no {objective} verdict ranks {sorted(ids)}")
+
+
+def _steps(verdict: Any) -> int:
+    """The winner's speculative steps, under whichever of its names is this module's (one
+    digest measured by two scenarios has both names)."""
     steps = {c.id: c.speculative_num_steps for c in CONFIGS}
-    value = steps.get(config_id or "")
-    assert value is not None, config_id
-    return value
+    winner = next(r for r in verdict.ranking if r.config_id == verdict.winner)
+    found = [steps[n] for n in (winner.names or [winner.config_id]) if n in steps]
+    assert found and found[0] is not None, verdict.sentence
+    return found[0]
 
 
 # on the last config's deployment: tests are grouped by config, so this runs after the others
@@ -74,8 +90,7 @@ def test_the_verdict_depends_on_the_objective(
     streamed = {r["config_id"] for r in results if r.get("workload") == "single-stream"}
     if len(searched) < len(CONFIGS) or len(streamed) < len(CONFIGS):
         pytest.skip("needs every config's single-stream run and search in this session")
-    verdicts = {v.objective: v for v in tuning_verdicts(results)}
-    one_stream, loaded = verdicts["single-stream"], verdicts["max-rate"]
-    assert _steps(one_stream.winner) >= 3, one_stream.sentence
-    assert _steps(loaded.winner) <= 2, loaded.sentence
+    one_stream, loaded = _verdict(results, "single-stream"), _verdict(results, "max-rate")
+    assert _steps(one_stream) >= 3, one_stream.sentence
+    assert _steps(loaded) <= 2, loaded.sentence
     assert loaded.frontier, "the searches' probes give a Pareto frontier"
