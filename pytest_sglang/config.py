@@ -333,7 +333,7 @@ class ServerConfig(BaseModel):
         reads it there); without it, the model's config.json is read on this machine, else its
         directory's name stands in (:mod:`.model_identity`)."""
         values, _warnings = resolve(
-            self.tuned(), sglang_version, extra_arg_values(self.extra_args), model
+            self.tuned(), sglang_version, extra_arg_values(self.extra_args), model, self.env
         )
         return self.replace(**{k: v for k, v in values.items() if k in SGLANG_FIELDS})
 
@@ -342,7 +342,7 @@ class ServerConfig(BaseModel):
     ) -> ExpectedJournal:
         """What the startup log must show: resolved ``server_args`` values and warnings;
         ``model`` as for :meth:`resolved` (its note, if any, in ``notes["model"]``)."""
-        return expected_journal(self.tuned(), self.extra_args, sglang_version, model)
+        return expected_journal(self.tuned(), self.extra_args, sglang_version, model, self.env)
 
     def without_launcher(self) -> ServerConfig:
         """The same config on the host's own launcher: what its baselines are kept under (the

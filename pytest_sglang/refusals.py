@@ -12,7 +12,6 @@ source (``ModelConfig._derive_context_length``, ``handle_data_parallelism``,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,9 +30,14 @@ def _missing(field: str, path: str) -> ConfigError:
     )
 
 
-def check_refusals(given: Mapping[str, Any], model: ModelIdentity) -> None:
+def check_refusals(
+    given: Mapping[str, Any], model: ModelIdentity, env: Mapping[str, str] | None = None
+) -> None:
     """Raise :class:`ConfigError` where 0.5.23 refuses ``given`` (typed and pass-through
-    values as set) for ``model`` before it logs ``server_args``; return where it would not."""
+    values as set) for ``model`` before it logs ``server_args``; return where it would not.
+    ``env`` is the environment the server gets (the config's): some refusals are lifted there,
+    never by this process's own."""
+    env = env or {}
     path = str(given.get("model_path") or "")
     if missing_among_models(path):
         raise _missing("model_path", path)
@@ -43,7 +47,7 @@ def check_refusals(given: Mapping[str, Any], model: ModelIdentity) -> None:
         and model.from_config
         and model.context_length is not None
         and int(requested) > model.context_length
-        and os.environ.get(_LONGER_CONTEXT_ENV, "").lower() not in ("1", "true")
+        and env.get(_LONGER_CONTEXT_ENV, "").lower() not in ("1", "true")
     ):
         raise ConfigError(
             f"context_length: SGLang would refuse it: User-specified context_length "

@@ -82,6 +82,7 @@ def resolve(
     version: str,
     passthrough: Mapping[str, Any] | None = None,
     model: ModelIdentity | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Apply SGLang's rules to the explicitly set fields.
 
@@ -93,7 +94,7 @@ def resolve(
     SGLang logs for them, in the order it logs them.
     """
     given = {**(passthrough or {}), **tuned}
-    check_refusals(given, model or read_model_identity(str(tuned["model_path"])))
+    check_refusals(given, model or read_model_identity(str(tuned["model_path"])), env)
     values, warnings = rename_deprecated(given)
     tuned = {**tuned, **{k: v for k, v in values.items() if k in tuned}}
     if tuned.get("served_model_name") is None:
@@ -239,12 +240,13 @@ def expected_journal(
     extra_args: tuple[str, ...],
     version: str,
     model: ModelIdentity | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ExpectedJournal:
-    """The facts a server started with ``tuned`` + ``extra_args`` must log; ``model`` as for
-    :func:`resolve` (read here without it)."""
+    """The facts a server started with ``tuned`` + ``extra_args`` (and ``env``) must log;
+    ``model`` as for :func:`resolve` (read here without it)."""
     passthrough = extra_arg_values(extra_args)
     model = model or read_model_identity(str(tuned["model_path"]))
-    changes, warnings = resolve(tuned, version, passthrough, model)
+    changes, warnings = resolve(tuned, version, passthrough, model, env)
     effective = {**tuned, **changes}
     server_args = {log_field(k, version): v for k, v in effective.items()}
     for key, value in passthrough.items():

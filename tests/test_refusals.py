@@ -40,12 +40,20 @@ def test_a_context_within_the_models_resolves(models: Path) -> None:
     assert config.resolved().context_length == 16384
 
 
-def test_the_env_var_allows_a_longer_context(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "1")
+def test_the_configs_env_allows_a_longer_context_this_process_does_not(
+    models: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server reads the variable from its own environment (the config's), never from the
+    environment of the pytest process that plans it."""
     config = ServerConfig(
         model_path=str(models / "Mistral-7B-Instruct-v0.3"), context_length=300000
     )
-    assert config.resolved().context_length == 300000
+    monkeypatch.setenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "1")
+    with pytest.raises(ConfigError, match=r"context_length: SGLang would refuse it"):
+        config.resolved()
+    allowed = config.replace(env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"})
+    assert allowed.resolved().context_length == 300000
+    assert allowed.expected_journal().server_args["context_length"] == 300000
 
 
 def test_a_missing_model_among_readable_ones_is_refused(models: Path) -> None:

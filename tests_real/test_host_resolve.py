@@ -12,6 +12,7 @@ a second time from the cache. Runs alone in a few minutes on two cores (SGLang's
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 from conftest import CPU_FLAGS, RealSglang, local_real_entry
 from pytest_sglang import ServerConfig
-from pytest_sglang.errors import ConfigRefused
+from pytest_sglang.errors import ConfigError, ConfigRefused
 from pytest_sglang.lifecycle.host_resolve import adopt, request_key
 from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV
 from pytest_sglang.session import SglangSession
@@ -37,19 +38,27 @@ def test_the_real_package_resolves_refuses_and_agrees_in_one_round_trip(
     deployer = session.host("real").deployer
     base = f"--model-path {real_sglang.model} {CPU_FLAGS}"
     too_long = ServerConfig.from_argv(f"{base} --context-length 999999")
+    allowed = too_long.replace(env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"})
     configs = {
         "plain": ServerConfig.from_argv(f"{base} --served-model-name tiny --api-key {SECRET}"),
         "ngram": ServerConfig.from_argv(f"{base} --speculative-algorithm NGRAM"),
-        # resolution refuses a context longer than the model's (a ValueError) ...
-        "too-long": too_long,
-        # ... unless the config's environment allows it: resolution runs with it
-        "too-long-allowed": too_long.replace(
-            env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
-        ),
+        # a context longer than the model's is allowed by the config's environment:
+        # resolution runs with it
+        "too-long-allowed": allowed,
         # the parser refuses a value the plugin's checks let through
         "graph-config": ServerConfig.from_argv(f"{base} --cuda-graph-config nope"),
     }
     plans = {name: deployer.launch_plan(config) for name, config in configs.items()}
+    # Without that variable the plugin refuses it before asking the host (it reads the model's
+    # config.json: pytest_sglang/refusals.py) ...
+    with pytest.raises(ConfigError, match=r"context_length: SGLang would refuse it: .*999999"):
+        deployer.launch_plan(too_long)
+    # ... and so does the host's SGLang, asked directly with the same plan less the variable
+    plans["too-long"] = dataclasses.replace(
+        plans["too-long-allowed"],
+        config=too_long,
+        deployed=plans["too-long-allowed"].deployed.replace(env={}),
+    )
 
     started = time.monotonic()
     resolution = deployer.resolve_on_host(list(plans.values()))
