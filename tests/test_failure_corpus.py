@@ -41,7 +41,10 @@ HELD_OUT_FLOOR = HELD_OUT_CLEAN[0] / HELD_OUT_CLEAN[1]
 HELD_OUT_CLEAN_2 = (17, 21)
 SECOND_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh2_")]
 #: The third fresh batch (``fresh3_*``, README), collected after the second batch's fixes froze the
-#: rules again; its expectations were committed before the classifier read it.
+#: rules again; its expectations were committed before the classifier read it. Measured once: 17 of
+#: 20 causes named (85%), under the 90% target; its three misses are listed in the README and left
+#: unfixed, so this is a clean figure.
+HELD_OUT_CLEAN_3 = (17, 20)
 THIRD_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh3_")]
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(("fresh2_", "fresh3_"))]
 
@@ -78,16 +81,19 @@ def figure(cases: list[dict[str, Any]]) -> tuple[int, int]:
 
 def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart() -> None:
     tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
+    third = figure(THIRD_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
-        f"{second[0]}/{second[1]} (second batch) (missed: {misses})"
+        f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch) "
+        f"(missed: {misses})"
     )
     print(report)
     assert tuned[0] == tuned[1], report
     assert first[0] / first[1] >= HELD_OUT_FLOOR, report
     # each batch against its own clean figure: a batch is never pooled with one the rules saw
     assert second[0] / second[1] >= HELD_OUT_CLEAN_2[0] / HELD_OUT_CLEAN_2[1], report
+    assert third[0] / third[1] >= HELD_OUT_CLEAN_3[0] / HELD_OUT_CLEAN_3[1], report
 
 
 @pytest.mark.parametrize("case", TUNED, ids=[c["file"] for c in TUNED])
