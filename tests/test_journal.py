@@ -301,3 +301,94 @@ def test_a_model_type_transformers_does_not_know_is_an_unsupported_model() -> No
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("unsupported model", 5)
+
+
+def test_a_quantization_config_refusal_is_an_invalid_config_wherever_it_is_raised() -> None:
+    """SGLang builds the quantization config inside weight loading: the refusal's own words (a
+    config that only supports another scheme) outrank the loading frames around it."""
+    lines = [
+        "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/model_loader/weight_utils.py", line 205, in get_quant_config',
+        "    return quant_cls.from_config(hf_quant_config)",
+        '  File "/x/sglang/srt/layers/quantization/awq.py", line 90, in from_config',
+        "    raise ValueError(",
+        "ValueError: AWQConfig only supports 4-bit weights, got 8.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 5)
+    # a loading failure that does not speak of the config stays a loading failure
+    lines[-1] = "ValueError: shape mismatch for lm_head.weight"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "model loading"
+
+
+def test_a_signal_faulthandler_reports_is_the_cause_placed_by_the_thread_it_hit() -> None:
+    """A SIGSEGV/SIGBUS kills the scheduler before any exception: faulthandler's report is the
+    cause, the parent's EOFError after ``scheduler is dead`` its aftermath."""
+    lines = [
+        "[2026-11-30 19:50:09 TP0] Load weight begin. avail mem=78.53 GB",
+        "Fatal Python error: Segmentation fault",
+        "",
+        "Thread 0x00007f (most recent call first):",
+        '  File "/x/tqdm/_monitor.py", line 60 in run',
+        "",
+        "Current thread 0x00007e (most recent call first):",
+        '  File "/x/sglang/srt/models/llama.py", line 500 in load_weights',
+        '  File "/x/sglang/srt/model_loader/loader.py", line 377 in load_model',
+        "",
+        "Extension modules: numpy.core._multiarray_umath, torch._C (total: 84)",
+        "[2026-11-30 19:50:40] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+        "Traceback (most recent call last):",
+        '  File "/x/multiprocessing/connection.py", line 403, in _recv',
+        "    raise EOFError",
+        "EOFError",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 1)
+    # outside any phase a hint knows, a signal is a bare crash
+    lines[7:9] = ['  File "/x/sglang/srt/managers/scheduler.py", line 900 in event_loop']
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 1)
+
+
+def test_a_call_that_does_not_fit_its_function_is_a_crash_not_a_refused_setting() -> None:
+    lines = [
+        "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/layers/moe/ep_moe.py", line 412, in forward',
+        "    kernel[(n,)](",
+        '  File "/x/triton/runtime/jit.py", line 576, in run',
+        "    bound_args, specialization, options = binder(*args, **kwargs)",
+        "TypeError: dynamic_func() missing 1 required positional argument: 'scale'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 5)
+    # raised while the arguments are checked, it is the config that is refused
+    lines[1] = '  File "/x/sglang/srt/server_args.py", line 700, in __post_init__'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            "ValueError: GGUF model with architecture gemma3n is not supported yet.",
+            "unsupported model",
+        ),
+        ("ValueError: Architecture ['FooForCausalLM'] is not supported.", "unsupported model"),
+        ("ValueError: model type `mllama4` is not supported yet", "unsupported model"),
+    ],
+)
+def test_transformers_ways_of_refusing_an_architecture_are_unsupported_models(
+    line: str, reason: str
+) -> None:
+    fatal = find_fatal(["[2026-11-30 19:50:00] Load weight begin. avail mem=1 GB", line])
+    assert fatal is not None and fatal.reason == reason
+
+
+def test_a_gpu_architecture_a_kernel_refuses_is_not_an_unsupported_model() -> None:
+    line = "RuntimeError: architecture sm_120 is not supported by this kernel"
+    fatal = find_fatal(
+        ["Traceback (most recent call last):", '  File "/x/k.py", line 1, in f', line]
+    )
+    assert fatal is not None and fatal.reason == "crashed"

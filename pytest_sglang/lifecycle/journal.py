@@ -87,7 +87,10 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"are not supported for now|Unsupported architectures?:"
             r"|does not recognize this architecture|model type `\w+` but Transformers does not"
-            r"|is not a registered model in the Transformers library|Unrecognized model in",
+            r"|is not a registered model in the Transformers library|Unrecognized model in"
+            r"|(?i:\barchitectures? \[?'?(?!sm_?\d|compute_|gfx)[\w.-]+'?\]?"
+            r" (is|are) not (yet )?supported)"
+            r"|(?i:\bmodel type [`'\"]?\w+[`'\"]? is not (yet )?supported)",
             "unsupported model",
         ),
         (
@@ -180,7 +183,26 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
 _MODULE_FRAME = re.compile(r'^\s*File ".*", line \d+, in <module>$')
 
 #: Exceptions an SGLang start raises for a value combination it refuses, when no frame says more.
-_CONFIG_EXCEPTION = re.compile(r"^(AssertionError|ValueError|TypeError|NotImplementedError)(:|$)")
+#: Not ``TypeError``: Python raises it for a call that does not fit its function (a missing or
+#: unexpected argument), a fault of the code, unless a frame places it in argument handling.
+_CONFIG_EXCEPTION = re.compile(r"^(AssertionError|ValueError|NotImplementedError)(:|$)")
+
+#: A refusal whose own words say it is about the quantization or model config given: it is an
+#: invalid config wherever it is raised. SGLang builds the quantization config inside weight
+#: loading, so the frames alone would call it a loading failure; the message outranks them.
+_CONFIG_MEANING = re.compile(
+    r"^(AssertionError|ValueError|NotImplementedError): .*(?i:"
+    r"\b(quantization|quant_config|\w+Config)\b.*\b(only supports?|(is |are )?not supported"
+    r"|unsupported|invalid|incompatible|not compatible|does not match|mismatch)"
+    r"|\b(only supports?|(is |are )?not supported|unsupported|invalid|incompatible"
+    r"|not compatible)\b.*\b(quantization|quant_config)\b)"
+)
+
+#: The header Python's faulthandler prints when a signal (SIGSEGV, SIGBUS, SIGABRT, SIGFPE) kills
+#: the process: the crash's own report, printed before anything the parent says about it. Its
+#: frames follow it (innermost first), under ``Current thread ...`` or ``Stack``.
+_FAULTHANDLER = re.compile(r"^Fatal Python error: \w")
+_FAULT_STACK = re.compile(r"^(Current thread \w+|Stack) \(most recent call first\):")
 
 #: Lines that end a failed start without naming its cause: the cause is on the lines before.
 _SUMMARY = re.compile(
@@ -351,7 +373,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
         ):
             continue
-        elif _EXCEPTION.match(text) or index in ends:
+        elif _EXCEPTION.match(text) or index in ends or _FAULTHANDLER.match(text):
             exceptions.append(index)
             for more in _continuation(lines, texts, index):
                 owner[more] = index
@@ -433,7 +455,11 @@ def _cause_of_crash(
 def _placed(texts: Sequence[str], index: int) -> str:
     """What an exception no rule names is, by the frames above it: raised while importing a
     module, a broken install; else by the innermost frame a hint knows; else by its type (SGLang
-    refuses a value combination with an AssertionError or ValueError)."""
+    refuses a value combination with an AssertionError or ValueError). A refusal that says it is
+    about the quantization or model config is an invalid config wherever it was raised; a signal
+    faulthandler reports is placed by the frames of the thread it killed, else a crash."""
+    if _FAULTHANDLER.match(texts[index]):
+        return _hinted(_fault_frames(texts, index)) or "crashed"
     frames = []
     for back in range(index - 1, -1, -1):
         if not _is_frame(texts[back]):
@@ -442,15 +468,41 @@ def _placed(texts: Sequence[str], index: int) -> str:
     modules = [frame for frame in frames if _MODULE_FRAME.search(frame)]
     if len(modules) >= 2:
         return "broken install"
+    if _CONFIG_MEANING.match(texts[index]):
+        return "invalid config"
+    hinted = _hinted(frames)
+    if hinted is not None:
+        return hinted
+    if _CONFIG_EXCEPTION.match(texts[index]):
+        return "invalid config"
+    return "crashed"
+
+
+def _hinted(frames: Sequence[str]) -> str | None:
+    """What the innermost frame a hint knows says the failure is (frames innermost first)."""
     for frame in frames:
         if not frame.lstrip().startswith('File "'):
             continue
         for pattern, reason in _FRAME_HINTS:
             if pattern.search(frame):
                 return reason
-    if _CONFIG_EXCEPTION.match(texts[index]):
-        return "invalid config"
-    return "crashed"
+    return None
+
+
+def _fault_frames(texts: Sequence[str], index: int) -> list[str]:
+    """The frames faulthandler printed after its header at ``index`` for the thread the signal
+    hit (``Current thread ...`` or ``Stack``), innermost first; the other threads' frames (a
+    progress bar's monitor thread, say) say nothing about the crash."""
+    frames: list[str] = []
+    inside = False
+    for text in texts[index + 1 : index + 400]:
+        if _FAULT_STACK.match(text):
+            inside = True
+        elif inside and text.lstrip().startswith('File "'):
+            frames.append(text)
+        elif inside and text.strip():
+            break
+    return frames
 
 
 def phase_of(lines: Iterable[str]) -> str:
