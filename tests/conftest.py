@@ -114,6 +114,10 @@ SERVER_TESTS = (
 #: the ``serial`` marker (by node id prefix, from the rootdir: this conftest sees scenarios/ too
 #: when both directories are collected, as ``make test`` does).
 SERIAL_TESTS = (
+    # the tuning job: its verdict tests read the benchmarks of the same session
+    "scenarios/",
+    # a child session's rate search gated on TTFT/ITL SLOs
+    "tests/bench/test_tuning_plugin.py::test_slo_figures_search_and_verdict",
     # a rate search whose probes are timed against the link (it flaked once even serially)
     "tests/bench/test_route.py::test_a_search_probes_from_the_host",
     # an SSH drop timed to land mid-benchmark: under load the unit fails before the drop
