@@ -78,8 +78,14 @@ unit: $(STAMP)
 check: $(STAMP) lint typecheck
 	$(BIN)/pytest tests/ -q -m "not systemd and not server"
 
+# Two phases: everything but the timing-sensitive tests on TEST_WORKERS pytest-xdist workers,
+# then those (the `serial` marker, tests/conftest.py SERIAL_TESTS) alone, so that their wall-clock
+# figures measure the code and not the load. Both phases always run; either failing fails the
+# target. `pytest tests/ scenarios/` without -n still runs the whole suite serially.
+TEST_WORKERS ?= 3
 test: $(STAMP) testhost-deps report-deps lint typecheck
-	$(BIN)/pytest tests/ scenarios/
+	$(BIN)/pytest tests/ scenarios/ -m "not serial" -n $(TEST_WORKERS); status=$$?; \
+	$(BIN)/pytest tests/ scenarios/ -m serial && exit $$status
 
 # The real-SGLang tier (tests_real/, docs/real-sglang.md): the real package, installed once into
 # a venv of its own outside the project (reused while the release matches), serving a tiny model
