@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: scenarios test check test-real lint typecheck unit testhost-deps report-deps conformance conformance-wide clean
+.PHONY: scenarios test test-fast check test-real lint typecheck unit testhost-deps report-deps conformance conformance-wide clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,12 +78,15 @@ unit: $(STAMP)
 check: $(STAMP) lint typecheck
 	$(BIN)/pytest tests/ -q -m "not systemd and not server"
 
-# Two phases: everything but the timing-sensitive tests on TEST_WORKERS pytest-xdist workers,
-# then those (the `serial` marker, tests/conftest.py SERIAL_TESTS) alone, so that their wall-clock
-# figures measure the code and not the load. Both phases always run; either failing fails the
-# target. `pytest tests/ scenarios/` without -n still runs the whole suite serially.
-TEST_WORKERS ?= 3
 test: $(STAMP) testhost-deps report-deps lint typecheck
+	$(BIN)/pytest tests/ scenarios/
+
+# The same suite in two phases (opt-in; CI runs `make test`): everything but the timing-sensitive
+# tests on TEST_WORKERS pytest-xdist workers, then those (the `serial` marker, tests/conftest.py
+# SERIAL_TESTS) alone, so that their wall-clock figures measure the code and not the load. Both
+# phases always run; either failing fails the target.
+TEST_WORKERS ?= 3
+test-fast: $(STAMP) testhost-deps report-deps lint typecheck
 	$(BIN)/pytest tests/ scenarios/ -m "not serial" -n $(TEST_WORKERS); status=$$?; \
 	$(BIN)/pytest tests/ scenarios/ -m serial && exit $$status
 
