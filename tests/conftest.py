@@ -116,6 +116,8 @@ SERVER_TESTS = (
 SERIAL_TESTS = (
     # the tuning job: its verdict tests read the benchmarks of the same session
     "scenarios/",
+    # rate and concurrency searches whose next level follows from measured TTFT/ITL
+    "tests/bench/test_search.py",
     # a child session's rate search gated on TTFT/ITL SLOs
     "tests/bench/test_tuning_plugin.py::test_slo_figures_search_and_verdict",
     # a rate search whose probes are timed against the link (it flaked once even serially)
