@@ -29,6 +29,7 @@ TIER = Path(__file__).resolve().parent
 sys.path.insert(0, str(TIER.parent / "tests"))  # helpers, testhost
 sys.path.insert(0, str(TIER))
 
+from helpers import FAST_SIM, SIM_LAUNCH  # noqa: E402
 from real_host import (  # noqa: E402
     CPU_FLAGS,
     RealSglang,
@@ -39,6 +40,7 @@ from real_host import (  # noqa: E402
 from testhost import STATE_ROOT, TestHostFactory, missing_prerequisites  # noqa: E402
 
 from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV  # noqa: E402
+from pytest_sglang.session import SglangSession  # noqa: E402
 
 # As in tests/: the tier's probe cache is its own, never the user's ~/.cache (tests/conftest.py).
 if CACHE_ENV not in os.environ:
@@ -70,3 +72,17 @@ def systemd_host_factory(request: pytest.FixtureRequest) -> TestHostFactory:
 
 
 __all__ = ["CPU_FLAGS", "RealSglang", "local_real_entry"]
+
+
+def real_and_simulator(real: RealSglang, directory: Path, production_line: str) -> SglangSession:
+    """A session holding the real server (``real``) and the simulator (``sim``, at full speed),
+    both with ``production_line`` as production: one request sequence sent to each compares
+    them."""
+    inventory = directory / "hosts.toml"
+    sim_env = "{ " + ", ".join(f'{k} = "{v}"' for k, v in FAST_SIM.items()) + " }"
+    inventory.write_text(
+        local_real_entry("real", real, production_line)
+        + f'\n[hosts.sim]\nssh = "local"\nlaunch = "{SIM_LAUNCH}"\n'
+        + f'production = "{production_line}"\nenv = {sim_env}\n'
+    )
+    return SglangSession(["real", "sim"], inventory=inventory, ssh_config=None, ready_timeout=300)

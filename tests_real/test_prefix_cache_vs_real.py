@@ -24,9 +24,8 @@ from collections.abc import Iterator
 
 import pytest
 import requests
-from helpers import FAST_SIM, SIM_LAUNCH
 
-from conftest import RealSglang, local_real_entry
+from conftest import RealSglang, real_and_simulator
 from pytest_sglang import production
 from pytest_sglang.lifecycle.deployment import Deployment
 from pytest_sglang.session import SglangSession
@@ -42,16 +41,7 @@ def session(
 ) -> Iterator[SglangSession]:
     """The tier's production config with cache reports, as the real server and the simulator."""
     line = real_sglang.production_line("--enable-cache-report")
-    inventory = tmp_path_factory.mktemp("inventory") / "hosts.toml"
-    sim_env = "{ " + ", ".join(f'{k} = "{v}"' for k, v in FAST_SIM.items()) + " }"
-    inventory.write_text(
-        local_real_entry("real", real_sglang, line)
-        + f'\n[hosts.sim]\nssh = "local"\nlaunch = "{SIM_LAUNCH}"\nproduction = "{line}"\n'
-        + f"env = {sim_env}\n"
-    )
-    session = SglangSession(
-        ["real", "sim"], inventory=inventory, ssh_config=None, ready_timeout=300
-    )
+    session = real_and_simulator(real_sglang, tmp_path_factory.mktemp("inventory"), line)
     try:
         yield session
     finally:

@@ -23,12 +23,10 @@ from typing import Any
 
 import pytest
 import shapes
-from helpers import FAST_SIM, SIM_LAUNCH
 
-from conftest import RealSglang, local_real_entry
+from conftest import RealSglang, real_and_simulator
 from pytest_sglang import production
 from pytest_sglang.lifecycle.deployment import Deployment
-from pytest_sglang.session import SglangSession
 
 
 @pytest.fixture(scope="module")
@@ -37,16 +35,7 @@ def both(
 ) -> Iterator[tuple[Deployment, Deployment]]:
     """The tier's production config with metrics, on the real server and on the simulator."""
     line = real_sglang.production_line("--enable-metrics")
-    inventory = tmp_path_factory.mktemp("inventory") / "hosts.toml"
-    sim_env = "{ " + ", ".join(f'{k} = "{v}"' for k, v in FAST_SIM.items()) + " }"
-    inventory.write_text(
-        local_real_entry("real", real_sglang, line)
-        + f'\n[hosts.sim]\nssh = "local"\nlaunch = "{SIM_LAUNCH}"\nproduction = "{line}"\n'
-        + f"env = {sim_env}\n"
-    )
-    session = SglangSession(
-        ["real", "sim"], inventory=inventory, ssh_config=None, ready_timeout=300
-    )
+    session = real_and_simulator(real_sglang, tmp_path_factory.mktemp("inventory"), line)
     try:
         real = session.host("real").deployment(production())
         sim = session.host("sim").deployment(production())
