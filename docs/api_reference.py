@@ -37,7 +37,8 @@ SECTIONS: dict[str, list[str]] = {
         "ExpectedJournal",
         "ADJUST_DRAFT_TOKENS_WARNING",
     ],
-    "A deployed server": ["Deployment"],
+    "Topologies": ["Topology", "Router"],
+    "A deployed server": ["Deployment", "TopologyDeployment"],
     "Benchmarks": [
         "SglangBench",
         "Workload",

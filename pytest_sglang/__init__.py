@@ -11,12 +11,13 @@ simulator's own performance model. Everything else is internal and may move.
 The package's layout (internal), in the order data flows (config → launch plan → deploy →
 ready → verify → bench → compare → report):
 
-- configs: :mod:`.config` (``ServerConfig``), :mod:`.sweep`, :mod:`.server_args` and
-  :mod:`.argv_parse` (a config from a command line), :mod:`.cmdline` (the one codec for command
-  lines and unit values), :mod:`.aliases` (deprecated spellings), :mod:`.resolution` (what SGLang
-  will resolve a config to, offline), :mod:`.refusals` (what real SGLang refuses, said before
-  deploy), :mod:`.model_identity` (a model from its config.json),
-  :mod:`.versions` (what differs between SGLang releases), :mod:`.secrets` (the redactor);
+- configs: :mod:`.config` (``ServerConfig``), :mod:`.sweep`, :mod:`.topology` (replicas behind
+  the router), :mod:`.server_args` and :mod:`.argv_parse` (a config from a command line),
+  :mod:`.cmdline` (the one codec for command lines and unit values), :mod:`.aliases` (deprecated
+  spellings), :mod:`.resolution` (what SGLang will resolve a config to, offline),
+  :mod:`.refusals` (what real SGLang refuses, said before deploy), :mod:`.model_identity` (a
+  model from its config.json), :mod:`.versions` (what differs between SGLang releases),
+  :mod:`.secrets` (the redactor);
 - :mod:`.lifecycle`: one deployment, from the host spec to the restore; :mod:`.transport`: how a
   host is reached;
 - measurement, layered (each imports only those before it): :mod:`.sim` (the simulator),
@@ -60,6 +61,7 @@ from .lifecycle.production import production
 from .resolution import ADJUST_DRAFT_TOKENS_WARNING, ExpectedJournal
 from .server_args import parse_server_args
 from .sweep import load_configs, sweep
+from .topology import Router, Topology
 
 if TYPE_CHECKING:
     from .bench.datasets import (
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from .bench.slo import Slo
     from .bench.workload import JsonlPrompts, RandomPrompts, ShareGPTPrompts, Workload
     from .lifecycle.deployment import Deployment
+    from .lifecycle.topology_deployment import TopologyDeployment
     from .quality.evals import AccuracyResult, EquivalenceResult
     from .quality.pytest_plugin import SglangQuality
     from .quality.tasks import Item, Task
@@ -90,6 +93,7 @@ _LAZY: dict[str, str] = {
     "MooncakeTrace": ".bench.datasets",
     "SharedPrefixPrompts": ".bench.datasets",
     "Deployment": ".lifecycle.deployment",
+    "TopologyDeployment": ".lifecycle.topology_deployment",
     "EquivalenceResult": ".quality.evals",
     "Item": ".quality.tasks",
     "JsonlPrompts": ".bench.workload",
@@ -145,6 +149,7 @@ __all__ = [
     "PreflightError",
     "RandomPrompts",
     "RestoreError",
+    "Router",
     "ServerConfig",
     "ServerStartError",
     "SglangBench",
@@ -154,6 +159,8 @@ __all__ = [
     "SharedPrefixPrompts",
     "Slo",
     "Task",
+    "Topology",
+    "TopologyDeployment",
     "TransportError",
     "Workload",
     "__version__",

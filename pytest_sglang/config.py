@@ -23,6 +23,7 @@ from .argv_parse import read_launch, split_flags
 from .errors import ConfigError
 from .model_identity import ModelIdentity
 from .resolution import ExpectedJournal, expected_journal, extra_arg_values, resolve
+from .topology import Topology
 from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_flags
 
 __all__ = ["PRODUCTION_MODEL", "FileSpec", "ServerConfig", "SpeculativeAlgorithm"]
@@ -157,6 +158,9 @@ class ServerConfig(BaseModel):
     #: venv per SGLang release); None: the host's own. Part of the id (``tp4-on-0.5.22``) and
     #: the digest: the same flags on two releases are two deployments.
     launcher: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
+    #: Several replicas of this server behind SGLang's router (:mod:`pytest_sglang.topology`);
+    #: None: one server. Part of the id (``tp4-dp2-round-robin``) and, when set, the digest.
+    topology: Topology | None = None
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -350,11 +354,18 @@ class ServerConfig(BaseModel):
         comparison, never two unrelated configs)."""
         return self if self.launcher is None else self.replace(launcher=None)
 
+    def replica(self) -> ServerConfig:
+        """What each replica of a topology runs: this config without its topology (so that a
+        sweep over router settings keeps the same replicas up)."""
+        return self if self.topology is None else self.replace(topology=None)
+
     @property
     def id(self) -> str:
         """A short readable id for test ids, e.g. ``eagle-s3-k1`` or ``tp4-mem0.85``; a
         config on a named launcher ends in ``-on-<launcher>`` (``tp4-on-0.5.22``)."""
         own = self._own_id()
+        if self.topology is not None:
+            own += f"-{self.topology.id}"
         return f"{own}-on-{self.launcher}" if self.launcher else own
 
     def _own_id(self) -> str:
@@ -398,6 +409,7 @@ class ServerConfig(BaseModel):
         """A stable content hash (12 hex digits) of everything that is deployed."""
         # launcher only when set: a config on the host's own launcher keeps its digest
         exclude = {"name", "files"} | (set() if self.launcher else {"launcher"})
+        exclude |= set() if self.topology else {"topology"}
         payload = self.model_dump(mode="json", exclude=exclude)
         payload["files"] = {
             dest: {

@@ -165,6 +165,13 @@ def _add_lifecycle_options(group: pytest.OptionGroup) -> None:
         "expects. auto: where the launcher is SGLang; on: also where it is the simulator; off: "
         "the built-in predictor alone. Default: %(default)s",
     )
+    group.addoption(
+        "--sglang-router-launch",
+        default=None,
+        metavar="COMMAND",
+        help="What starts a topology's router (SGLang's sglang-router), e.g. '/opt/router/bin/"
+        "python -m sglang_router.launch_router'. Default: this Python's sglang_router.",
+    )
 
 
 def _add_output_options(group: pytest.OptionGroup) -> None:
@@ -202,6 +209,7 @@ def _make_session(config: pytest.Config, progress: Any = None) -> SglangSession:
         dry_run=config.getoption("sglang_dry_run"),
         refresh_launchers=config.getoption("sglang_refresh"),
         host_resolve=config.getoption("sglang_host_resolve"),
+        router_launch=config.getoption("sglang_router_launch"),
         secret_patterns=[
             *config.getini("sglang_secret_env"),
             *config.getoption("sglang_secret_env"),
@@ -463,6 +471,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     seen: set[str] = set()
     for item in session.items:
         cfg = _config_of(item)
+        if cfg is not None:
+            cfg = cfg.replica()  # what each host runs: a topology's replicas are the config
         if cfg is not None and cfg.digest not in seen:
             seen.add(cfg.digest)
             sglang.planned.append(cfg)
@@ -620,8 +630,12 @@ def sglang_server(request: pytest.FixtureRequest, sglang_host: HostLease) -> Dep
         except SglangError as exc:
             _fail(redact(str(exc)))
         pytest.skip(f"--sglang-dry-run: {config.id} not deployed on {sglang_host.spec.name}")
+    deployment: Deployment
     try:
-        deployment = sglang_host.deployment(config)
+        if config.topology is not None:
+            deployment = sglang.topology_deployment(config)
+        else:
+            deployment = sglang_host.deployment(config)
     except SglangError as exc:
         excerpt = getattr(exc, "excerpt", "")
         _fail(redact(str(exc) + (f"\n--- journal excerpt ---\n{excerpt}" if excerpt else "")))

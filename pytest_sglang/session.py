@@ -10,6 +10,7 @@ pytest; the plugin keeps one ``SglangSession`` in ``config.stash``. Bringing one
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,13 @@ from typing import Any
 from .bench.route import bench_from_by_host
 from .config import ServerConfig
 from .errors import SglangError
-from .lifecycle.deployment import DeploymentRecord
+from .lifecycle.deployment import DeploymentRecord, reason_of
 from .lifecycle.hosts import resolve_host
 from .lifecycle.lease import HOST_RESOLVE_MODES, HostLease, ProgressSink
 from .lifecycle.lock import LockHolder
+from .lifecycle.router import router_launch
 from .lifecycle.spec import HostSpec
+from .lifecycle.topology_deployment import TopologyDeployment, bring_up_topology, placement
 from .quality.verdict import quality_holds
 from .report.config_names import names_by_config, with_config_names
 from .report.tuning import DEFAULT_OBJECTIVE, tuning_verdicts
@@ -49,6 +52,7 @@ class SglangSession:
         secret_patterns: list[str] | None = None,
         refresh_launchers: bool = False,
         host_resolve: str = "auto",
+        router_launch: str | None = None,
     ) -> None:
         self.host_names = host_names or ["local"]
         self.inventory = inventory
@@ -82,8 +86,15 @@ class SglangSession:
         self.merged: dict[str, list[dict[str, Any]]] = {}
         #: The ``sglang_quality`` fixture's rows (pytest_sglang.quality.verdict reads them).
         self.quality: list[dict[str, Any]] = []
+        #: ``--sglang-router-launch``: what starts a topology's router (None: this Python's).
+        self.router_launch = router_launch
         self._hosts: dict[str, HostLease] = {}
         self._specs: dict[str, HostSpec] = {}
+        #: The topology up now (its router runs; its replicas are their hosts' ``current``).
+        self._topology: TopologyDeployment | None = None
+        #: The digest of the config it was asked for (a production placeholder's, not the
+        #: applied config's: the same placeholder asked again is the same topology).
+        self._topology_asked = ""
 
     def host_spec(self, name: str) -> HostSpec:
         if name not in self._specs:
@@ -118,6 +129,74 @@ class SglangSession:
             )
         return self._hosts[name]
 
+    def topology_hosts(self, config: ServerConfig) -> list[str]:
+        """The host of each of ``config``'s replicas: the session's hosts in order or, on the
+        local simulator alone, as many simulators as it has replicas (``local``, ``local.2``,
+        ...: one process each, on a port of its own)."""
+        assert config.topology is not None
+        needed = config.topology.replicas
+        first = self.host_spec(self.host_names[0])
+        if len(self.host_names) >= needed or first.kind != "local" or len(self.host_names) > 1:
+            return placement(config, self.host_names)
+        names = [first.name, *(f"{first.name}.{i}" for i in range(2, needed + 1))]
+        for name in names[1:]:
+            self._specs.setdefault(name, dataclasses.replace(first, name=name))
+        return names
+
+    def topology_deployment(self, config: ServerConfig) -> TopologyDeployment:
+        """``config``'s replicas on their hosts and the router in front of them: reused while
+        the same config (digest) is asked for; another topology keeps the replicas that
+        already run its replica config and starts its own router."""
+        current = self._topology
+        if current is not None and self._topology_asked == config.digest:
+            current.check_still_running()
+            if current.config.name == config.name:
+                return current
+            renamed = current.named(current.config.replace(name=config.name))
+            return renamed  # type: ignore[return-value]
+        self._stop_router()
+        try:
+            leases = [self.host(name) for name in self.topology_hosts(config)]
+            deployment = bring_up_topology(
+                config,
+                leases,
+                router_launch=router_launch(self.router_launch),
+                ready_timeout=self.ready_timeout,
+                say=self._say,
+            )
+        except SglangError as exc:
+            self.records.append(
+                DeploymentRecord(
+                    host="+".join(self.host_names),
+                    config_id=config.id,
+                    digest=config.digest,
+                    outcome="failed",
+                    reason=getattr(exc, "reason", None) or reason_of(exc),
+                    message=self.redactor.redact(str(exc).splitlines()[0] if str(exc) else ""),
+                )
+            )
+            raise
+        self._topology, self._topology_asked = deployment, config.digest
+        self.records.append(
+            DeploymentRecord(
+                host=deployment.host,
+                config_id=deployment.config_id,
+                digest=deployment.config.digest,
+                outcome="ready",
+                ready_s=deployment.timings["ready_s"],
+            )
+        )
+        return deployment
+
+    def _stop_router(self) -> None:
+        if self._topology is not None and self._topology.router is not None:
+            self._topology.router.close()
+        self._topology, self._topology_asked = None, ""
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(self.redactor.redact(line))
+
     def dry_run_diff(self, config: ServerConfig, host: str | None = None) -> str:
         """What deploying ``config`` would change on a host, as diffs (computed once, kept for
         the summary)."""
@@ -147,6 +226,7 @@ class SglangSession:
     def restore_all(self) -> list[str]:
         """Restore every host touched; returns one line per host that could not be restored."""
         problems: list[str] = []
+        self._stop_router()
         for name, host in list(self._hosts.items()):
             try:
                 host.restore()

@@ -28,6 +28,8 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
     (``eagle-s1-k1`` ...) become the test ids when used in ``pytest.mark.parametrize``.
     ``launcher=["0.5.22", "0.5.23"]`` runs every config on each of the host's named launchers
     (``eagle-s1-k1-on-0.5.22`` ...): two releases in one session.
+    ``topology=[Topology(router=Router(policy=p)) for p in ROUTER_POLICIES]`` runs the config
+    as replicas behind the router under each policy (``tp4-dp2-round-robin`` ...).
     """
     fields = ServerConfig.model_fields
     names = list(axes)
@@ -63,8 +65,10 @@ def sweep(base: ServerConfig, **axes: Iterable[Any]) -> list[ServerConfig]:
 
 def change_label(changes: dict[str, Any]) -> str:
     """A short test-id label of field changes: ``{"speculative_num_steps": 3}`` -> ``s3``.
-    A ``launcher`` is left out: a config's id ends in ``-on-<launcher>`` by itself."""
-    return "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items() if k != "launcher")
+    A ``launcher`` and a ``topology`` are left out: a config's id ends in ``-on-<launcher>`` and
+    its topology's id (``-dp2-round-robin``) by itself."""
+    own = ("launcher", "topology")
+    return "-".join(f"{_short(k)}{_label(v)}" for k, v in changes.items() if k not in own)
 
 
 def _short(field: str) -> str:

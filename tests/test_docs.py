@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = ("README.md", "docs/quickstart.md")
+PAGES = ("README.md", "docs/quickstart.md", "docs/topologies.md")
 _BLOCK = re.compile(
     r"(?:<!-- docs-check: (?P<marker>.*?) -->\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)^```",
     re.S | re.M,

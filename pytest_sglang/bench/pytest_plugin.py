@@ -23,9 +23,11 @@ from collections.abc import Callable
 from typing import Any, overload
 
 import pytest
+import requests
 
 from ..errors import SglangError
 from ..lifecycle.deployment import Deployment
+from ..lifecycle.topology_deployment import TopologyDeployment
 from ..options import number
 from ..secrets import REDACTED
 from ..stash import (
@@ -110,6 +112,7 @@ class SglangBench:
         target, rounds = self._checked(rounds, slo)
         runs: list[BenchResult] = []
         slo_rounds: list[dict[str, Any]] = []
+        parts_before = _requests_by_part(self.deployment)
 
         live = LiveLine(self.config)
         quiet = self.config.get_verbosity() < 0
@@ -157,6 +160,8 @@ class SglangBench:
             self._disturbed(workload, runs, failure[0], notes, paths)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
+        if parts_before is not None:
+            info["per_part"] = _per_part(parts_before, _requests_by_part(self.deployment) or {})
         note = cache_report_note(workload, self.deployment, result)
         if note:
             info["cache_report"] = note
@@ -363,6 +368,43 @@ class SglangBench:
         return info
 
 
+def _requests_by_part(deployment: Deployment) -> dict[str, dict[str, float]] | None:
+    """A topology's requests per replica so far, by outcome, from its router; None for one
+    server (or when the router does not answer: the figures then have no breakdown)."""
+    if not isinstance(deployment, TopologyDeployment):
+        return None
+    try:
+        return deployment.requests_by_part()
+    except requests.RequestException:
+        return None
+
+
+def _per_part(
+    before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
+) -> dict[str, dict[str, int]]:
+    """What a benchmark sent each part, by outcome: the router's counters, after - before."""
+    out: dict[str, dict[str, int]] = {}
+    for part, counts in sorted(after.items()):
+        was = before.get(part, {})
+        out[part] = {k: round(v - was.get(k, 0.0)) for k, v in sorted(counts.items())}
+    return out
+
+
+def per_part_line(row: dict[str, Any]) -> str:
+    """``tp4-dp2-round-robin concurrency-8: replica-1 8, replica-2 8 (1 failed)``; "" for a
+    result of one server."""
+    parts = row.get("per_part")
+    if not parts:
+        return ""
+    cells = []
+    for part, counts in parts.items():
+        failed = sum(v for k, v in counts.items() if k != "success")
+        cells.append(
+            f"{part} {counts.get('success', 0)}" + (f" ({failed} failed)" if failed else "")
+        )
+    return f"{row['config_id']} {row['workload']}: requests by part: " + ", ".join(cells)
+
+
 def _cache_report_on(deployment: Deployment) -> bool:
     """Whether the server fills ``usage.prompt_tokens_details`` on the OpenAI APIs: its
     ``enable_cache_report`` as it reports it, else the flag in the launch arguments."""
@@ -475,6 +517,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         paths = ", ".join(f"{host}: {path}" for host, path in where.items())
         write_lines(terminalreporter, f"load from: {paths}")
     for r in results:
+        if per_part_line(r):
+            write_lines(terminalreporter, per_part_line(r))
         for note in r.get("disturbed", []):
             write_lines(terminalreporter, f"{r['config_id']} {r['workload']}: {note}", yellow=True)
     for note in dict.fromkeys(r["cache_report"] for r in results if r.get("cache_report")):

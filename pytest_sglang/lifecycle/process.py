@@ -159,10 +159,11 @@ class ProcessDeployer(Deployer):
 
     @property
     def backup(self) -> HostBackup:
-        """This deployer's backup: per session on ``local`` (sessions there run side by side),
-        per host elsewhere (the host lock makes this session the only one)."""
+        """This deployer's backup: per session and host on ``local`` (sessions there run side
+        by side, and one session may run several local hosts: a topology's replicas), per host
+        elsewhere (the host lock makes this session the only one)."""
         if self._backup is None:
-            name = f"local-{os.getpid()}" if self.local else self.spec.name
+            name = f"local-{os.getpid()}-{self.spec.name}" if self.local else self.spec.name
             self._backup = HostBackup(
                 self.transport, f"{self._backup_root()}/{name}", host=self.spec.name
             )
@@ -178,7 +179,7 @@ class ProcessDeployer(Deployer):
             dead = [
                 str(directory)
                 for directory in (sorted(root.glob("local-*")) if root.is_dir() else [])
-                if _dead_session(directory.name.removeprefix("local-"))
+                if _dead_session(directory.name.removeprefix("local-").split("-", 1)[0])
             ]
         self._leftovers = []
         for directory in dead:
@@ -469,7 +470,7 @@ def _log_exit(proc: subprocess.Popen[bytes], log_path: str) -> None:
 
 
 def _dead_session(pid: str) -> bool:
-    """Whether ``local-<pid>`` names a session that is gone (not this one, not a live one)."""
+    """Whether the session of ``local-<pid>-<host>`` is gone (not this one, not a live one)."""
     return pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid))
 
 

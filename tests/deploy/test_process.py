@@ -126,7 +126,7 @@ def test_a_killed_local_session_is_recovered_by_the_next(
     records = list(
         Path(os.environ["HOME"]).glob(".local/state/pytest-sglang/process/*/manifest.json")
     )
-    assert [r.parent.name for r in records] == [f"local-{proc.pid}"]
+    assert [r.parent.name for r in records] == [f"local-{proc.pid}-local"]
     server = json.loads(records[0].read_text())["service"]
     assert kernel.read_text() == "new"
     proc.kill()

@@ -1,0 +1,88 @@
+"""A topology: one server config run as several replicas behind SGLang's router.
+
+``ServerConfig(..., topology=Topology(replicas=2, router=Router(policy="round_robin")))`` is
+still one config: the replicas run its flags, the router (``sglang-router``, SGLang's load
+balancer) is the entry point the benchmarks use. The topology is part of the config's id
+(``tp4-dp2-round-robin``) and digest, so it is parametrized, swept (``sweep(base,
+topology=[...])``), baselined and ranked like any other config; the replicas themselves are
+the config without its topology, so a sweep over router policies keeps its workers up.
+
+A value only: where the parts run is :mod:`pytest_sglang.lifecycle.topology_deployment`'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["ROUTER_OWN_FLAGS", "ROUTER_POLICIES", "Router", "RouterPolicy", "Topology"]
+
+#: ``sglang-router``'s ``--policy`` choices (0.3.2); ``cache_aware`` is its default.
+RouterPolicy = Literal["cache_aware", "round_robin", "random", "power_of_two", "manual"]
+ROUTER_POLICIES: tuple[str, ...] = RouterPolicy.__args__  # type: ignore[attr-defined]
+#: Router flags the plugin sets itself (the workers it started, the address it listens on).
+ROUTER_OWN_FLAGS = (
+    "--worker-urls",
+    "--host",
+    "--port",
+    "--policy",
+    "--prometheus-host",
+    "--prometheus-port",
+)
+
+
+class Router(BaseModel):
+    """SGLang's router in front of the replicas: its policy and any other of its flags."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy: RouterPolicy = "cache_aware"
+    #: More ``launch_router`` flags, e.g. ``("--health-check-interval-secs", "5")``.
+    args: tuple[str, ...] = ()
+
+    @field_validator("args")
+    @classmethod
+    def _check_args(cls, args: tuple[str, ...]) -> tuple[str, ...]:
+        for i, arg in enumerate(args):
+            if "\n" in arg or "\r" in arg or "\x00" in arg:
+                raise ValueError(f"args[{i}]: must not contain a newline or NUL character")
+            flag = arg.split("=", 1)[0]
+            if flag in ROUTER_OWN_FLAGS:
+                raise ValueError(
+                    f"args[{i}]: {flag} is set by pytest-sglang (the replicas it started, a free "
+                    "port on loopback, the policy field)"
+                )
+        if args and not args[0].startswith("--"):
+            raise ValueError(f"args[0]: {args[0]!r} is no flag (router flags start with --)")
+        return args
+
+
+class Topology(BaseModel):
+    """``replicas`` copies of the config's server, each on its own host, behind a router."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    replicas: int = Field(default=2, ge=1, le=64)
+    router: Router = Field(default_factory=Router)
+
+    @property
+    def id(self) -> str:
+        """``dp2-round-robin``: replicas and policy, plus a digest of other router flags."""
+        own = f"dp{self.replicas}-{self.router.policy.replace('_', '-')}"
+        if self.router.args:
+            own += "-r" + hashlib.sha256("\0".join(self.router.args).encode()).hexdigest()[:6]
+        return own
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The parts' names, in order: the replicas, then the router."""
+        return (*(f"replica-{i}" for i in range(1, self.replicas + 1)), "router")
+
+    def __str__(self) -> str:
+        return self.id
+
+    def as_json(self) -> dict[str, Any]:
+        """The topology as JSON (what the summary and the reports keep)."""
+        return self.model_dump(mode="json")

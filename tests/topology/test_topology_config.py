@@ -1,0 +1,67 @@
+"""A topology is part of a config: its id, digest, sweeps, validation and placement."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sglang import ConfigError, ServerConfig
+from pytest_sglang.lifecycle.topology_deployment import placement
+from pytest_sglang.sweep import sweep
+from pytest_sglang.topology import ROUTER_POLICIES, Router, Topology
+
+BASE = ServerConfig(model_path="/models/Qwen3-8B", tp_size=2)
+
+
+def test_the_topology_is_in_the_id_and_the_digest() -> None:
+    dp2 = BASE.replace(topology=Topology(router=Router(policy="round_robin")))
+    assert dp2.id == "tp2-dp2-round-robin"
+    assert dp2.digest != BASE.digest
+    assert dp2.replica() == BASE and dp2.replica().digest == BASE.digest
+    assert BASE.replace(topology=Topology(replicas=3)).id == "tp2-dp3-cache-aware"
+    flags = Topology(router=Router(args=("--health-check-interval-secs", "5")))
+    assert BASE.replace(topology=flags).id.startswith("tp2-dp2-cache-aware-r")
+
+
+def test_a_config_without_a_topology_keeps_its_digest() -> None:
+    """Baselines recorded before topologies existed stay keyed by the same digest."""
+    assert BASE.digest == ServerConfig(model_path="/models/Qwen3-8B", tp_size=2).digest
+    assert "topology" not in BASE.model_dump(exclude_defaults=True)
+
+
+def test_a_sweep_over_router_policies() -> None:
+    configs = sweep(
+        BASE.replace(name="prod"),
+        topology=[Topology(router=Router(policy=p)) for p in ROUTER_POLICIES],
+    )
+    assert [c.id for c in configs] == [f"prod-dp2-{p.replace('_', '-')}" for p in ROUTER_POLICIES]
+    assert len({c.replica().digest for c in configs}) == 1  # one replica config for all
+
+
+@pytest.mark.parametrize(
+    ("topology", "message"),
+    [
+        ({"replicas": 0}, "topology.replicas"),
+        ({"router": {"policy": "fastest"}}, "topology.router.policy"),
+        ({"router": {"args": ("--port", "1")}}, "--port is set by pytest-sglang"),
+        ({"router": {"args": ("verbose",)}}, "is no flag"),
+        ({"router": {"args": ("--log-level\ninfo",)}}, "newline"),
+    ],
+)
+def test_a_bad_topology_is_one_line_naming_the_field(
+    topology: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        ServerConfig(model_path="/m", topology=topology)
+    assert "\n" not in str(caught.value)
+
+
+def test_placement_needs_a_host_per_replica() -> None:
+    config = BASE.replace(topology=Topology(replicas=3))
+    assert placement(config, ["a", "b", "c", "d"]) == ["a", "b", "c"]
+    with pytest.raises(ConfigError) as caught:
+        placement(config, ["a", "b"])
+    assert str(caught.value) == (
+        "tp2-dp3-cache-aware: its topology runs 3 replicas, each on a host of its own, and the "
+        "session has 2 host(s) (a, b); name 3 with --sglang-host (the local simulator runs as "
+        "many as asked)"
+    )

@@ -1,0 +1,162 @@
+"""Replicas behind SGLang's real router (``sglang-router``), on simulators of this machine.
+
+The router is the real Rust binary the users run; the replicas are simulator processes, each a
+local host of its own (``local``, ``local.2``). What is held: the router routes to every replica
+and is ready only when it sees them all healthy; a sweep over router policies keeps the same
+replicas up; benchmarks go through the router and are broken down per replica; a replica killed
+mid-session is named as the part that failed, and the router retried its requests on the other;
+a part that cannot start is one line naming it; the session leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("fast_simulator")
+
+ROUTED = """
+import pytest
+from pytest_sglang import Router, ServerConfig, Topology, Workload, sweep
+
+BASE = ServerConfig(model_path="/models/Qwen3-8B")
+CONFIGS = sweep(BASE, topology=[Topology(router=Router(policy=p)) for p in ("round_robin", "random")])
+GENERATE = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+
+
+@pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
+def test_through_the_router(sglang_server):
+    for _ in range(6):
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    workers = sglang_server.router.workers()
+    assert sorted(w["url"] for w in workers) == sorted(
+        p.base_url for p in sglang_server.parts.values()
+    )
+    assert all(w["is_healthy"] for w in workers)
+    with open("pids", "a") as fh:
+        fh.write(f"{sglang_server.router._proc.pid}\\n")
+        for part in sglang_server.parts.values():
+            fh.write(f"{part.deployer.state().main_pid}\\n")
+    if sglang_server.config.topology.router.policy == "round_robin":
+        assert sglang_server.requests_by_part() == {
+            "replica-1": {"success": 3.0}, "replica-2": {"success": 3.0}
+        }
+
+
+@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
+def test_bench(sglang_bench):
+    result = sglang_bench(Workload.fixed_concurrency(4, num_requests=8, output_tokens=8), rounds=1)
+    assert result.completed == 8 and result.failed == 0
+"""
+
+
+def test_replicas_behind_the_router(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(ROUTED)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    text = result.stdout.str()
+    # two topologies, one pair of replicas: the policy sweep did not restart them
+    result.stdout.fnmatch_lines(
+        [
+            "*base-dp2-round-robin: router (round_robin) in front of replica-1 on local, "
+            "replica-2 on local.2*",
+            "*local+local.2*base-dp2-random*ready*",
+            "*base-dp2-round-robin concurrency-4: requests by part: replica-1 *, replica-2 *",
+        ]
+    )
+    assert text.count("local.2 base: ready and verified") == 1
+    assert text.count("local base: ready and verified") == 1
+    for pid in {int(p) for p in (pytester.path / "pids").read_text().split()}:
+        with pytest.raises(ProcessLookupError):  # router and replicas: all gone
+            os.kill(pid, 0)
+
+
+KILLED = """
+import os, signal, time
+import pytest
+from pytest_sglang import ServerConfig, Topology, Router
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", topology=Topology(router=Router(policy="round_robin")))
+GENERATE = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_a_replica_dies(sglang_server):
+    victim = sglang_server.parts["replica-2"].deployer.state().main_pid
+    os.killpg(victim, signal.SIGKILL)
+    time.sleep(0.5)
+    for _ in range(6):  # each one it sends to the dead replica, it retries on the other
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    by_part = sglang_server.requests_by_part()
+    assert by_part["replica-1"]["success"] == 6
+    assert "success" not in by_part.get("replica-2", {})
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_next(sglang_server):
+    pass
+"""
+
+
+def test_a_killed_replica_is_retried_then_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(KILLED)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*topology part replica-2: local.2 base: the server ended after it was ready: *"]
+    )
+
+
+ROUTER_ONLY = """
+import pytest
+from pytest_sglang import ServerConfig, Topology
+
+
+@pytest.mark.parametrize("sglang_server", [ServerConfig(model_path="/m", topology=Topology())], indirect=True)
+def test_it(sglang_server):
+    pass
+"""
+
+#: Every replica's simulator runs out of memory at KV cache allocation.
+FAILING = ROUTER_ONLY.replace("Topology()", 'Topology(), env={"SGLANG_SIM_FAULT": "oom"}')
+
+
+def test_a_replica_that_cannot_start_is_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(FAILING)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*topology part replica-1 on local: *"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_router_that_cannot_start_is_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(ROUTER_ONLY)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sglang-router-launch", "false")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*topology part router: the router exited with status 1 before it was ready*"]
+    )
+
+
+def test_too_few_hosts_is_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(ROUTER_ONLY.replace("Topology()", "Topology(replicas=3)"))
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text('[hosts.a]\nssh = "local"\n\n[hosts.b]\nssh = "local"\n')
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--sglang-inventory",
+        str(inventory),
+        "--sglang-host",
+        "a",
+        "--sglang-host",
+        "b",
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*base-dp3-cache-aware: its topology runs 3 replicas, each on a host of its own, and the "
+            "session has 2 host(s) (a, b)*"
+        ]
+    )

@@ -1,0 +1,94 @@
+"""Two real SGLang servers behind the real router (``sglang-router`` 0.3.2), on this CPU.
+
+One child pytest session (the plugin as a user runs it) deploys the tier's production config as
+a topology of two replicas, ``real`` and ``real.2`` (the second made from the first host's
+entry: a process of its own on a port of its own), under two router policies: the replicas are
+started once and verified from their own journals, the router is ready only when it sees both
+healthy, round robin splits requests evenly, a benchmark goes through the router and is broken
+down per replica; then one replica is killed: the router retries its requests on the other, and
+the next test names the part that died. Nothing is left running. (The plugin runs a config's
+tests together: the round-robin ones first, then the cache-aware ones, the kill last.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import RealSglang, local_real_entry
+
+SCENARIO = """
+import os, signal, time
+import pytest
+from pytest_sglang import Router, Topology, Workload, production, sweep
+
+POLICIES = ("round_robin", "cache_aware")
+CONFIGS = sweep(production(), topology=[Topology(router=Router(policy=p)) for p in POLICIES])
+GENERATE = {"text": "the model of the server is", "sampling_params": {"max_new_tokens": 4}}
+
+
+@pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
+def test_routed(sglang_server):
+    assert sorted(sglang_server.parts) == ["replica-1", "replica-2"]
+    for part in sglang_server.parts.values():
+        assert part.server_args["device"] == "cpu"  # each verified from its own journal
+    for _ in range(6):
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    with open("pids", "a") as fh:
+        fh.write(f"{sglang_server.router._proc.pid}\\n")
+        for part in sglang_server.parts.values():
+            fh.write(f"{part.deployer.state().main_pid}\\n")
+    by_part = sglang_server.requests_by_part()
+    if sglang_server.config.topology.router.policy == "round_robin":
+        assert by_part == {"replica-1": {"success": 3.0}, "replica-2": {"success": 3.0}}
+    else:
+        assert sum(c.get("success", 0) for c in by_part.values()) == 6
+
+
+@pytest.mark.parametrize("sglang_server", CONFIGS[:1], indirect=True)
+def test_bench(sglang_bench):
+    result = sglang_bench(Workload.fixed_concurrency(4, num_requests=8, output_tokens=8), rounds=1)
+    assert result.failed == 0, result.errors
+
+
+@pytest.mark.parametrize("sglang_server", CONFIGS[1:], indirect=True)
+def test_a_replica_dies(sglang_server):
+    os.killpg(sglang_server.parts["replica-2"].deployer.state().main_pid, signal.SIGKILL)
+    time.sleep(1)
+    for _ in range(4):  # what it sends to the dead replica, it retries on the other
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+
+
+@pytest.mark.parametrize("sglang_server", CONFIGS[1:], indirect=True)
+def test_after(sglang_server):
+    pass
+"""
+
+
+def test_two_real_replicas_behind_the_real_router(
+    pytester: pytest.Pytester, real_sglang: RealSglang
+) -> None:
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text(local_real_entry("real", real_sglang, real_sglang.production_line()))
+    pytester.makepyfile(test_topology=SCENARIO)
+    result = pytester.runpytest_subprocess(
+        "--sglang-inventory", str(inventory), "--sglang-host", "real", "-p", "no:cacheprovider",
+        timeout=900,
+    )  # fmt: skip
+    result.assert_outcomes(passed=4, errors=1)
+    text = result.stdout.str()
+    assert text.count("real.2 production: ready and verified") == 1, text
+    assert text.count("real production: ready and verified") == 1, text
+    result.stdout.fnmatch_lines(
+        ["*production-dp2-round-robin concurrency-4: requests by part: replica-1 *, replica-2 *"]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*topology part replica-2: real.2 production: the server ended after it was ready: "
+            "process killed by signal 9*"
+        ]
+    )
+    for pid in {int(p) for p in (pytester.path / "pids").read_text().split()}:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
