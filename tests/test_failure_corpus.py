@@ -46,7 +46,12 @@ SECOND_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh2_")]
 #: (README; 20/20 since), so it is tainted too; the floor stays the clean figure.
 HELD_OUT_CLEAN_3 = (17, 20)
 THIRD_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh3_")]
-FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(("fresh2_", "fresh3_"))]
+#: The fourth fresh batch (``fresh4_*``, README), collected after the third batch's fixes froze the
+#: rules again; its expectations were committed before the classifier read it.
+FOURTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh4_")]
+FIRST_BATCH = [
+    case for case in HELD_OUT if not case["file"].startswith(("fresh2_", "fresh3_", "fresh4_"))
+]
 
 #: Where a log taken from the real package in the real-SGLang tier (not a public report) says so.
 REAL_TIER = "real SGLang 0.5.23 on CPU"
@@ -67,7 +72,7 @@ def named(case: dict[str, Any]) -> bool:
 
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
-    assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20
+    assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://github.com/", REAL_TIER)), case["file"]
