@@ -42,11 +42,19 @@ HELD_OUT_CLEAN_2 = (17, 21)
 SECOND_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh2_")]
 #: The third fresh batch (``fresh3_*``, README), collected after the second batch's fixes froze the
 #: rules again; its expectations were committed before the classifier read it. Measured once: 17 of
-#: 20 causes named (85%), under the 90% target; its three misses are listed in the README and left
-#: unfixed, so this is a clean figure.
+#: 20 causes named (85%), under the 90% target. Its three misses were then fixed by general rules
+#: (README; 20/20 since), so it is tainted too; the floor stays the clean figure.
 HELD_OUT_CLEAN_3 = (17, 20)
 THIRD_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh3_")]
-FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(("fresh2_", "fresh3_"))]
+#: The fourth fresh batch (``fresh4_*``, README), collected after the third batch's fixes froze the
+#: rules again; its expectations were committed before the classifier read it. Measured once: 16 of
+#: 20 causes named (80%), under the 90% target; its four misses are listed in the README and left
+#: unfixed, so this is a clean figure.
+HELD_OUT_CLEAN_4 = (16, 20)
+FOURTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh4_")]
+FIRST_BATCH = [
+    case for case in HELD_OUT if not case["file"].startswith(("fresh2_", "fresh3_", "fresh4_"))
+]
 
 #: Where a log taken from the real package in the real-SGLang tier (not a public report) says so.
 REAL_TIER = "real SGLang 0.5.23 on CPU"
@@ -67,7 +75,7 @@ def named(case: dict[str, Any]) -> bool:
 
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
-    assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20
+    assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://github.com/", REAL_TIER)), case["file"]
@@ -81,12 +89,12 @@ def figure(cases: list[dict[str, Any]]) -> tuple[int, int]:
 
 def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart() -> None:
     tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
-    third = figure(THIRD_BATCH)
+    third, fourth = figure(THIRD_BATCH), figure(FOURTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
-        f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch) "
-        f"(missed: {misses})"
+        f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch), "
+        f"{fourth[0]}/{fourth[1]} (fourth batch) (missed: {misses})"
     )
     print(report)
     assert tuned[0] == tuned[1], report
@@ -94,6 +102,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     # each batch against its own clean figure: a batch is never pooled with one the rules saw
     assert second[0] / second[1] >= HELD_OUT_CLEAN_2[0] / HELD_OUT_CLEAN_2[1], report
     assert third[0] / third[1] >= HELD_OUT_CLEAN_3[0] / HELD_OUT_CLEAN_3[1], report
+    assert fourth[0] / fourth[1] >= HELD_OUT_CLEAN_4[0] / HELD_OUT_CLEAN_4[1], report
 
 
 @pytest.mark.parametrize("case", TUNED, ids=[c["file"] for c in TUNED])

@@ -392,3 +392,97 @@ def test_a_gpu_architecture_a_kernel_refuses_is_not_an_unsupported_model() -> No
         ["Traceback (most recent call last):", '  File "/x/k.py", line 1, in f', line]
     )
     assert fatal is not None and fatal.reason == "crashed"
+
+
+def test_an_exception_no_pattern_knows_is_placed_by_the_most_specific_link_of_its_chain() -> None:
+    """A library's inner error (json's) wrapped by the one raised where the start failed (the
+    warmup thread's ``requests`` call): the outer link says where, so it names the failure."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/requests/models.py", line 974, in json',
+        "    return complexjson.loads(self.text, **kwargs)",
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/entrypoints/http_server.py", line 445, in _wait_and_warmup',
+        "    model_info = res.json()",
+        '  File "/x/requests/models.py", line 978, in json',
+        "    raise RequestsJSONDecodeError(e.msg, e.doc, e.pos)",
+        "requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 12)
+    # the same two exceptions, not chained: each is its own failure, the first one wins
+    lines[5] = "[2026-11-30 19:50:40] Retrying."
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 3)
+    # chained the other way round, the inner link placed and the outer one bare
+    chained = [
+        *lines[7:13],
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        *lines[:4],
+    ]
+    fatal = find_fatal(chained)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 5)
+
+
+def test_a_crash_after_a_flag_without_the_flag_it_needs_is_an_invalid_config() -> None:
+    """EAGLE3 without a draft model: SGLang loads the target as its own draft and crashes where
+    the draft is first used; the logged server_args show the missing flag."""
+    args = {"model_path": "Qwen/Qwen2.5-0.5B-Instruct", "speculative_algorithm": "EAGLE3"}
+    lines = [
+        f"[2026-12-03 10:00:01] server_args={dict(args, speculative_draft_model_path=None)}",
+        "[2026-12-03 10:00:13 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/speculative/eagle_worker.py", line 171, in __init__',
+        "    self.draft_model_runner.model.set_embed(embed)",
+        "AttributeError: 'Qwen2ForCausalLM' object has no attribute 'set_embed'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 4)
+    assert "speculative_draft_model_path, which is not set" in fatal.summary
+    # with the draft model given, the same crash is a crash
+    lines[0] = f"[2026-12-03 10:00:01] server_args={dict(args, speculative_draft_model_path='d')}"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed"
+    # a dump that does not list the flag says nothing about it
+    lines[0] = f"[2026-12-03 10:00:01] server_args={args}"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is "
+        "available.",
+        "/x/torch/cuda/__init__.py:182: UserWarning: CUDA initialization: Unexpected error from "
+        "cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() "
+        "that might have already set an error? Error 802: system not yet initialized",
+    ],
+)
+def test_a_host_without_a_usable_gpu_is_no_gpu(line: str) -> None:
+    fatal = find_fatal([line])
+    assert fatal is not None and fatal.reason == "no GPU"
+
+
+def test_the_exception_is_cited_over_a_warning_that_names_the_same_cause() -> None:
+    lines = [
+        "/x/torch/cuda/__init__.py:182: UserWarning: CUDA initialization: Unexpected error from "
+        "cudaGetDeviceCount(). Error 802: system not yet initialized",
+        "  return torch._C._cuda_getDeviceCount() > 0",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/server_args.py", line 871, in _handle_missing_default_values',
+        "    self.device = get_device()",
+        "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is "
+        "available.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("no GPU", 5)
+    # an exception no pattern knows: the warning names the cause
+    lines[-1] = "RuntimeError: device unavailable"
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("no GPU", 0)

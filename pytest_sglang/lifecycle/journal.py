@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import JournalError
-from ..resolution import ExpectedJournal
+from ..resolution import EAGLE_FAMILY, ExpectedJournal
 from ..server_args import parse_server_args
 
 __all__ = [
@@ -98,7 +98,12 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|cudaErrorInsufficientDriver",
             "driver too old",
         ),
-        (r"No CUDA GPUs are available|Found no NVIDIA driver|invalid device ordinal", "no GPU"),
+        (
+            r"No CUDA GPUs are available|Found no NVIDIA driver|invalid device ordinal"
+            r"|No accelerator\b.* is available|Unexpected error from cudaGetDeviceCount"
+            r"|system not yet initialized|cudaErrorSystemNotReady|cudaErrorNoDevice",
+            "no GPU",
+        ),
         (r"No space left on device|\[Errno 28\]", "no space left"),
         (
             r"Error building extension|Ninja build failed|Command '\['ninja'"
@@ -222,6 +227,15 @@ _IGNORED = re.compile(
 #: after them is that tree kill, the aftermath of the cause, never the cause.
 _TREE_KILLED = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
+)
+
+#: (flag, values, flag it needs): a setting that cannot work without another one. A start whose
+#: logged (resolved) ``server_args`` has the first without the second, and that then crashes in
+#: a way nothing else names, failed for the missing flag: SGLang resolves the draft model of an
+#: EAGLE-family algorithm itself only for models that draft for themselves (MTP/NextN), and
+#: otherwise goes on with none, crashing later where the draft model is first used.
+_REQUIRED_FLAGS: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("speculative_algorithm", EAGLE_FAMILY, "speculative_draft_model_path"),
 )
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
@@ -363,6 +377,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         if _TRACEBACK.search(texts[index]) and (end := _exception_line(texts, index)) is not None
     }
     tree_killed = False
+    best_raised = False  # whether the best match is on an exception or its continuation
     for index in range(start, len(texts)):
         text = texts[index]
         if index in owner:
@@ -378,38 +393,24 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             for more in _continuation(lines, texts, index):
                 owner[more] = index
         tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
-        for rule, (pattern, _) in enumerate(FATAL_PATTERNS):
-            if best is not None and rule >= best[0]:
-                break
-            if pattern.search(text):
-                best = (rule, index)
-                break
+        raised = index in owner or (bool(exceptions) and exceptions[-1] == index)
+        rule = _better_rule(text, None if best is None else best[0], raised and not best_raised)
+        if rule is not None:
+            best, best_raised = (rule, index), raised
     if best is None:
         return None
     rule, index = best
     reason = FATAL_PATTERNS[rule][1]
-    message = texts[index].strip()
-    if index in owner:
-        head = owner[index]
-        message = f"{texts[head].strip()} ({message})"
-        index = head
-    elif _TRACEBACK.search(texts[index]):
-        cause = _exception_line(texts, index)
-        if cause is not None:
-            index = cause
-            message = texts[index].strip()
-    elif message.endswith(":"):
-        # an exception whose message is all on its continuation lines: quote the one that names
-        # the cause (the rule's own match), else the first
-        rest = [i for i, head in owner.items() if head == index]
-        named = [i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])] or rest
-        if named:
-            message = f"{message} ({texts[min(named)].strip()})"
+    index, message = _cited(texts, owner, rule, index)
     if reason == "crashed":
         found = _cause_of_crash(lines, texts, exceptions, index, start)
         if found is not None:
             index, reason = found
             message = texts[index].strip()
+    if reason == "crashed" and _EXCEPTION.match(texts[index]):
+        missing = _missing_requirement(texts[start:index])
+        if missing is not None:
+            reason, message = "invalid config", f"{message} ({missing})"
     return Fatal(
         reason=reason,
         line=lines[index],
@@ -417,6 +418,40 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         message=message,
         complete=traceback_complete(lines, start),
     )
+
+
+def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
+    """The rule of FATAL_PATTERNS that ``text`` matches if it is more specific than ``best``
+    (the rule matched so far), else None. On a tie, ``outranks_on_a_tie`` (the line is an
+    exception, the best so far is not) wins: the exception that ended the start outranks a
+    warning before it that names the same cause (not so for crashes, placed by their frames)."""
+    for rule, (pattern, reason) in enumerate(FATAL_PATTERNS):
+        if best is not None and (rule > best or (rule == best and not outranks_on_a_tie)):
+            return None
+        if (best is None or rule < best or reason != "crashed") and pattern.search(text):
+            return rule
+    return None
+
+
+def _cited(texts: Sequence[str], owner: dict[int, int], rule: int, index: int) -> tuple[int, str]:
+    """The line to cite for a match of ``rule`` on line ``index``, and the message quoted: a
+    continuation line cites the exception it continues, a traceback's opening its exception line,
+    an exception whose message is all on its continuation lines quotes the one that matched."""
+    message = texts[index].strip()
+    if index in owner:
+        head = owner[index]
+        return head, f"{texts[head].strip()} ({message})"
+    if _TRACEBACK.search(texts[index]):
+        cause = _exception_line(texts, index)
+        if cause is not None:
+            return cause, texts[cause].strip()
+    elif message.endswith(":"):
+        # quote the continuation line that names the cause (the rule's own match), else the first
+        rest = [i for i, head in owner.items() if head == index]
+        named = [i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])] or rest
+        if named:
+            message = f"{message} ({texts[min(named)].strip()})"
+    return index, message
 
 
 def _cause_of_crash(
@@ -442,13 +477,73 @@ def _cause_of_crash(
         after = [i for i in exceptions if i > marker]
         chosen = before[-1] if before else (after[0] if after else None)
     if chosen is not None:
-        return chosen, _placed(texts, chosen)
+        return _most_specific_link(texts, chosen)
     if re.search(_KILLED, texts[marker]):
         return marker, "killed"
     if _SUMMARY.search(texts[marker]):
         for back in range(marker - 1, max(start, marker - 6) - 1, -1):
             if lines[back] == texts[back] and texts[back].strip() and not _is_frame(texts[back]):
                 return back, "killed" if re.search(_KILLED, texts[back]) else "crashed"
+    return None
+
+
+#: How specific a placement is, most first: the patterns' causes in their order, then a refused
+#: value combination, then a bare crash (which says nothing of where).
+_SPECIFICITY: tuple[str, ...] = (
+    *dict.fromkeys(reason for _, reason in FATAL_PATTERNS if reason != "crashed"),
+    "invalid config",
+    "crashed",
+)
+
+
+def _chain_of(texts: Sequence[str], index: int) -> list[int]:
+    """The exception lines of the chain (``The above exception was the direct cause ...``,
+    ``During handling of the above exception ...``) that the exception on ``index`` belongs to,
+    in the order printed; just ``[index]`` when it is not chained."""
+    chains: list[list[int]] = []
+    chained = False
+    at = 0
+    while at < len(texts):
+        if _TRACEBACK.search(texts[at]):
+            end = _exception_line(texts, at)
+            if end is None:
+                break
+            if chained and chains:
+                chains[-1].append(end)
+            else:
+                chains.append([end])
+            chained, at = False, end
+        elif _CHAIN.match(texts[at]):
+            chained = True
+        at += 1
+    return next((chain for chain in chains if index in chain), [index])
+
+
+def _most_specific_link(texts: Sequence[str], index: int) -> tuple[int, str]:
+    """The link of ``index``'s exception chain whose placement is most specific, and that
+    placement: an engineer reads every link of a chain, and the one raised where the start
+    failed (a warmup request, weight loading) names the failure better than a library's inner
+    error it wraps. Among equally specific links, the one chosen first."""
+    placed = [(_placed(texts, link), link) for link in _chain_of(texts, index)]
+    placed.sort(key=lambda pair: (_SPECIFICITY.index(pair[0]), pair[1] != index))
+    reason, link = placed[0]
+    return link, reason
+
+
+def _missing_requirement(texts: Sequence[str]) -> str | None:
+    """A flag the logged ``server_args`` lack that another one they set needs
+    (:data:`_REQUIRED_FLAGS`), said in one phrase; None when the dump has it, or has no word on
+    it (an older or cut dump that does not list the flag is not read as a missing flag)."""
+    dumps = [text for text in texts if "server_args=" in text]
+    if not dumps:
+        return None
+    try:
+        args = parse_server_args(dumps[-1])
+    except ValueError:
+        return None
+    for flag, values, needed in _REQUIRED_FLAGS:
+        if args.get(flag) in values and needed in args and args[needed] is None:
+            return f"{flag}={args[flag]!r} needs {needed}, which is not set"
     return None
 
 
