@@ -28,6 +28,7 @@ from functools import cache
 from typing import Any
 
 from .cmdline import flag_groups, join_shell, split_at_first_flag, split_shell
+from .container import launcher_end
 from .errors import ConfigError
 from .versions import DEFAULT_SGLANG_VERSION, cli_catalog, field_flag, field_flags, parse_version
 
@@ -153,12 +154,18 @@ def split_flags(flags: Sequence[str], typed: Mapping[str, str] | None = None) ->
 
 
 def split_launch(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``(launcher, flags)``: the words before the first ``--flag``, and the rest.
+    """``(launcher, flags)``: the words up to SGLang's entry point (``-m
+    sglang.launch_server``: a container engine's options before it stay in the launcher, see
+    :mod:`.container`), else before the first ``--flag``; and the rest.
 
     A command line without ``--model-path`` (or ``--model``, or a prefix of it) is not an
     SGLang launch: a one-line ConfigError.
     """
-    launcher, flags = split_at_first_flag(argv)
+    end = launcher_end(argv)
+    if end is not None:
+        launcher, flags = list(argv[:end]), list(argv[end:])
+    else:
+        launcher, flags = split_at_first_flag(argv)
     options = _options({})
     for group in flag_groups(flags):
         matches = _matches(group.flag, options)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cmdline import flag_groups, split_at_first_flag
+from ..container import launcher_end
 from ..errors import ConfigRefused, PreflightError
 from .journal import same_value
 from .launcher import Launcher
@@ -214,8 +215,10 @@ class Resolution:
 
 def resolver_flags(plan: LaunchPlan) -> list[str]:
     """The words ``launch_server`` parses for ``plan``: the launcher's own flags, then the
-    plan's."""
-    return split_at_first_flag(plan.argv)[1]
+    plan's (after SGLang's entry point where the launcher names it: a container's options are
+    the engine's)."""
+    end = launcher_end(plan.argv)
+    return plan.argv[end:] if end is not None else split_at_first_flag(plan.argv)[1]
 
 
 def _sent_env(

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..cmdline import api_key, flag_values, has_flag, secret_flag_values
+from ..container import container_of
 from ..model_identity import read_model_identity
 
 if TYPE_CHECKING:
@@ -129,6 +130,9 @@ def make_launch_plan(
     elif pick_port and config.port is None and not has_flag(launcher, "--port"):
         deployed = config.replace(port=free_port())
     flags = tuple(deployed.to_argv(sglang_version))
+    container = container_of(launcher)
+    if container is not None and deployed.env:  # the config's env, into the container by name
+        launcher = container.with_env(deployed.env).words
     if model is None:
         model = read_model_identity(deployed.model_path)
     return LaunchPlan(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..cmdline import join_shell, split_shell
+from ..container import container_of
 from ..errors import PreflightError, TransportError
 from ..model_identity import CONFIG_NAME, ModelIdentity, identity_from_name, identity_from_text
 from .launcher_cache import (
@@ -132,12 +133,27 @@ class Launcher:
         words = [f"{k}={v}" for k, v in env.items()]
         return "env " + " ".join(["%s"] * len(words)) + " ", words
 
+    def _probe_words(self) -> list[str]:
+        """The launcher as it is asked (``--help``): a container launcher runs a throwaway
+        container of the same image (:meth:`.ContainerCommand.probe_words`)."""
+        argv = self.words()
+        container = container_of(argv)
+        return container.probe_words() if container is not None else argv
+
+    def _python(self) -> list[str]:
+        """The words that run the launcher's Python (in a throwaway container where SGLang
+        runs in one)."""
+        argv = self.words()
+        container = container_of(argv)
+        if container is not None:
+            return container.python
+        return [simulator_python(argv) or argv[0]]
+
     def python_words(self) -> list[str]:
         """The words that run the launcher's Python on the host, its environment first (what
         is asked here runs with them; so does the benchmark's on-host load generator)."""
-        argv = self.words()
         _prefix, env = self._env_prefix()
-        return [*(["env", *env] if env else []), simulator_python(argv) or argv[0]]
+        return [*(["env", *env] if env else []), *self._python()]
 
     def _run_launcher(self, argv: list[str], timeout: float) -> tuple[int, str, str]:
         prefix, args = self._env_prefix()
@@ -157,11 +173,10 @@ class Launcher:
         be read (a launcher that is no Python): then nothing is cached across sessions."""
         key = self._cache_key()
         if key not in _IDENTITY_CACHE:
-            argv = self.words()
-            python = simulator_python(argv)
+            python = simulator_python(self.words())
             code = identity_code(simulator=python is not None)
             try:
-                _rc, out, _err = self._run_launcher([python or argv[0], "-c", code], timeout=60)
+                _rc, out, _err = self._run_launcher([*self._python(), "-c", code], timeout=60)
             except PreflightError:
                 out = ""
             _IDENTITY_CACHE[key] = parse_identity(out)
@@ -180,11 +195,15 @@ class Launcher:
 
     def resolver_python(self) -> tuple[str, str]:
         """``(python, engine)``: the launcher's interpreter, and whose resolution it runs
-        (``"simulator"`` where the launcher is ``python -m pytest_sglang.sim``, else
-        ``"sglang"``)."""
+        (``"simulator"`` where the launcher is ``python -m pytest_sglang.sim``, ``"container"``
+        where SGLang runs in a container, which is not asked, else ``"sglang"``)."""
         argv = self.words()
         python = simulator_python(argv)
-        return (python, "simulator") if python is not None else (argv[0], "sglang")
+        if python is not None:
+            return python, "simulator"
+        if container_of(argv) is not None:  # asked through a container: not yet
+            return argv[0], "container"
+        return argv[0], "sglang"
 
     def gpu_profile(self) -> str:
         """The host's GPUs as ``nvidia-smi`` names them (name, memory, compute capability, one
@@ -224,11 +243,10 @@ class Launcher:
             if stored.version is not None:
                 _VERSION_CACHE[key] = stored.version
             else:
-                argv = self.words()
-                python = simulator_python(argv)
-                code = version_code(simulator=python is not None)
-                python = python or argv[0]
-                rc, out, err = self._run_launcher([python, "-c", code], timeout=120)
+                code = version_code(simulator=simulator_python(self.words()) is not None)
+                python_words = self._python()
+                python = join_shell(python_words)
+                rc, out, err = self._run_launcher([*python_words, "-c", code], timeout=120)
                 lines = out.strip().splitlines()
                 if rc != 0 or not lines:
                     tail = (err.strip().splitlines() or ["no output"])[-1]
@@ -250,7 +268,7 @@ class Launcher:
             if stored.flags is not None:
                 _HELP_CACHE[key] = stored.flags
                 return stored.flags
-            launcher = self.words()
+            launcher = self._probe_words()
             self.say(
                 f"[sglang] {self.spec.name}: reading the launcher's flags ({join_shell(launcher)}"
                 " --help)"
