@@ -17,7 +17,7 @@ ready → verify → bench → compare → report):
   spellings), :mod:`.resolution` (what SGLang will resolve a config to, offline),
   :mod:`.refusals` (what real SGLang refuses, said before deploy), :mod:`.model_identity` (a
   model from its config.json), :mod:`.versions` (what differs between SGLang releases),
-  :mod:`.secrets` (the redactor);
+  :mod:`.container` (SGLang run by a container engine), :mod:`.secrets` (the redactor);
 - :mod:`.lifecycle`: one deployment, from the host spec to the restore; :mod:`.transport`: how a
   host is reached;
 - measurement, layered (each imports only those before it): :mod:`.sim` (the simulator),

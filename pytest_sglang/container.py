@@ -93,13 +93,15 @@ _NOT_FOR_PROBES = frozenset(["--name", "-p", "--publish", "-d", "--detach", "--r
 
 
 def launcher_end(words: Sequence[str]) -> int | None:
-    """The index just after SGLang's entry point (``-m sglang.launch_server``, or a
-    ``launch_server`` script), None when the words name none."""
+    """How many words the launcher has when SGLang's entry point (``-m sglang.launch_server``,
+    or a ``launch_server`` script) is named: the words before the first ``--flag`` after it (a
+    container engine's ``--options`` come before it). None when the words name no entry point:
+    the launcher then ends at the first ``--flag``."""
     for i, word in enumerate(words):
-        if word in LAUNCH_MODULES and i > 0 and words[i - 1] == "-m":
-            return i + 1
-        if os.path.basename(word) in ("launch_server", "sglang.launch_server"):
-            return i + 1
+        named = word in LAUNCH_MODULES and i > 0 and words[i - 1] == "-m"
+        if named or os.path.basename(word) in ("launch_server", "sglang.launch_server"):
+            rest = (j for j in range(i + 1, len(words)) if words[j].startswith("--"))
+            return next(rest, len(words))
     return None
 
 
