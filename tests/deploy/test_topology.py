@@ -11,8 +11,12 @@ a part that cannot start is one line naming it; the session leaves nothing runni
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+from .conftest import wait_for
 
 pytestmark = pytest.mark.usefixtures("fast_simulator")
 
@@ -160,3 +164,53 @@ def test_too_few_hosts_is_one_line(pytester: pytest.Pytester) -> None:
             "session has 2 host(s) (a, b)*"
         ]
     )
+
+
+KILLED_SESSION = """
+import pathlib, time
+import pytest
+from pytest_sglang import ServerConfig, Topology
+
+@pytest.mark.parametrize(
+    "sglang_server", [ServerConfig(model_path="/m", topology=Topology())], indirect=True
+)
+def test_long(sglang_server):
+    pids = [sglang_server.router._proc.pid]
+    pids += [p.deployer.state().main_pid for p in sglang_server.parts.values()]
+    pathlib.Path("pids").write_text(" ".join(map(str, pids)))
+    pathlib.Path({marker!r}).write_text("x")
+    time.sleep(120)
+"""
+
+
+def test_a_killed_session_leaves_no_router_and_the_next_restores_the_replicas(
+    pytester: pytest.Pytester, session_until: Any
+) -> None:
+    """SIGKILL: the router dies with the session (it asked the kernel to), the replicas are
+    orphaned; the next session finds both replicas' records and stops them."""
+    marker = pytester.path / "deployed"
+    pytester.makepyfile(KILLED_SESSION.format(marker=str(marker)))
+    proc = session_until(marker)
+    router, *replicas = (int(p) for p in (pytester.path / "pids").read_text().split())
+    records = Path(os.environ["HOME"]).glob(".local/state/pytest-sglang/process/*/manifest.json")
+    assert sorted(r.parent.name for r in records) == [
+        f"local-{proc.pid}-local",
+        f"local-{proc.pid}-local.2",
+    ]
+    proc.kill()
+    proc.wait(timeout=30)
+    wait_for(lambda: not _running(router), "the router to die with its session", timeout=20)
+    assert all(_running(pid) for pid in replicas)  # orphaned until the next session
+    result = pytester.runpytest_subprocess("--sglang-restore", "--sglang-host", "local")
+    result.stdout.fnmatch_lines(["*found the intent record of *pid*restoring it first*"])
+    for pid in replicas:
+        wait_for(lambda pid=pid: not _running(pid), "an orphaned replica to stop", timeout=40)
+
+
+def _running(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet is not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
