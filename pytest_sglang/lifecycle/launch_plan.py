@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..cmdline import api_key, flag_values, has_flag, secret_flag_values
+from ..gpu_rules import GpuFacts
 from ..model_identity import read_model_identity
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def make_launch_plan(
     local: bool = False,
     pick_port: bool = False,
     model: ModelIdentity | None = None,
+    gpu: GpuFacts | None = None,
 ) -> LaunchPlan:
     """The plan of ``config`` on a host.
 
@@ -120,6 +122,7 @@ def make_launch_plan(
     gives a config without ``port`` a free one, unless the launcher already sets ``--port``.
     ``model``: the model's identity as the host has it (the deployer reads its config.json
     there); without it, it is read on this machine, else inferred from the directory's name.
+    ``gpu``: the host's GPU where its driver names it: a config it cannot run is refused here.
     """
     deployed = config
     if local and has_flag(launcher, "--port"):
@@ -139,8 +142,8 @@ def make_launch_plan(
         launcher=tuple(launcher),
         flags=flags,
         env=MappingProxyType({**launcher_env, **deployed.env}),
-        resolved=deployed.resolved(sglang_version, model),
-        expected=deployed.expected_journal(sglang_version, model),
+        resolved=deployed.resolved(sglang_version, model, gpu),
+        expected=deployed.expected_journal(sglang_version, model, gpu),
         model=model,
     )
 
