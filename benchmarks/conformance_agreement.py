@@ -7,7 +7,8 @@ log lines of the seed config in 0.5.23's formats and placement, and routes with 
 Then the wide goldens (tests/data/conformance/wide/: model families from their published
 config.json on seven GPU profiles, conformance/wide.py), the tuned part and the held-out part
 apart: key fields, warnings before server_args identical (text and order), failing configs
-failing the same way, and the plugin refusing before deploy what the real package refuses.
+failing the same way, and the plugin refusing before deploy what the real package refuses;
+then the fresh held-out extension (tests/data/conformance/wide2/, conformance/wide2.py), apart.
 Run against another checkout with PYTHONPATH=<checkout> to compare (the "before" figures).
 
     .venv/bin/python benchmarks/conformance_agreement.py [--wide-only] [--misses N]
@@ -107,11 +108,13 @@ def _seed_run() -> tuple[str, int]:
 
 
 def _wide(misses: int) -> None:
-    """The wide matrix's figures, tuned and held-out part apart."""
-    profiles = wide_agreement.load_wide()
-    for part in wide_agreement.PARTS:
+    """The wide matrix's figures, tuned and held-out part apart; then the fresh held-out
+    extension's (conformance/wide2.py), apart from both."""
+    parts = [("wide ", wide_agreement.load_wide(), part) for part in wide_agreement.PARTS]
+    parts.append(("wide2 fresh ", wide_agreement.load_wide(wide_agreement.WIDE2), "held_out"))
+    for label, profiles, part in parts:
         figures = wide_agreement.measure_part(part, profiles)
-        print("wide " + figures.line())
+        print(label + figures.line())
         listed = figures.sim.misses + figures.refusals.misses + figures.journal.mismatches
         for miss in listed[:misses]:
             print("  " + miss)

@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)
 from matrix import CONFIGS, MODELS, PROFILES, TRICKY_ARGV, TRICKY_VALUES, expand  # noqa: E402
 from stubs import GpuProfile, install  # noqa: E402
 from wide import WIDE_CONFIGS, WIDE_MODELS, WIDE_PROFILES, held_out  # noqa: E402
+from wide2 import WIDE2_MODELS, WIDE2_PROFILES, configs_for  # noqa: E402
 
 CONFIG_TIMEOUT_S = 300
 _LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] (.*)$")
@@ -319,16 +320,35 @@ def _compact(configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 _WARM = {
     "narrow": ("q3_tp1", "q35_eagle_s2", "ds_nextn_auto", "llama_eagle3_auto", "q3_fp8"),
     "wide": ("qmoe_tp1", "r1_nextn_auto", "oss_eagle3_auto", "qnext_nextn_auto", "nemo_tp1"),
+    "wide2": ("q235_tp8", "v31_nextn_auto", "l8_eagle3_auto", "gemma_tp1", "mm2_tp4"),
 }
+#: where each matrix's goldens go under ``--out``, its GPU profiles and its models
+_MATRICES = {
+    "narrow": ("", PROFILES, MODELS),
+    "wide": ("wide", WIDE_PROFILES, WIDE_MODELS),
+    "wide2": ("wide2", WIDE2_PROFILES, WIDE2_MODELS),
+}
+
+
+def _configs(matrix: str, profile: str) -> dict[str, list[str]]:
+    """The configs of ``matrix`` run on ``profile``."""
+    if matrix == "wide2":
+        return configs_for(profile)
+    return WIDE_CONFIGS if matrix == "wide" else CONFIGS
+
+
+def _held_out(matrix: str, profile: str, config: str) -> bool:
+    """The wide matrix's held-out rule; the fresh extension (wide2) is held out entirely."""
+    return matrix == "wide2" or held_out(profile, config)
 
 
 def run_profile(
     profile: GpuProfile, out_path: str, only: list[str] | None, matrix: str = "narrow"
 ) -> None:
     """Everything for one GPU profile, in this (fresh) process."""
-    wide = matrix == "wide"
-    all_configs = WIDE_CONFIGS if wide else CONFIGS
-    model_table = WIDE_MODELS if wide else MODELS
+    wide = matrix != "narrow"
+    all_configs = _configs(matrix, profile.key)
+    model_table = _MATRICES[matrix][2]
     work = tempfile.mkdtemp(prefix=f"sglang-conformance-{profile.key}-")
     install(profile, os.path.join(work, "bin"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -352,7 +372,7 @@ def run_profile(
         )
         configs[name] = {"argv": template, **json.loads(text)}
         if wide:
-            configs[name]["held_out"] = held_out(profile.key, name)
+            configs[name]["held_out"] = _held_out(matrix, profile.key, name)
         print(f"[{profile.key}] {name}: exit {entry['exit_code']}", file=sys.__stderr__, flush=True)
     common = _compact(configs)
     golden = {
@@ -383,9 +403,9 @@ def main() -> None:
     parser.add_argument("--catalog", action="store_true", help="write catalog.json only")
     parser.add_argument(
         "--matrix",
-        choices=("narrow", "wide"),
+        choices=tuple(_MATRICES),
         default="narrow",
-        help="matrix.py's configs, or wide.py's (written under <out>/wide/)",
+        help="matrix.py's configs, wide.py's (under <out>/wide/) or wide2.py's (<out>/wide2/)",
     )
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -393,16 +413,16 @@ def main() -> None:
         install(PROFILES[0], tempfile.mkdtemp(prefix="sglang-conformance-bin-"))
         write_catalog(os.path.join(args.out, "catalog.json"))
         return
-    profiles = WIDE_PROFILES if args.matrix == "wide" else PROFILES
-    out = os.path.join(args.out, "wide") if args.matrix == "wide" else args.out
+    sub, profiles, model_table = _MATRICES[args.matrix]
+    out = os.path.join(args.out, sub) if sub else args.out
     os.makedirs(out, exist_ok=True)
     if args.profile:
         profile = next(p for p in profiles if p.key == args.profile)
         run_profile(profile, os.path.join(out, f"{profile.key}.json"), args.only, args.matrix)
         return
-    if args.matrix == "wide":
+    if sub:
         with open(os.path.join(out, "models.json"), "w") as handle:
-            json.dump(model_configs(WIDE_MODELS), handle, indent=1, sort_keys=True)
+            json.dump(model_configs(model_table), handle, indent=1, sort_keys=True)
             handle.write("\n")
     for profile in profiles:
         cmd = [
@@ -418,7 +438,7 @@ def main() -> None:
         if args.only:
             cmd += ["--only", *args.only]
         subprocess.run(cmd, check=True)
-    if args.matrix == "wide":
+    if sub:
         print(f"goldens written to {out}")
         return
     subprocess.run(

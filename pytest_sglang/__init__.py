@@ -15,7 +15,8 @@ ready → verify → bench → compare → report):
   the router), :mod:`.server_args` and :mod:`.argv_parse` (a config from a command line),
   :mod:`.cmdline` (the one codec for command lines and unit values), :mod:`.aliases` (deprecated
   spellings), :mod:`.resolution` (what SGLang will resolve a config to, offline),
-  :mod:`.refusals` (what real SGLang refuses, said before deploy), :mod:`.model_identity` (a
+  :mod:`.refusals` (what real SGLang refuses, said before deploy), :mod:`.gpu_rules` (SGLang's
+  attention rules that depend on the GPU, shared with the simulator), :mod:`.model_identity` (a
   model from its config.json), :mod:`.versions` (what differs between SGLang releases),
   :mod:`.container` (SGLang run by a container engine), :mod:`.secrets` (the redactor);
 - :mod:`.lifecycle`: one deployment, from the host spec to the restore; :mod:`.transport`: how a

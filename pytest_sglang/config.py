@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .aliases import choice_error
 from .argv_parse import read_launch, split_flags
 from .errors import ConfigError
+from .gpu_rules import GpuFacts
 from .model_identity import ModelIdentity
 from .resolution import ExpectedJournal, expected_journal, extra_arg_values, resolve
 from .topology import Topology
@@ -329,24 +330,32 @@ class ServerConfig(BaseModel):
         return argv
 
     def resolved(
-        self, sglang_version: str = DEFAULT_SGLANG_VERSION, model: ModelIdentity | None = None
+        self,
+        sglang_version: str = DEFAULT_SGLANG_VERSION,
+        model: ModelIdentity | None = None,
+        gpu: GpuFacts | None = None,
     ) -> ServerConfig:
         """The configuration SGLang will actually run with, after its own resolution rules.
 
         ``model``: the model's identity as the host's config.json gives it (the launch plan
         reads it there); without it, the model's config.json is read on this machine, else its
-        directory's name stands in (:mod:`.model_identity`)."""
+        directory's name stands in (:mod:`.model_identity`). ``gpu``: the host's GPU where it
+        is known (:func:`.gpu_rules.gpu_facts`): what it cannot run is refused here too."""
         values, _warnings = resolve(
-            self.tuned(), sglang_version, extra_arg_values(self.extra_args), model, self.env
+            self.tuned(), sglang_version, extra_arg_values(self.extra_args), model, self.env, gpu
         )
         return self.replace(**{k: v for k, v in values.items() if k in SGLANG_FIELDS})
 
     def expected_journal(
-        self, sglang_version: str = DEFAULT_SGLANG_VERSION, model: ModelIdentity | None = None
+        self,
+        sglang_version: str = DEFAULT_SGLANG_VERSION,
+        model: ModelIdentity | None = None,
+        gpu: GpuFacts | None = None,
     ) -> ExpectedJournal:
         """What the startup log must show: resolved ``server_args`` values and warnings;
-        ``model`` as for :meth:`resolved` (its note, if any, in ``notes["model"]``)."""
-        return expected_journal(self.tuned(), self.extra_args, sglang_version, model, self.env)
+        ``model`` and ``gpu`` as for :meth:`resolved` (the model's note, if any, in
+        ``notes["model"]``)."""
+        return expected_journal(self.tuned(), self.extra_args, sglang_version, model, self.env, gpu)
 
     def without_launcher(self) -> ServerConfig:
         """The same config on the host's own launcher: what its baselines are kept under (the

@@ -1,10 +1,13 @@
 """What SGLang 0.5.23's resolution refuses, predicted offline before anything is deployed.
 
 Why: a config real SGLang refuses stops production for nothing if it is deployed first. On a
-real host the host's own SGLang is asked (:mod:`.deploy.host_resolve`); this is the offline
+real host the host's own SGLang is asked (:mod:`.lifecycle.host_resolve`); this is the offline
 predictor's share, for dry runs and sweeps planned without a host: the refusals that follow
-from the command line and the model's config.json alone (not from the GPU, which only the
-host knows). Each raises :class:`~pytest_sglang.errors.ConfigError` with SGLang's own error
+from the command line and the model's config.json alone, and, where the host's GPU is known
+(the launcher's ``nvidia-smi`` answer, :func:`~pytest_sglang.gpu_rules.gpu_facts`), those that
+follow from the GPU too (TRT-LLM MLA off Blackwell, TRT-LLM MHA prefill before Hopper, NGRAM's
+BFS breadth on a paged backend other than FlashInfer); without a known GPU those stay silent.
+Each raises :class:`~pytest_sglang.errors.ConfigError` with SGLang's own error
 line, so the reason reads as the server would have said it. The rules are read off 0.5.23's
 source (``ModelConfig._derive_context_length``, ``handle_data_parallelism``,
 ``load_pointer_head``), independently of the simulator's.
@@ -15,12 +18,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import gpu_rules
 from .errors import ConfigError
+from .gpu_rules import GpuFacts
 from .model_identity import ModelIdentity, missing_among_models
 
-__all__ = ["check_refusals"]
+__all__ = ["check_gpu_refusals", "check_refusals"]
 
 _LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+#: ``--speculative-ngram-max-bfs-breadth``'s default: NGRAM's topk when the flag is unset
+NGRAM_BFS_BREADTH = 10
 
 
 def _missing(field: str, path: str) -> ConfigError:
@@ -31,12 +38,16 @@ def _missing(field: str, path: str) -> ConfigError:
 
 
 def check_refusals(
-    given: Mapping[str, Any], model: ModelIdentity, env: Mapping[str, str] | None = None
+    given: Mapping[str, Any],
+    model: ModelIdentity,
+    env: Mapping[str, str] | None = None,
+    gpu: GpuFacts | None = None,
 ) -> None:
     """Raise :class:`ConfigError` where 0.5.23 refuses ``given`` (typed and pass-through
     values as set) for ``model`` before it logs ``server_args``; return where it would not.
     ``env`` is the environment the server gets (the config's): some refusals are lifted there,
-    never by this process's own."""
+    never by this process's own. ``gpu``: the host's GPU where it is known; the refusals that
+    depend on it are checked only then (:func:`check_gpu_refusals`)."""
     env = env or {}
     path = str(given.get("model_path") or "")
     if missing_among_models(path):
@@ -68,3 +79,59 @@ def check_refusals(
         and missing_among_models(str(draft))
     ):
         raise _missing("speculative_draft_model_path", str(draft))
+    if gpu is not None:
+        check_gpu_refusals(given, model, gpu)
+
+
+def _attention_backends(
+    given: Mapping[str, Any], model: ModelIdentity, major: int, algo: str | None
+) -> tuple[str | None, str | None, str | None] | None:
+    """``(attention, decode, prefill)`` backends as 0.5.23 settles them on a GPU of compute
+    capability ``major`` (the architecture's override, else ``get_default_attn_backend``);
+    None where an override this predictor does not model decides (the hybrid Qwen3.5 family
+    on sm100, whose choice reads the radix cache strategy)."""
+    backend = given.get("attention_backend")
+    decode = given.get("decode_attention_backend")
+    prefill = given.get("prefill_attention_backend")
+    if prefill is not None and prefill == decode:
+        backend = prefill
+    arch = model.architecture
+    if backend is None and decode is None and prefill is None:
+        backend = gpu_rules.deepseek_attention(arch, major)
+        if arch == gpu_rules.GPT_OSS:
+            backend = gpu_rules.gpt_oss_attention(major)
+    if backend is None and arch in gpu_rules.QWEN3_5_HYBRID and major == 10:
+        return None
+    if backend is None:
+        topk = given.get("speculative_eagle_topk")
+        sinks = arch == gpu_rules.GPT_OSS
+        backend = gpu_rules.default_attention(major, model.mla, algo, topk, sinks)
+    return backend, decode, prefill
+
+
+def check_gpu_refusals(given: Mapping[str, Any], model: ModelIdentity, gpu: GpuFacts) -> None:
+    """Raise :class:`ConfigError` where ``gpu`` cannot run what ``given`` settles on, as
+    0.5.23's resolution refuses it (the rules are :mod:`.gpu_rules`', shared with the
+    simulator): one line naming the flag, its value and the GPU."""
+    algo = given.get("speculative_algorithm")
+    algo = None if algo is None else str(algo).upper()
+    major = gpu.capability[0]
+    backends = _attention_backends(given, model, major, algo)
+    if backends is None:
+        return
+    backend, decode, prefill = backends
+    refusal = gpu_rules.gpu_refusal(backend, decode, prefill, major)
+    if refusal is not None:
+        field, value, line = refusal
+        raise ConfigError(f"{field}: SGLang would refuse {value} on {gpu.label}: {line}")
+    page, _warnings = gpu_rules.snapped_page(backend, decode, prefill, given.get("page_size"))
+    if backend == "fa3" and given.get("kv_cache_dtype") == "fp8_e5m2":
+        backend = "triton"  # _attention_backend_fa3_fp8_fallback
+    if algo == "NGRAM":
+        topk = int(given.get("speculative_ngram_max_bfs_breadth") or NGRAM_BFS_BREADTH)
+        if gpu_rules.ngram_paged_refused(topk, int(page or 1), backend):
+            line = gpu_rules.NGRAM_PAGED_ERROR.format(topk=topk, page=page)
+            raise ConfigError(
+                f"speculative_algorithm: SGLang would refuse NGRAM with the {backend} attention "
+                f"backend at page size {page} on {gpu.label}: {line}"
+            )

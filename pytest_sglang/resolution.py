@@ -18,6 +18,7 @@ from typing import Any
 
 from .aliases import rename_deprecated
 from .argv_parse import catalog_arg, human_readable_int
+from .gpu_rules import GpuFacts
 from .model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
@@ -83,18 +84,20 @@ def resolve(
     passthrough: Mapping[str, Any] | None = None,
     model: ModelIdentity | None = None,
     env: Mapping[str, str] | None = None,
+    gpu: GpuFacts | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Apply SGLang's rules to the explicitly set fields.
 
     ``passthrough`` holds the values that pass-through flags set (:func:`extra_arg_values`):
     some rules read them (NGRAM's BFS breadth, a deprecated ``--tool-call-parser``). ``model``
     is the model's identity (read on the host when deploying); without it, it is read here
-    (:func:`~.model_identity.read_model_identity`), when a rule needs it. Returns the
+    (:func:`~.model_identity.read_model_identity`), when a rule needs it. ``gpu``: the host's
+    GPU where it is known (the refusals that depend on it are checked only then). Returns the
     values that change (or get filled in), pass-through fields among them, and the warnings
     SGLang logs for them, in the order it logs them.
     """
     given = {**(passthrough or {}), **tuned}
-    check_refusals(given, model or read_model_identity(str(tuned["model_path"])), env)
+    check_refusals(given, model or read_model_identity(str(tuned["model_path"])), env, gpu)
     values, warnings = rename_deprecated(given)
     tuned = {**tuned, **{k: v for k, v in values.items() if k in tuned}}
     if tuned.get("served_model_name") is None:
@@ -241,12 +244,13 @@ def expected_journal(
     version: str,
     model: ModelIdentity | None = None,
     env: Mapping[str, str] | None = None,
+    gpu: GpuFacts | None = None,
 ) -> ExpectedJournal:
     """The facts a server started with ``tuned`` + ``extra_args`` (and ``env``) must log;
-    ``model`` as for :func:`resolve` (read here without it)."""
+    ``model`` and ``gpu`` as for :func:`resolve` (the model read here without it)."""
     passthrough = extra_arg_values(extra_args)
     model = model or read_model_identity(str(tuned["model_path"]))
-    changes, warnings = resolve(tuned, version, passthrough, model, env)
+    changes, warnings = resolve(tuned, version, passthrough, model, env, gpu)
     effective = {**tuned, **changes}
     server_args = {log_field(k, version): v for k, v in effective.items()}
     for key, value in passthrough.items():

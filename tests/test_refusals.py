@@ -1,5 +1,6 @@
 """The predictor refuses up front what SGLang 0.5.23 refuses from the command line and the
-model's config.json alone (figures on the wide goldens: tests/conformance/test_wide_goldens.py)."""
+model's config.json alone, and, where the host's GPU is known, what that GPU cannot run
+(figures on the wide goldens: tests/conformance/test_wide_goldens.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.gpu_rules import TRTLLM_MLA_GPU_ERROR, GpuFacts, gpu_facts
+from pytest_sglang.lifecycle.launch_plan import make_launch_plan
 
 
 @pytest.fixture
@@ -98,3 +101,100 @@ def test_dp_attention_not_dividing_tp_is_refused(models: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"dp_size: .*tp_size \(2\).*dp_size \(3\)"):
         config.resolved()
+
+
+# -- refusals that depend on the GPU: only where the host's GPU is known ----------------------
+
+H100 = GpuFacts("NVIDIA H100 80GB HBM3", (9, 0))
+A100 = GpuFacts("NVIDIA A100-SXM4-80GB", (8, 0))
+B200 = GpuFacts("NVIDIA B200", (10, 0))
+
+
+@pytest.fixture
+def gpt_oss(tmp_path: Path) -> str:
+    """A gpt-oss-20b model directory (the architecture whose override picks TRT-LLM MHA on sm100)."""
+    model = tmp_path / "gpt-oss-20b"
+    model.mkdir()
+    config = {"architectures": ["GptOssForCausalLM"], "max_position_embeddings": 131072}
+    (model / "config.json").write_text(json.dumps(config))
+    return str(model)
+
+
+def test_gpu_facts_read_nvidia_smis_answer() -> None:
+    answer = "NVIDIA H100 80GB HBM3, 81559 MiB, 9.0\nNVIDIA H100 80GB HBM3, 81559 MiB, 9.0\n"
+    assert gpu_facts(answer) == H100
+    assert gpu_facts("") is None  # no driver, no GPU
+    assert gpu_facts("NVIDIA T4, 15360 MiB, [N/A]") is None
+
+
+def test_trtllm_mla_off_blackwell_is_refused_naming_flag_value_and_gpu(models: Path) -> None:
+    config = ServerConfig(
+        model_path=str(models / "Mistral-7B-Instruct-v0.3"), attention_backend="trtllm_mla"
+    )
+    with pytest.raises(ConfigError) as caught:
+        config.resolved(gpu=H100)
+    message = str(caught.value)
+    assert message.startswith(
+        "attention_backend: SGLang would refuse trtllm_mla on NVIDIA H100 80GB HBM3 (sm90): "
+    )
+    assert message.endswith(TRTLLM_MLA_GPU_ERROR) and "\n" not in message
+    config.resolved()  # no GPU known: silent
+    config.resolved(gpu=B200)
+
+
+def test_trtllm_mha_prefill_before_hopper_is_refused(models: Path) -> None:
+    config = ServerConfig(
+        model_path=str(models / "Mistral-7B-Instruct-v0.3"), attention_backend="trtllm_mha"
+    )
+    with pytest.raises(ConfigError, match=r"^attention_backend: .* on NVIDIA A100-SXM4-80GB"):
+        config.expected_journal(gpu=A100)
+    config.expected_journal(gpu=H100)
+    config.expected_journal()
+
+
+def test_ngram_on_the_paged_backend_sm100_picks_is_refused(gpt_oss: str) -> None:
+    """gpt-oss on sm100 gets TRT-LLM MHA at page size 64, where NGRAM's BFS breadth of 10
+    is refused; on Hopper it gets FA3 at page size 1, which runs."""
+    config = ServerConfig(model_path=gpt_oss, speculative_algorithm="NGRAM")
+    with pytest.raises(
+        ConfigError,
+        match=r"^speculative_algorithm: SGLang would refuse NGRAM with the trtllm_mha attention "
+        r"backend at page size 64 on NVIDIA B200 \(sm100\): ValueError: speculative_eagle_topk",
+    ):
+        config.resolved(gpu=B200)
+    assert config.resolved(gpu=H100).speculative_eagle_topk == 10
+    config.resolved()
+
+
+def test_the_simulator_refuses_with_the_same_line(models: Path) -> None:
+    """One copy of the rule: the simulator playing SGLang on an H100 ends on the line the
+    predictor quotes."""
+    from pytest_sglang.sim import cli, post_init
+    from pytest_sglang.sim.perf import GpuSpec
+
+    argv = ["--model-path", str(models / "Mistral-7B-Instruct-v0.3")]
+    parsed = cli.parse_args([*argv, "--attention-backend", "trtllm_mla"], "0.5.23")
+    gpu = GpuSpec(name=H100.name, memory_gb=80, total_mib=81559, capability=(9, 0))
+    with pytest.raises(post_init.ResolutionError) as caught:
+        post_init.resolve_args(parsed, "0.5.23", gpu)
+    assert caught.value.line == TRTLLM_MLA_GPU_ERROR
+
+
+def test_a_launch_plan_on_a_known_gpu_refuses_what_it_cannot_run(models: Path) -> None:
+    config = ServerConfig(
+        model_path=str(models / "Mistral-7B-Instruct-v0.3"), attention_backend="trtllm_mla"
+    )
+
+    def plan(**gpu: GpuFacts) -> None:
+        make_launch_plan(
+            "h100",
+            config,
+            sglang_version="0.5.23",
+            launcher=["sglang", "serve"],
+            launcher_env={},
+            **gpu,
+        )
+
+    plan()
+    with pytest.raises(ConfigError, match="on NVIDIA H100"):
+        plan(gpu=H100)

@@ -22,6 +22,7 @@ from ..argv_parse import split_launch
 from ..cmdline import join_shell, split_shell
 from ..config import ServerConfig
 from ..errors import ConfigError, PreflightError
+from ..gpu_rules import gpu_facts
 from ..secrets import Redactor
 from .follow import JournalEntry, JournalFollower, PollingFollower
 from .host_resolve import Resolution, ask_host
@@ -211,6 +212,7 @@ class Deployer(ABC):
                 local=self.spec.kind == "local",
                 pick_port=self.picks_port,
                 model=self.launcher.model_identity(config.model_path),
+                gpu=gpu_facts(self.launcher.gpu_profile()),
             )
         for value in plan.secrets(self.redactor.is_secret_name):
             self.redactor.add(value)

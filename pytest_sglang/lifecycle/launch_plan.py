@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..cmdline import api_key, flag_values, has_flag, secret_flag_values
 from ..container import container_of
+from ..gpu_rules import GpuFacts
 from ..model_identity import read_model_identity
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ def make_launch_plan(
     local: bool = False,
     pick_port: bool = False,
     model: ModelIdentity | None = None,
+    gpu: GpuFacts | None = None,
 ) -> LaunchPlan:
     """The plan of ``config`` on a host.
 
@@ -121,6 +123,7 @@ def make_launch_plan(
     gives a config without ``port`` a free one, unless the launcher already sets ``--port``.
     ``model``: the model's identity as the host has it (the deployer reads its config.json
     there); without it, it is read on this machine, else inferred from the directory's name.
+    ``gpu``: the host's GPU where its driver names it: a config it cannot run is refused here.
     """
     deployed = config
     if local and has_flag(launcher, "--port"):
@@ -143,8 +146,8 @@ def make_launch_plan(
         launcher=tuple(launcher),
         flags=flags,
         env=MappingProxyType({**launcher_env, **deployed.env}),
-        resolved=deployed.resolved(sglang_version, model),
-        expected=deployed.expected_journal(sglang_version, model),
+        resolved=deployed.resolved(sglang_version, model, gpu),
+        expected=deployed.expected_journal(sglang_version, model, gpu),
         model=model,
     )
 

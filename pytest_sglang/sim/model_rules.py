@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import gpu_rules
 from ..model_identity import ModelIdentity
 from .perf import GpuSpec
 
@@ -76,13 +77,7 @@ QWEN3_MOE_FAMILY = frozenset(
     }
 )
 #: ``_qwen3_5_hybrid_overrides``' architectures (hybrid linear attention)
-QWEN3_5_HYBRID = frozenset(
-    {
-        "Qwen3NextForCausalLM",
-        "Qwen3_5MoeForConditionalGeneration",
-        "Qwen3_5ForConditionalGeneration",
-    }
-)
+QWEN3_5_HYBRID = gpu_rules.QWEN3_5_HYBRID
 #: ``optimized_quantization_methods`` of ``ModelConfig._verify_quantization``
 OPTIMIZED_QUANTIZATION = frozenset(
     {
@@ -170,9 +165,10 @@ def registry_overrides(
     ``get_default_attn_backend`` as it would answer now (the Qwen3.5 hybrid rule asks it)."""
     arch = identity.architecture
     sm = _sm(gpu)
-    if arch == "DeepseekV3ForCausalLM" and sm == 10 and _attention_unset(args):
+    deepseek = gpu_rules.deepseek_attention(arch, sm)
+    if deepseek is not None and _attention_unset(args):
         # model_overrides/deepseek_v2.py: _deepseek_family_overrides
-        args["attention_backend"] = "trtllm_mla"
+        args["attention_backend"] = deepseek
         warnings.append("Use trtllm_mla as attention backend on sm100 for DeepseekV3ForCausalLM")
     if arch == "GptOssForCausalLM":
         _gpt_oss(identity, args, gpu, warnings)
@@ -230,7 +226,7 @@ def _gpt_oss(
     """model_overrides/gpt_oss.py on a CUDA GPU: attention backend, bf16 for MXFP4, MoE runner."""
     sm = _sm(gpu)
     if _attention_unset(args):
-        args["attention_backend"] = "trtllm_mha" if sm == 10 else ("fa3" if sm == 9 else "triton")
+        args["attention_backend"] = gpu_rules.gpt_oss_attention(sm)
     mxfp4 = identity.quantization == "mxfp4"
     if mxfp4:
         args["dtype"] = "bfloat16"

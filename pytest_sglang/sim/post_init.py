@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import gpu_rules
 from ..aliases import rename_deprecated
 from ..model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
@@ -63,11 +64,6 @@ ALLREDUCE_FUSION = "Auto-enabling FlashInfer AllReduce Fusion (auto) for {arch}"
 ATTENTION_DEFAULT = "Attention backend not specified. Use {backend} backend by default."
 FA3_FP8_WARNING = (
     "FlashAttention3 only supports fp8_e4m3 if using FP8; Setting attention backend to triton."
-)
-FLASHMLA_PAGE_WARNING = "FlashMLA only supports a page_size of 64, change page_size to 64."
-TRTLLM_MHA_PAGE_WARNING = (
-    "TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128, changing page_size from "
-    "{page} to 64."
 )
 DP_CHUNK_WARNING = "DP attention is enabled. chunked prefill size is adjusted from {old} to {new}."
 
@@ -231,56 +227,20 @@ def _vlm_factor(architecture: str) -> float:
     return 0.95 * dynamic
 
 
-def _default_attention(
-    gpu: GpuSpec, mla: bool, algo: str | None, explicit_topk: int | None, sinks: bool = False
-) -> str:
-    """``get_default_attn_backend`` on a CUDA GPU: FA3 on Hopper, TRT-LLM MHA on sm100 where
-    the speculative topk is known to be 1 (set, or no speculation), else FlashInfer (Triton for
-    a model with attention sinks, which FlashInfer cannot serve)."""
-    hopper = gpu.capability[0] == 9
-    sm100 = gpu.capability[0] == 10
-    if mla:
-        return "fa3" if hopper else ("flashinfer" if sm100 else "triton")
-    topk_one = algo is None or explicit_topk is None or explicit_topk == 1
-    if hopper and topk_one:
-        return "fa3"
-    if sm100 and topk_one and (algo is None or explicit_topk is not None or algo == "DFLASH"):
-        return "trtllm_mha"
-    return "triton" if sinks else "flashinfer"
-
-
 def _attention_constraints(args: dict[str, Any], gpu: GpuSpec, warnings: list[str]) -> None:
     """``_mla_backend_page_constraints``, ``_mla_kv_cache_dtype_checks``, the TRT-LLM MHA GPU
-    check and ``_attention_backend_fa3_fp8_fallback``, in 0.5.23's order."""
+    check and ``_attention_backend_fa3_fp8_fallback``, in 0.5.23's order (the page snaps and
+    GPU checks are :mod:`pytest_sglang.gpu_rules`', shared with the predictor)."""
     backend = args.get("attention_backend")
     decode = args.get("decode_attention_backend")
     prefill = args.get("prefill_attention_backend")
-    page = args.get("page_size")
-    if "flashmla" in (backend, decode):
-        warnings.append(FLASHMLA_PAGE_WARNING)
-        page = 64
-    if "trtllm_mla" in (backend, decode) and page not in (32, 64):
-        warnings.append(
-            "TensorRT-LLM MLA only supports page_size of 32 or 64, changing page_size from "
-            f"{page} to 64."
-        )
-        page = 64
-    if "trtllm_mha" in (backend, decode, prefill) and page not in (16, 32, 64, 128):
-        warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
-        page = 64
+    page, snaps = gpu_rules.snapped_page(backend, decode, prefill, args.get("page_size"))
+    warnings.extend(snaps)
     args["page_size"] = 1 if page is None else page
-    if "trtllm_mla" in (backend, decode) and gpu.capability[0] not in (10, 12):
-        raise ResolutionError(
-            "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). "
-            "Please use a different backend.",
-            tracebacks.frames("trtllm_mla_gpu"),
-        )
-    if (prefill or backend) == "trtllm_mha" and gpu.capability[0] not in (9, 10, 12):
-        raise ResolutionError(
-            "ValueError: TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell "
-            "(SM100), or SM120 GPUs. Please use a different prefill backend.",
-            tracebacks.frames("trtllm_mha_gpu"),
-        )
+    refusal = gpu_rules.gpu_refusal(backend, decode, prefill, gpu.capability[0])
+    if refusal is not None:
+        _field, value, line = refusal
+        raise ResolutionError(line, tracebacks.frames(f"{value}_gpu"))
     if args.get("attention_backend") == "fa3" and args.get("kv_cache_dtype") == "fp8_e5m2":
         warnings.append(FA3_FP8_WARNING)
         args["attention_backend"] = "triton"
@@ -401,8 +361,8 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     _set_mem_fraction_static(args, gpu, graph, tp, mla, attn_dp, arch, deepep)
 
     def default_backend() -> str:
-        return _default_attention(
-            gpu,
+        return gpu_rules.default_attention(
+            gpu.capability[0],
             mla,
             algo,
             args.get("speculative_eagle_topk"),
@@ -692,11 +652,9 @@ def _handle_ngram(args: dict[str, Any], warnings: list[str]) -> SpecConfig:
     warnings.append(NGRAM_MIXED_WARNING)
     topk = int(args["speculative_eagle_topk"])
     page = int(args.get("page_size") or 1)
-    if topk > 1 and page > 1 and args.get("attention_backend") != "flashinfer":
+    if gpu_rules.ngram_paged_refused(topk, page, args.get("attention_backend")):
         raise ResolutionError(
-            f"ValueError: speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is "
-            "unstable and produces incorrect results for paged attention backends. This "
-            "combination is only supported for the 'flashinfer' backend.",
+            gpu_rules.NGRAM_PAGED_ERROR.format(topk=topk, page=page),
             [
                 *_spec_frames(266, "_handle_ngram"),
                 (

@@ -334,10 +334,22 @@ class JournalAgreement:
     mismatches: list[str] = field(default_factory=list)
 
 
+def gpu_kwargs(profile: Profile) -> dict[str, Any]:
+    """``gpu=`` for the predictor on ``profile``'s GPU, as a host's ``nvidia-smi`` names it;
+    nothing for a checkout whose predictor knows no GPU (the "before" figures)."""
+    try:
+        from pytest_sglang.gpu_rules import GpuFacts
+    except ImportError:
+        return {}
+    return {"gpu": GpuFacts(profile.name, profile.capability)}
+
+
 def measure_journal(
     profiles: list[Profile] | None = None, select: Callable[[dict[str, Any]], bool] | None = None
 ) -> JournalAgreement:
-    """Every golden config the plugin can express: its expected values and warnings vs real."""
+    """Every golden config the plugin can express: its expected values and warnings vs real,
+    the predictor knowing the profile's GPU (``refused`` counts the configs it then refuses
+    though real SGLang starts them)."""
     from pytest_sglang.config import ServerConfig
 
     result = JournalAgreement()
@@ -347,7 +359,7 @@ def measure_journal(
                 continue
             try:
                 config = ServerConfig.from_argv(profile.argv(name), VERSION)
-                expected = config.expected_journal(VERSION)
+                expected = config.expected_journal(VERSION, **gpu_kwargs(profile))
             except Exception:  # the plugin refuses the config up front: nothing to mismatch
                 result.refused += 1
                 continue

@@ -28,6 +28,7 @@ from agreement import (
     Agreement,
     JournalAgreement,
     Profile,
+    gpu_kwargs,
     load_profiles,
     measure,
     measure_journal,
@@ -35,21 +36,25 @@ from agreement import (
 )
 
 WIDE = GOLDENS / "wide"
+#: the fresh held-out extension (conformance/wide2.py): every config held out, measured once
+WIDE2 = GOLDENS / "wide2"
 PARTS = ("tuned", "held_out")
 
 
-@functools.lru_cache(maxsize=1)
-def models_root() -> str:
-    """A directory holding each wide model's config.json (written once per process)."""
+@functools.lru_cache(maxsize=2)
+def models_root(directory: Path = WIDE) -> str:
+    """A directory holding each model's config.json of ``directory``'s ``models.json``
+    (written once per process)."""
     root = Path(tempfile.mkdtemp(prefix="sglang-wide-models-"))
-    for name, config in json.loads((WIDE / "models.json").read_text()).items():
+    for name, config in json.loads((directory / "models.json").read_text()).items():
         (root / name).mkdir()
         (root / name / "config.json").write_text(json.dumps(config))
     return str(root)
 
 
-def load_wide() -> list[Profile]:
-    return load_profiles(WIDE, models_root())
+def load_wide(directory: Path = WIDE) -> list[Profile]:
+    """The wide matrix's profiles (``WIDE2``: the fresh held-out extension's)."""
+    return load_profiles(directory, models_root(directory))
 
 
 def in_part(part: str) -> Any:
@@ -63,7 +68,10 @@ class Refusals:
     """Of the configs real SGLang refuses, those the plugin refuses before any deploy."""
 
     real_refused: int = 0
+    #: refused by the offline predictor knowing the host's GPU (a host's plan gives it)
     refused_up_front: int = 0
+    #: refused by the offline predictor without a GPU (a dry run planned without a host)
+    refused_without_gpu: int = 0
     #: refused by the predictor or, where it accepts, by the host's resolution before deploy
     #: (:mod:`pytest_sglang.lifecycle.host_resolve`), the simulator playing the host's SGLang
     with_host: int = 0
@@ -72,10 +80,9 @@ class Refusals:
 
 def measure_refusals(profiles: list[Profile], part: str) -> Refusals:
     """The plugin's offline path (``ServerConfig.from_argv``, ``resolved()``,
-    ``expected_journal()``) on every config the real parser or resolution refuses; and the
-    same followed by the host's resolution, the simulator playing the host on its GPU."""
-    from pytest_sglang.config import ServerConfig
-
+    ``expected_journal()``) on every config the real parser or resolution refuses, with the
+    profile's GPU known and without; and the same followed by the host's resolution, the
+    simulator playing the host on its GPU."""
     select = in_part(part)
     result = Refusals()
     for profile in profiles:
@@ -83,11 +90,9 @@ def measure_refusals(profiles: list[Profile], part: str) -> Refusals:
             if entry["exit_code"] == 0 or not select(entry):
                 continue
             result.real_refused += 1
-            try:
-                config = ServerConfig.from_argv(profile.argv(name), VERSION)
-                config.resolved(VERSION)
-                config.expected_journal(VERSION)
-            except Exception:
+            if _refused_offline(profile, name, {}):
+                result.refused_without_gpu += 1
+            if _refused_offline(profile, name, gpu_kwargs(profile)):
                 result.refused_up_front += 1
                 result.with_host += 1
                 continue
@@ -97,6 +102,19 @@ def measure_refusals(profiles: list[Profile], part: str) -> Refusals:
                 f"{profile.key}/{name}: plugin accepts; real {entry.get('last_line', '')!r}"
             )
     return result
+
+
+def _refused_offline(profile: Profile, name: str, gpu: dict[str, Any]) -> bool:
+    """Whether the offline predictor refuses ``name`` (``gpu``: the GPU it knows, if any)."""
+    from pytest_sglang.config import ServerConfig
+
+    try:
+        config = ServerConfig.from_argv(profile.argv(name), VERSION)
+        config.resolved(VERSION, **gpu)
+        config.expected_journal(VERSION, **gpu)
+    except Exception:
+        return True
+    return False
 
 
 @dataclass
@@ -129,6 +147,10 @@ class Part:
         return self.pct(self.refusals.refused_up_front, self.refusals.real_refused)
 
     @property
+    def refused_without_gpu(self) -> float:
+        return self.pct(self.refusals.refused_without_gpu, self.refusals.real_refused)
+
+    @property
     def refused_with_host(self) -> float:
         return self.pct(self.refusals.with_host, self.refusals.real_refused)
 
@@ -139,11 +161,14 @@ class Part:
             f"warnings identical {s.warn_agree}/{s.warn_configs} ({self.warnings:.1f}%); "
             f"failing the same way {s.fail_agree}/{s.fail_configs} ({self.failures:.1f}%); "
             f"tracebacks' frames {s.trace_agree}/{s.trace_configs}; "
-            f"plugin refuses up front {r.refused_up_front}/{r.real_refused} ({self.refused:.1f}%), "
+            f"plugin refuses up front {r.refused_up_front}/{r.real_refused} ({self.refused:.1f}%; "
+            f"without the GPU {r.refused_without_gpu}/{r.real_refused}, "
+            f"{self.refused_without_gpu:.1f}%), "
             f"with the (simulated) host's resolution {r.with_host}/{r.real_refused} "
             f"({self.refused_with_host:.1f}%); "
             f"expected_journal() {len(j.mismatches)} mismatches in {j.checked_values} values + "
-            f"{j.checked_warnings} warnings over {j.configs} configs"
+            f"{j.checked_warnings} warnings over {j.configs} configs, {j.refused} configs real "
+            "starts refused"
         )
 
 

@@ -1,0 +1,163 @@
+"""SGLang 0.5.23's attention rules that depend on the GPU: one copy for the simulator and the
+offline predictor.
+
+Why shared: which attention backend a config ends up with, the page size that backend forces,
+and whether the GPU can run it at all are decided by the GPU generation; the simulator plays
+them in resolution's order (:mod:`.sim.post_init`, :mod:`.sim.model_rules`) and the predictor
+(:mod:`.refusals`) uses them to refuse, before anything is deployed, a config the host's GPU
+cannot run. Both read the decisions from here, so a rule read off 0.5.23's source exists once:
+``get_default_attn_backend`` (``attention_hook.py``), the DeepSeek and gpt-oss attention
+overrides (``model_overrides/``), the TRT-LLM/FlashMLA page-size snaps and GPU checks
+(``_mla_backend_page_constraints``, ``handle_attention_backend_compatibility``) and
+``_handle_ngram``'s paged-topk check (``speculative_hook.py``).
+
+The GPU is what ``nvidia-smi --query-gpu=name,memory.total,compute_cap`` says
+(:func:`gpu_facts`, read from :meth:`.lifecycle.launcher.Launcher.gpu_profile`); without one
+nothing here is asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "GPT_OSS",
+    "NGRAM_PAGED_ERROR",
+    "QWEN3_5_HYBRID",
+    "TRTLLM_MHA_GPU_ERROR",
+    "TRTLLM_MLA_GPU_ERROR",
+    "GpuFacts",
+    "deepseek_attention",
+    "default_attention",
+    "gpt_oss_attention",
+    "gpu_facts",
+    "gpu_refusal",
+    "ngram_paged_refused",
+    "snapped_page",
+]
+
+TRTLLM_MLA_GPU_ERROR = (
+    "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). "
+    "Please use a different backend."
+)
+TRTLLM_MHA_GPU_ERROR = (
+    "ValueError: TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell (SM100), or "
+    "SM120 GPUs. Please use a different prefill backend."
+)
+NGRAM_PAGED_ERROR = (
+    "ValueError: speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is unstable and "
+    "produces incorrect results for paged attention backends. This combination is only "
+    "supported for the 'flashinfer' backend."
+)
+#: gpt-oss's architecture: its override picks the attention backend, and it has attention sinks
+GPT_OSS = "GptOssForCausalLM"
+#: ``_qwen3_5_hybrid_overrides``' architectures (hybrid linear attention): on sm100 their
+#: override picks the attention backend from the radix cache strategy
+QWEN3_5_HYBRID = frozenset(
+    {
+        "Qwen3NextForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+        "Qwen3_5ForConditionalGeneration",
+    }
+)
+FLASHMLA_PAGE_WARNING = "FlashMLA only supports a page_size of 64, change page_size to 64."
+TRTLLM_MLA_PAGE_WARNING = (
+    "TensorRT-LLM MLA only supports page_size of 32 or 64, changing page_size from {page} to 64."
+)
+TRTLLM_MHA_PAGE_WARNING = (
+    "TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128, changing page_size from "
+    "{page} to 64."
+)
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """A host's GPU as the driver names it: enough for the rules here."""
+
+    name: str
+    capability: tuple[int, int]
+
+    @property
+    def label(self) -> str:
+        """``NVIDIA H100 80GB HBM3 (sm90)``: how a refusal names the GPU."""
+        return f"{self.name} (sm{self.capability[0]}{self.capability[1]})"
+
+
+def gpu_facts(profile: str) -> GpuFacts | None:
+    """The first GPU of an ``nvidia-smi --query-gpu=name,memory.total,compute_cap`` answer (one
+    CSV line per GPU); None where there is none or it cannot be read (no driver, no GPU)."""
+    for line in profile.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) < 3 or not parts[0]:
+            continue
+        major, _dot, minor = parts[-1].partition(".")
+        if major.isdigit() and minor.isdigit():
+            return GpuFacts(parts[0], (int(major), int(minor)))
+    return None
+
+
+def default_attention(
+    major: int, mla: bool, algo: str | None, explicit_topk: int | None, sinks: bool = False
+) -> str:
+    """``get_default_attn_backend`` on a CUDA GPU of compute capability ``major``: FA3 on
+    Hopper, TRT-LLM MHA on sm100 where the speculative topk is known to be 1 (set, or no
+    speculation), else FlashInfer (Triton for a model with attention sinks, which FlashInfer
+    cannot serve)."""
+    hopper = major == 9
+    sm100 = major == 10
+    if mla:
+        return "fa3" if hopper else ("flashinfer" if sm100 else "triton")
+    topk_one = algo is None or explicit_topk is None or explicit_topk == 1
+    if hopper and topk_one:
+        return "fa3"
+    if sm100 and topk_one and (algo is None or explicit_topk is not None or algo == "DFLASH"):
+        return "trtllm_mha"
+    return "triton" if sinks else "flashinfer"
+
+
+def deepseek_attention(architecture: str, major: int) -> str | None:
+    """``model_overrides/deepseek_v2.py``: TRT-LLM MLA for the DeepSeek-V3 architecture on
+    sm100 where no attention backend is set; None where the override does not apply."""
+    return "trtllm_mla" if architecture == "DeepseekV3ForCausalLM" and major == 10 else None
+
+
+def gpt_oss_attention(major: int) -> str:
+    """``model_overrides/gpt_oss.py``: gpt-oss's attention backend where none is set."""
+    return "trtllm_mha" if major == 10 else ("fa3" if major == 9 else "triton")
+
+
+def snapped_page(
+    backend: str | None, decode: str | None, prefill: str | None, page: int | None
+) -> tuple[int | None, list[str]]:
+    """``_mla_backend_page_constraints`` and the TRT-LLM MHA snap: the page size the backends
+    force (None: left unset), with the warnings 0.5.23 logs, in its order."""
+    warnings: list[str] = []
+    if "flashmla" in (backend, decode):
+        warnings.append(FLASHMLA_PAGE_WARNING)
+        page = 64
+    if "trtllm_mla" in (backend, decode) and page not in (32, 64):
+        warnings.append(TRTLLM_MLA_PAGE_WARNING.format(page=page))
+        page = 64
+    if "trtllm_mha" in (backend, decode, prefill) and page not in (16, 32, 64, 128):
+        warnings.append(TRTLLM_MHA_PAGE_WARNING.format(page=page))
+        page = 64
+    return page, warnings
+
+
+def gpu_refusal(
+    backend: str | None, decode: str | None, prefill: str | None, major: int
+) -> tuple[str, str, str] | None:
+    """``(field, backend, error line)`` where the GPU cannot run the chosen attention backends
+    (TRT-LLM MLA off Blackwell, TRT-LLM MHA prefill before Hopper); None where it can."""
+    if "trtllm_mla" in (backend, decode) and major not in (10, 12):
+        field = "attention_backend" if backend == "trtllm_mla" else "decode_attention_backend"
+        return field, "trtllm_mla", TRTLLM_MLA_GPU_ERROR
+    if (prefill or backend) == "trtllm_mha" and major not in (9, 10, 12):
+        field = "prefill_attention_backend" if prefill else "attention_backend"
+        return field, "trtllm_mha", TRTLLM_MHA_GPU_ERROR
+    return None
+
+
+def ngram_paged_refused(topk: int, page: int, backend: str | None) -> bool:
+    """``_handle_ngram``: a BFS breadth above 1 on a paged backend other than FlashInfer."""
+    return topk > 1 and page > 1 and backend != "flashinfer"
