@@ -130,11 +130,11 @@ class SglangSession:
         return self._hosts[name]
 
     def topology_hosts(self, config: ServerConfig) -> list[str]:
-        """The host of each of ``config``'s replicas: the session's hosts in order or, on the
-        local simulator alone, as many simulators as it has replicas (``local``, ``local.2``,
+        """The host of each node of ``config``'s replicas: the session's hosts in order or, on
+        the local simulator alone, as many simulators as it has nodes (``local``, ``local.2``,
         ...: one process each, on a port of its own)."""
         assert config.topology is not None
-        needed = config.topology.replicas
+        needed = config.topology.hosts_needed
         first = self.host_spec(self.host_names[0])
         if len(self.host_names) >= needed or first.kind != "local" or len(self.host_names) > 1:
             return placement(config, self.host_names)
@@ -189,8 +189,17 @@ class SglangSession:
         return deployment
 
     def _stop_router(self) -> None:
-        if self._topology is not None and self._topology.router is not None:
-            self._topology.router.close()
+        """The topology up now gives way: its router stops and, where its replicas span
+        several nodes, their first nodes stop first (the others then end by themselves, as
+        SGLang's followers wait for the first node's shutdown and ignore SIGTERM)."""
+        topology = self._topology
+        if topology is not None and topology.router is not None:
+            topology.router.close()
+        shape = topology.config.topology if topology is not None else None
+        if topology is not None and shape is not None and shape.nodes > 1:
+            for name, part in topology.parts.items():
+                if name.endswith(".node-0") and part.host in self._hosts:
+                    self._hosts[part.host].stop_current()
         self._topology, self._topology_asked = None, ""
 
     def _say(self, line: str) -> None:
@@ -226,7 +235,8 @@ class SglangSession:
     def restore_all(self) -> list[str]:
         """Restore every host touched; returns one line per host that could not be restored."""
         problems: list[str] = []
-        self._stop_router()
+        with contextlib.suppress(Exception):  # each host's restore below says what failed
+            self._stop_router()
         for name, host in list(self._hosts.items()):
             try:
                 host.restore()

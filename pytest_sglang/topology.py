@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["ROUTER_OWN_FLAGS", "ROUTER_POLICIES", "Router", "RouterPolicy", "Topology"]
 
@@ -60,25 +60,55 @@ class Router(BaseModel):
 
 
 class Topology(BaseModel):
-    """``replicas`` copies of the config's server, each on its own host, behind a router."""
+    """``replicas`` copies of the config's server behind a router, each spread over ``nodes``
+    hosts (SGLang's multi-node: ``--nnodes``, ``--node-rank``, ``--dist-init-addr``); every
+    node on a host of its own. ``router=None``: no router (one replica only: its first node
+    serves)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     replicas: int = Field(default=2, ge=1, le=64)
-    router: Router = Field(default_factory=Router)
+    #: Hosts per replica; above 1 the config's ``tp_size`` (or ``pp_size``) spans them.
+    nodes: int = Field(default=1, ge=1, le=64)
+    router: Router | None = Field(default_factory=Router)
+    #: The port of ``--dist-init-addr`` on each replica's first node (None: a free port where
+    #: the nodes are this machine, else 5000, the port SGLang's docs use).
+    dist_init_port: int | None = Field(default=None, ge=1, le=65535)
+
+    @model_validator(mode="after")
+    def _check(self) -> Topology:
+        if self.router is None and self.replicas > 1:
+            raise ValueError(f"router: {self.replicas} replicas need a router to share the load")
+        return self
 
     @property
     def id(self) -> str:
-        """``dp2-round-robin``: replicas and policy, plus a digest of other router flags."""
-        own = f"dp{self.replicas}-{self.router.policy.replace('_', '-')}"
-        if self.router.args:
-            own += "-r" + hashlib.sha256("\0".join(self.router.args).encode()).hexdigest()[:6]
+        """``dp2-round-robin``, ``dp1-nn2``: replicas, nodes and policy, plus a digest of other
+        router flags."""
+        own = f"dp{self.replicas}" + (f"-nn{self.nodes}" if self.nodes > 1 else "")
+        if self.router is not None:
+            own += f"-{self.router.policy.replace('_', '-')}"
+            if self.router.args:
+                own += "-r" + hashlib.sha256("\0".join(self.router.args).encode()).hexdigest()[:6]
         return own
+
+    def node_parts(self, replica: int) -> tuple[str, ...]:
+        """The part names of replica ``replica`` (from 1): ``replica-1``, or one per node
+        (``replica-1.node-0``, ``replica-1.node-1``: node 0 serves, the others join it)."""
+        if self.nodes == 1:
+            return (f"replica-{replica}",)
+        return tuple(f"replica-{replica}.node-{n}" for n in range(self.nodes))
 
     @property
     def parts(self) -> tuple[str, ...]:
-        """The parts' names, in order: the replicas, then the router."""
-        return (*(f"replica-{i}" for i in range(1, self.replicas + 1)), "router")
+        """The parts' names, in order: every replica's nodes, then the router (if any)."""
+        nodes = (p for r in range(1, self.replicas + 1) for p in self.node_parts(r))
+        return (*nodes, *(("router",) if self.router is not None else ()))
+
+    @property
+    def hosts_needed(self) -> int:
+        """One host per node of every replica."""
+        return self.replicas * self.nodes
 
     def __str__(self) -> str:
         return self.id

@@ -65,3 +65,30 @@ def test_placement_needs_a_host_per_replica() -> None:
         "session has 2 host(s) (a, b); name 3 with --sglang-host (the local simulator runs as "
         "many as asked)"
     )
+
+
+def test_replicas_over_several_nodes() -> None:
+    two = Topology(replicas=1, nodes=2, router=None)
+    assert BASE.replace(topology=two).id == "tp2-dp1-nn2"
+    assert two.parts == ("replica-1.node-0", "replica-1.node-1") and two.hosts_needed == 2
+    grid = Topology(replicas=2, nodes=2)
+    assert grid.parts[-1] == "router" and grid.hosts_needed == 4
+    with pytest.raises(ConfigError, match="router: 2 replicas need a router"):
+        ServerConfig(model_path="/m", topology={"replicas": 2, "router": None})
+    with pytest.raises(ConfigError) as caught:
+        placement(BASE.replace(topology=grid), ["a", "b", "c"])
+    assert "runs 2 replicas of 2 nodes, each on a host of its own" in str(caught.value)
+
+
+def test_each_node_gets_sglangs_multi_node_flags() -> None:
+    from pytest_sglang.lifecycle.spec import HostSpec
+    from pytest_sglang.lifecycle.topology_deployment import node_configs
+
+    gpu = HostSpec(name="gpu-01", kind="ssh", launch="python -m sglang.launch_server")
+    gpu = HostSpec(**{**gpu.__dict__, "hostname": "10.0.0.5"})
+    first, second = node_configs(BASE, 2, gpu, None)
+    assert first.extra_args == (
+        "--nnodes", "2", "--node-rank", "0", "--dist-init-addr", "10.0.0.5:5000",
+    )  # fmt: skip
+    assert second.extra_args[3] == "1" and first.name == second.name == "tp2"
+    assert node_configs(BASE, 1, gpu, None) == [BASE]

@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..secrets import Redactor
 from .deployer import Deployer
-from .journal import READY_LINE, StartupJournal, find_fatal
+from .journal import FOLLOWER_READY_LINE, READY_LINE, StartupJournal, find_fatal
 from .launch_plan import LaunchPlan
 from .lock import HostLockError
 from .readiness import ReadyResult, describe_exit, last_words, wait_until_ready
@@ -211,6 +211,7 @@ def bring_up(
         timeout=ready_timeout,
         on_progress=on_progress,
         http=http,
+        ready_line=FOLLOWER_READY_LINE if plan.follower else READY_LINE,
     )
     # /server_info is asked while the journal is verified: the fixture yields one request
     # sooner after the ready line

@@ -20,6 +20,7 @@ from ..server_args import parse_server_args
 
 __all__ = [
     "FATAL_PATTERNS",
+    "FOLLOWER_READY_LINE",
     "READY_LINE",
     "Fatal",
     "StartupJournal",
@@ -30,6 +31,9 @@ __all__ = [
 ]
 
 READY_LINE = "The server is fired up and ready to roll!"
+#: What a multi-node server's other nodes log once they serve: only a health server
+#: (0.5.23 ``launch_dummy_health_check_server``); the first node serves the API.
+FOLLOWER_READY_LINE = "Dummy health check server started"
 
 #: A process killed by signal 9 (the kernel's OOM killer, most often, when no other line says).
 _KILLED = (

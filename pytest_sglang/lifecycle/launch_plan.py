@@ -92,6 +92,13 @@ class LaunchPlan:
         return "127.0.0.1" if host in LOCAL_ADDRESSES else host
 
     @property
+    def follower(self) -> bool:
+        """A multi-node server's node other than the first (``--node-rank`` above 0): it runs
+        schedulers that join the first node, and only a health server of its own."""
+        ranks = [r for r in flag_values(self.argv, "--node-rank") if r.isdigit()]
+        return bool(ranks) and int(ranks[-1]) > 0
+
+    @property
     def api_key(self) -> str | None:
         """The ``--api-key`` the server starts with: requests must then carry it."""
         return api_key(self.flags)

@@ -381,6 +381,14 @@ class HostLease:
             say=self._say,
         )
 
+    def stop_current(self) -> None:
+        """Stop the config up here now, keeping the host (its restore comes at the end): a
+        multi-node server's first node stops before its other nodes, which wait for it."""
+        if self.current is not None and self._deployer is not None:
+            self._deployer.stop()
+        self.current = None
+        self._record = None
+
     def restore(self) -> None:
         """Give the host back as it was, then its lock; safe to call more than once.
 

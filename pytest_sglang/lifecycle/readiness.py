@@ -108,12 +108,16 @@ def wait_until_ready(
     timeout: float,
     on_progress: ProgressCallback | None = None,
     http: requests.Session | None = None,
+    ready_line: str = READY_LINE,
 ) -> ReadyResult:
     """Follow the journal until the server is ready; ServerStartError when it cannot be.
 
     ``cursor`` is the journal position taken before the restart; nothing before it is read.
+    ``ready_line``: what the server logs once it serves (a multi-node follower logs
+    :data:`~.journal.FOLLOWER_READY_LINE`, its health server's start), then ``/health``.
     """
     watch = _Watch(deployer, base_url, where, timeout, on_progress, http or requests.Session())
+    watch.ready_line = ready_line
     try:
         follower = deployer.follow(cursor)
     except TransportError as exc:
@@ -133,6 +137,8 @@ class _Watch:
     grace), takes what arrived, then decides: ready, failed, or wait on."""
 
     follower: JournalFollower
+    #: The line after which /health is asked (:func:`wait_until_ready`'s ``ready_line``).
+    ready_line: str = READY_LINE
 
     def __init__(
         self,
@@ -231,7 +237,7 @@ class _Watch:
             self.phases[new_phase] = round(elapsed, 3)
             if self.on_progress is not None:
                 self.on_progress(new_phase, elapsed)
-        if self.ready_line_at is None and any(READY_LINE in e.message for e in entries):
+        if self.ready_line_at is None and any(self.ready_line in e.message for e in entries):
             self.ready_line_at = self.next_health = now
         self._scan_for_fatal(now)
 

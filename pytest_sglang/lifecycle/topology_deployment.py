@@ -24,12 +24,17 @@ from ..config import ServerConfig
 from ..errors import ConfigError, ServerStartError, SglangError
 from .deployment import Deployment
 from .journal import StartupJournal
+from .launch_plan import free_port
 from .router import RouterProcess
+from .spec import HostSpec
 
 if TYPE_CHECKING:
     from .lease import HostLease
 
-__all__ = ["TopologyDeployment", "bring_up_topology", "placement"]
+__all__ = ["DIST_INIT_PORT", "TopologyDeployment", "bring_up_topology", "node_configs", "placement"]
+
+#: ``--dist-init-addr``'s port on a GPU host when the topology names none (SGLang's docs' own).
+DIST_INIT_PORT = 5000
 
 
 @dataclass
@@ -76,20 +81,49 @@ class TopologyDeployment(Deployment):
 
 
 def placement(config: ServerConfig, hosts: Sequence[str]) -> list[str]:
-    """The host of each replica, in order: the first ``replicas`` of ``hosts``. Too few hosts
-    is a one-line ConfigError naming the config, what it needs and what the session has."""
+    """The host of each node of each replica, in part order: the first ones of ``hosts``. Too
+    few hosts is a one-line ConfigError naming the config, what it needs and what the session
+    has."""
     assert config.topology is not None
-    needed = config.topology.replicas
+    needed = config.topology.hosts_needed
     if len(hosts) < needed:
+        nodes = config.topology.nodes
+        replicas = config.topology.replicas
+        what = f"{replicas} replica{'s' if replicas > 1 else ''}" + (
+            f" of {nodes} nodes" if nodes > 1 else ""
+        )
         raise ConfigError(
-            f"{config.id}: its topology runs {needed} replicas, each on a host of its own, and "
-            f"the session has {len(hosts)} host(s) ({', '.join(hosts)}); name {needed} with "
-            "--sglang-host (the local simulator runs as many as asked)"
+            f"{config.id}: its topology runs {what}, each on a host of its own, and the session "
+            f"has {len(hosts)} host(s) ({', '.join(hosts)}); name {needed} with --sglang-host "
+            "(the local simulator runs as many as asked)"
         )
     return list(hosts[:needed])
 
 
-def _replica(lease: HostLease, config: ServerConfig, part: str) -> Deployment:
+def node_configs(
+    replica: ServerConfig, nodes: int, first_node: HostSpec, port: int | None
+) -> list[ServerConfig]:
+    """What each node of one replica runs: the replica's config with SGLang's multi-node flags
+    (``--nnodes``, ``--node-rank``, ``--dist-init-addr`` at the first node's address as the
+    other nodes reach it). One node: the config as it is."""
+    if nodes == 1:
+        return [replica]
+    local = first_node.kind == "local"
+    address = "127.0.0.1" if local else first_node.hostname
+    where = f"{address}:{port or (free_port() if local else DIST_INIT_PORT)}"
+    return [
+        replica.replace(
+            name=replica.name or replica.id,  # the replica's name, not its flags' digest
+            extra_args=(
+                *replica.extra_args,
+                *("--nnodes", str(nodes), "--node-rank", str(rank), "--dist-init-addr", where),
+            ),
+        )
+        for rank in range(nodes)
+    ]
+
+
+def _part(lease: HostLease, config: ServerConfig, part: str) -> Deployment:
     try:
         return lease.deployment(config)
     except SglangError as exc:
@@ -101,6 +135,27 @@ def _replica(lease: HostLease, config: ServerConfig, part: str) -> Deployment:
         ) from None
 
 
+def _bring_up_parts(
+    config: ServerConfig, leases: Sequence[HostLease]
+) -> tuple[dict[str, Deployment], list[str]]:
+    """Every node of every replica at once (a first node waits for the others to join it):
+    ``(parts by name, the names of the parts that serve: each replica's first node)``."""
+    topology = config.topology
+    assert topology is not None
+    jobs: list[tuple[HostLease, ServerConfig, str]] = []
+    entries: list[str] = []
+    for r in range(topology.replicas):
+        names = topology.node_parts(r + 1)
+        mine = leases[r * topology.nodes : (r + 1) * topology.nodes]
+        replica = mine[0].effective(config.replica())  # a production placeholder applied
+        configs = node_configs(replica, topology.nodes, mine[0].spec, topology.dist_init_port)
+        jobs += list(zip(mine, configs, names))
+        entries.append(names[0])
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = [pool.submit(_part, lease, cfg, name) for lease, cfg, name in jobs]
+    return {name: future.result() for (_, _, name), future in zip(jobs, futures)}, entries
+
+
 def bring_up_topology(
     config: ServerConfig,
     leases: Sequence[HostLease],
@@ -109,42 +164,39 @@ def bring_up_topology(
     ready_timeout: float,
     say: Callable[[str], None],
 ) -> TopologyDeployment:
-    """Every replica of ``config`` on its lease (at once), then the router in front of them.
-    A part that fails is named in the one-line error (the first, in part order); the replicas
-    that came up stay up for the next config, and the session restores them all."""
-    assert config.topology is not None
-    replica = config.replica()
-    names = config.topology.parts[:-1]
-    with ThreadPoolExecutor(max_workers=len(leases)) as pool:
-        futures = [
-            pool.submit(_replica, lease, replica, name) for lease, name in zip(leases, names)
-        ]
-    parts = {name: future.result() for name, future in zip(names, futures)}
-    router = RouterProcess(
-        router_launch, config.topology.router, [p.base_url for p in parts.values()], say=say
-    )
-    say(
-        f"[sglang] {config.id}: router ({config.topology.router.policy}) in front of "
-        + ", ".join(f"{name} on {part.host}" for name, part in parts.items())
-    )
+    """Every part of ``config`` on its lease (at once), then the router in front of the
+    replicas. A part that fails is named in the one-line error (the first, in part order); the
+    parts that came up stay up for the next config, and the session restores them all."""
+    topology = config.topology
+    assert topology is not None
+    parts, entries = _bring_up_parts(config, leases)
+    serving = [parts[name] for name in entries]
+    router = None
     started = time.monotonic()
-    router.start(timeout=ready_timeout)
+    if topology.router is not None:
+        router = RouterProcess(router_launch, topology.router, [p.base_url for p in serving])
+        say(
+            f"[sglang] {config.id}: router ({topology.router.policy}) in front of "
+            + ", ".join(f"{name} on {parts[name].host}" for name in entries)
+        )
+        router.start(timeout=ready_timeout)
     router_s = time.monotonic() - started
-    first = parts[names[0]]
+    first = serving[0]
     own = {f.name: getattr(first, f.name) for f in dataclasses.fields(Deployment)}
     own.update(
         host="+".join(part.host for part in parts.values()),
-        # what the replicas run (a production placeholder applied), with the topology
-        config=first.config.replace(topology=config.topology),
-        deployed=first.deployed.replace(topology=config.topology),
-        resolved=first.resolved.replace(topology=config.topology),
-        base_url=router.base_url,
-        http=requests.Session(),
+        # what the replicas run (a production placeholder applied), with the topology; not
+        # the nodes' own flags (their rendezvous port changes between sessions)
+        config=leases[0].effective(config.replica()).replace(topology=topology),
+        deployed=first.deployed.replace(topology=topology),
+        resolved=first.resolved.replace(topology=topology),
+        base_url=router.base_url if router is not None else first.base_url,
+        http=requests.Session() if router is not None else first.http,
         timings={
             "ready_s": max(p.timings.get("ready_s", 0.0) for p in parts.values()) + router_s,
             "router_ready_s": router_s,
         },
-        plan=None,  # no one launch plan: the load goes straight to the router
+        plan=None if router is not None else first.plan,
         _origin=None,
     )
     return TopologyDeployment(**own, parts=parts, router=router)

@@ -22,6 +22,7 @@ from .cli import catalog_for, parse_args
 from .faults import die, kill_self, replay, scheduler_exception
 from .knobs import SimSettings
 from .logs import log, setup_logging
+from .nodes import rendezvous, serve_follower
 from .post_init import ResolutionError, Resolved, format_server_args, resolve_args
 from .scheduler import Request, Scheduler
 from .server import ARRIVAL_CLOCK, ServerState, build_app
@@ -98,7 +99,11 @@ async def _warmup(port: int, state: ServerState, settings: SimSettings) -> None:
 async def _serve(argv: list[str], settings: SimSettings) -> None:
     resolved = _resolved_or_exit(argv, settings)
     capacity = compute_capacity(resolved)
+    node = await rendezvous(resolved.args)  # the other nodes of a multi-node server, if any
     startup_time = await run_startup(resolved, settings, capacity)
+    if node is not None and node.rank > 0:
+        await serve_follower(node, resolved.args)
+        return
     tp = int(resolved.args.get("tp_size") or 1)
     hook = _crash_hook(settings, tp) if settings.fault.kind == "crash-after" else None
     scheduler = Scheduler(

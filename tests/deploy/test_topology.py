@@ -214,3 +214,49 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
+
+
+NODES = """
+import pytest
+from pytest_sglang import Router, ServerConfig, Topology
+
+BASE = ServerConfig(model_path="/models/Qwen3-8B", tp_size=2)
+TWO_NODES = BASE.replace(topology=Topology(replicas=1, nodes=2, router=None))
+TWO_BY_TWO = BASE.replace(topology=Topology(replicas=2, nodes=2, router=Router(policy="round_robin")))
+GENERATE = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+
+
+@pytest.mark.parametrize("sglang_server", [TWO_NODES, TWO_BY_TWO], indirect=True)
+def test_nodes(sglang_server):
+    shape = sglang_server.config.topology
+    for r in range(1, shape.replicas + 1):
+        first = sglang_server.parts[f"replica-{r}.node-0"]
+        other = sglang_server.parts[f"replica-{r}.node-1"]
+        assert first.server_args["nnodes"] == 2 and first.server_args["node_rank"] == 0
+        assert other.server_args["node_rank"] == 1  # verified from its own journal
+        assert other.server_args["dist_init_addr"] == first.server_args["dist_init_addr"]
+        assert other.get("/health").status_code == 200
+    for _ in range(4):
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    with open("pids", "a") as fh:
+        for part in sglang_server.parts.values():
+            fh.write(f"{part.deployer.state().main_pid}\\n")
+"""
+
+
+def test_multi_node_replicas(pytester: pytest.Pytester) -> None:
+    """A replica over two nodes (one host each): the first serves, the other joins it and runs
+    only a health server; alone, and two such replicas behind the router."""
+    pytester.makepyfile(NODES)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*local.2 tp2: ready and verified*",
+            "*tp2-dp2-nn2-round-robin: router (round_robin) in front of replica-1.node-0 on "
+            "local, replica-2.node-0 on local.3*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*local+local.2 *tp2-dp1-nn2 *ready*"])
+    for pid in {int(p) for p in (pytester.path / "pids").read_text().split()}:
+        wait_for(lambda pid=pid: not _running(pid), "every node to stop", timeout=20)
