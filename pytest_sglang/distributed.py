@@ -6,9 +6,11 @@
   config's runs on two releases stay together, to be compared) and scheduled with xdist's
   ``loadgroup`` unless ``--dist`` was given, so all tests of a config run on one worker and the
   config is deployed once;
-* each worker leases one host for the session through the host lock: it tries the hosts in an
-  order that starts at its own index, takes the first free one, and when all are taken waits for
-  its own (``--sglang-lock-timeout``), so no host is ever used by two workers;
+* each worker leases one host for the session through the host lock (as many as the nodes of
+  its largest topology: :mod:`pytest_sglang.topology`): it tries the hosts in an order that
+  starts at its own index, takes the first free ones, and when too few are free waits for the
+  first ones in one fixed order (``--sglang-lock-timeout``), so no host is ever used by two
+  workers and no two workers wait on each other;
 * workers send their deployments, benchmarks, comparisons and report records to the controller,
   which writes the one ``--sglang-summary``, the Allure session files (sweep plots over every
   worker's tests) and ``--sglang-html``; each record names the host that ran it.
@@ -157,8 +159,50 @@ def _needs_host(session: pytest.Session) -> bool:
     return any("sglang_server" in getattr(i, "fixturenames", ()) for i in session.items)
 
 
+def _hosts_per_test(session: pytest.Session) -> int:
+    """The most hosts one of this worker's configs needs at once: 1, or the nodes of every
+    replica of its largest topology (all on hosts this worker holds)."""
+    needed = 1
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        value = callspec.params.get("sglang_server") if callspec is not None else None
+        if isinstance(value, ServerConfig) and value.topology is not None:
+            needed = max(needed, value.topology.hosts_needed)
+    return needed
+
+
+def _release(sglang: Any, names: list[str]) -> None:
+    for name in names:
+        handle = _LEASES.pop(name, None)
+        if handle is not None:
+            handle.close()
+        else:
+            sglang.host(name).restore()  # nothing deployed yet: gives the lock back
+
+
+def _lease_hosts(sglang: Any, order: list[str], count: int, index: int) -> list[str]:
+    """``count`` hosts for this worker: free ones first, starting at its own place in the
+    order; short of that, it gives back what it took and waits for the first ``count`` in one
+    fixed order, as every waiting worker does (no two wait on each other's hosts)."""
+    leased: list[str] = []
+    for name in order:
+        if len(leased) == count:
+            return leased
+        if _try_lease(sglang, name, wait=False):
+            leased.append(name)
+    if len(leased) == count:
+        return leased
+    _release(sglang, leased)
+    wanted = sorted(order)[:count]
+    _say(sglang, f"[sglang] worker gw{index}: hosts taken; waiting for {', '.join(wanted)}")
+    for name in wanted:
+        _try_lease(sglang, name, wait=True)
+    return wanted
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """On a worker with deployments to do, lease one host for the whole session."""
+    """On a worker with deployments to do, lease its hosts for the whole session: one, or as
+    many as its largest topology needs."""
     index = worker_index(session.config)
     if index is None or not _needs_host(session):
         return
@@ -166,19 +210,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     names = list(sglang.host_names)
     if len(names) < 2:
         return
-    order = [names[(index + k) % len(names)] for k in range(len(names))]
+    count = min(_hosts_per_test(session), len(names))
+    start = index * count
+    order = [names[(start + k) % len(names)] for k in range(len(names))]
     try:
-        for name in order:
-            if _try_lease(sglang, name, wait=False):
-                break
-        else:
-            name = order[0]
-            _say(sglang, f"[sglang] worker gw{index}: every host is taken; waiting for {name}")
-            _try_lease(sglang, name, wait=True)
+        leased = _lease_hosts(sglang, order, count, index)
     except SglangError:
         return  # the tests of this worker fail with the lock error when they ask for the host
-    sglang.host_names = [name]
-    _say(sglang, f"[sglang] worker gw{index} leased host {name}")
+    sglang.host_names = leased
+    _say(sglang, f"[sglang] worker gw{index} leased host {', '.join(leased)}")
 
 
 @pytest.hookimpl(trylast=True)

@@ -153,3 +153,33 @@ def test_decode(sglang_bench):
     ]
     assert len(summaries) == 1
     assert (alluredir / "environment.properties").read_text().count("sim-") >= 2
+
+
+TOPOLOGIES = """
+import pytest
+from pytest_sglang import Router, ServerConfig, Topology, sweep
+
+BASE = ServerConfig(model_path="/models/Qwen3-8B")
+CONFIGS = sweep(BASE, topology=[Topology(router=Router(policy=p)) for p in ("random", "round_robin")])
+CONFIGS += sweep(BASE.replace(tp_size=2), topology=[Topology(router=Router(policy="random"))])
+
+@pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
+def test_routed(sglang_server):
+    assert sglang_server.get("/health").status_code == 200
+    assert len({p.host for p in sglang_server.parts.values()}) == 2
+"""
+
+
+def test_each_worker_leases_the_hosts_of_its_topologies(pytester: pytest.Pytester) -> None:
+    """Two workers, four hosts, topologies of two replicas: each worker holds two hosts for
+    its configs' replicas, and no host serves two workers."""
+    pytester.makepyfile(TOPOLOGIES)
+    names = ("sim-a", "sim-b", "sim-c", "sim-d")
+    inventory = save_inventory(pytester.path / "hosts.toml", *(local_entry(n) for n in names))
+    result, records = run(pytester, inventory, "-n", "2", *host_args(*names))
+    result.assert_outcomes(passed=3)
+    topologies = [r for r in records if "+" in r["host"]]
+    assert len(topologies) == 3, records
+    pairs = {r["host"] for r in topologies}
+    hosts = [h for pair in pairs for h in pair.split("+")]
+    assert len(hosts) == len(set(hosts)) == 2 * len(pairs), pairs  # no host in two pairs

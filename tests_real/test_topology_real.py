@@ -14,6 +14,7 @@ retries stayed with that replica until a health check removed it; docs/topologie
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -92,5 +93,60 @@ def test_two_real_replicas_behind_the_real_router(
         ]
     )
     for pid in {int(p) for p in (pytester.path / "pids").read_text().split()}:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+NODES = """
+import pytest
+from pytest_sglang import Topology, production
+
+TWO_NODES = production(tp_size=2, topology=Topology(replicas=1, nodes=2, router=None))
+GENERATE = {"text": "the model of the server is", "sampling_params": {"max_new_tokens": 4}}
+
+
+@pytest.mark.parametrize("sglang_server", [TWO_NODES], indirect=True)
+def test_two_nodes(sglang_server):
+    first = sglang_server.parts["replica-1.node-0"]
+    other = sglang_server.parts["replica-1.node-1"]
+    assert first.server_args["nnodes"] == 2 and first.server_args["tp_size"] == 2
+    assert other.server_args["node_rank"] == 1  # from the second node's own journal
+    assert other.get("/health").status_code == 200  # its health server, nothing else
+    assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    assert sglang_server.get("/get_server_info").json()["nnodes"] == 2
+    with open("pids", "w") as fh:
+        fh.write(" ".join(str(p.deployer.state().main_pid) for p in sglang_server.parts.values()))
+"""
+
+
+def test_one_real_server_over_two_nodes(pytester: pytest.Pytester, real_sglang: RealSglang) -> None:
+    """TP 2 over two "nodes" on this machine (each a process of its own): on a CPU the ranks
+    need their cores bound per node and NCCL kept out (its library loads and then wants a
+    CUDA device), as ../shared/reference/real-sglang-topologies-on-cpu.md found."""
+    inventory = pytester.path / "hosts.toml"
+    line = real_sglang.production_line()
+    entries = [
+        local_real_entry(
+            name,
+            dataclasses.replace(
+                real_sglang,
+                extra_env={
+                    "SGLANG_CPU_OMP_THREADS_BIND": bind,
+                    "SGLANG_NCCL_SO_PATH": "/nonexistent/libnccl.so.2",
+                },
+            ),
+            line,
+        )
+        for name, bind in (("node-a", "0"), ("node-b", "1"))
+    ]
+    inventory.write_text("\n".join(entries))
+    pytester.makepyfile(test_nodes=NODES)
+    result = pytester.runpytest_subprocess(
+        "--sglang-inventory", str(inventory), "--sglang-host", "node-a",
+        "--sglang-host", "node-b", "-p", "no:cacheprovider", timeout=900,
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*node-a+node-b *production-dp1-nn2 *ready*"])
+    for pid in (int(p) for p in (pytester.path / "pids").read_text().split()):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
