@@ -486,3 +486,20 @@ def test_the_exception_is_cited_over_a_warning_that_names_the_same_cause() -> No
     lines[-1] = "RuntimeError: device unavailable"
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("no GPU", 0)
+
+
+def test_a_feature_disabled_for_a_quoted_cause_is_a_warning() -> None:
+    """Real 0.5.23, TP 2 on a CPU, while it warms up and then serves: the cause it quotes
+    would read as "no GPU" on an exception line, not on a line that says the server goes on."""
+    warning = (
+        "[2026-12-03 12:01:05 TP0] multimem all-gather disabled (Found no NVIDIA driver on "
+        "your system. Please check that you have an NVIDIA GPU and installed a driver from "
+        "http://www.nvidia.com/Download/index.aspx)"
+    )
+    assert (
+        find_fatal([warning, "[2026-12-03 12:01:06] The server is fired up and ready to roll!"])
+        is None
+    )
+    fatal = find_fatal([warning, "RuntimeError: Found no NVIDIA driver on your system."])
+    assert fatal is not None and fatal.reason == "no GPU"
+    assert fatal.line.startswith("RuntimeError")

@@ -226,6 +226,12 @@ _SUMMARY = re.compile(
 _IGNORED = re.compile(
     r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)|server_args="
 )
+#: A line saying the server goes on without a feature, and why (``multimem all-gather disabled
+#: (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling back to ...``): a
+#: warning, whatever cause it quotes; an exception line that says so is still read.
+_DEGRADED = re.compile(
+    r"(?i:\b(?:disabled|skipped|skipping|falling back|fall back)\b\s*(?:\(|because\b|since\b))"
+)
 
 #: Lines after which SGLang's parent kills its own process tree (SIGKILL): a shell's ``Killed``
 #: after them is that tree kill, the aftermath of the cause, never the cause.
@@ -389,6 +395,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         elif (
             _is_frame(text)
             or _IGNORED.search(text)
+            or (_DEGRADED.search(text) and not _EXCEPTION.match(text))
             or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
         ):
             continue
