@@ -260,3 +260,32 @@ def test_multi_node_replicas(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*local+local.2 *tp2-dp1-nn2 *ready*"])
     for pid in {int(p) for p in (pytester.path / "pids").read_text().split()}:
         wait_for(lambda pid=pid: not _running(pid), "every node to stop", timeout=20)
+
+
+GATED = """
+import pytest
+from pytest_sglang import Router, ServerConfig, Topology, Workload
+
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", topology=Topology(router=Router(policy="round_robin")))
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_bench(sglang_bench):
+    sglang_bench(Workload.fixed_concurrency(4, num_requests=8, output_tokens=8))
+"""
+
+
+def test_a_topology_is_baselined_and_gated_like_a_config(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(GATED)
+    baselines = str(pytester.path / "baselines")
+    saved = pytester.runpytest(
+        "-p", "no:cacheprovider", "--sglang-baseline-dir", baselines, "--sglang-baseline-save"
+    )
+    saved.assert_outcomes(passed=1)
+    assert any(p.name.startswith("base-dp2-round-robin-") for p in Path(baselines).rglob("*"))
+    again = pytester.runpytest(
+        "-p", "no:cacheprovider", "--sglang-baseline-dir", baselines, "--sglang-baseline-require",
+        "--sglang-gate", "output_throughput:-60%",
+    )  # fmt: skip
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(["*base-dp2-round-robin*concurrency-4*"])
