@@ -1,4 +1,5 @@
-"""A topology: one server config run as several replicas behind SGLang's router.
+"""A topology: one server config run as several servers behind SGLang's router: replicas,
+replicas over several nodes, or prefill and decode servers apart.
 
 ``ServerConfig(..., topology=Topology(replicas=2, router=Router(policy="round_robin")))`` is
 still one config: the replicas run its flags, the router (``sglang-router``, SGLang's load
@@ -25,6 +26,9 @@ ROUTER_POLICIES: tuple[str, ...] = RouterPolicy.__args__  # type: ignore[attr-de
 #: Router flags the plugin sets itself (the workers it started, the address it listens on).
 ROUTER_OWN_FLAGS = (
     "--worker-urls",
+    "--pd-disaggregation",
+    "--prefill",
+    "--decode",
     "--host",
     "--port",
     "--policy",
@@ -74,18 +78,44 @@ class Topology(BaseModel):
     #: The port of ``--dist-init-addr`` on each replica's first node (None: a free port where
     #: the nodes are this machine, else 5000, the port SGLang's docs use).
     dist_init_port: int | None = Field(default=None, ge=1, le=65535)
+    #: Prefill/decode disaggregation: this many prefill servers and decode servers behind the
+    #: router in PD mode (instead of ``replicas``); 0 and 0: no disaggregation.
+    prefill: int = Field(default=0, ge=0, le=64)
+    decode: int = Field(default=0, ge=0, le=64)
+    #: The prefill and the decode servers' own ``tp_size`` (None: the config's).
+    prefill_tp: int | None = Field(default=None, ge=1)
+    decode_tp: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
-        if self.router is None and self.replicas > 1:
+        if self.router is None and self.replicas > 1 and not self.disaggregated:
             raise ValueError(f"router: {self.replicas} replicas need a router to share the load")
+        if (self.prefill == 0) != (self.decode == 0):
+            raise ValueError("prefill and decode: disaggregation needs at least one of each")
+        if self.disaggregated:
+            if "replicas" in self.model_fields_set or self.nodes > 1:
+                raise ValueError("replicas/nodes: a PD topology counts prefill and decode instead")
+            if self.router is None:
+                raise ValueError("router: prefill and decode servers are joined by the router")
+        elif self.prefill_tp is not None or self.decode_tp is not None:
+            raise ValueError("prefill_tp/decode_tp: only with prefill and decode servers")
         return self
+
+    @property
+    def disaggregated(self) -> bool:
+        """Prefill and decode servers apart (``--disaggregation-mode``)."""
+        return self.prefill > 0
 
     @property
     def id(self) -> str:
         """``dp2-round-robin``, ``dp1-nn2``: replicas, nodes and policy, plus a digest of other
         router flags."""
-        own = f"dp{self.replicas}" + (f"-nn{self.nodes}" if self.nodes > 1 else "")
+        if self.disaggregated:
+            own = f"pd{self.prefill}x{self.decode}"
+            own += f"-ptp{self.prefill_tp}" if self.prefill_tp else ""
+            own += f"-dtp{self.decode_tp}" if self.decode_tp else ""
+        else:
+            own = f"dp{self.replicas}" + (f"-nn{self.nodes}" if self.nodes > 1 else "")
         if self.router is not None:
             own += f"-{self.router.policy.replace('_', '-')}"
             if self.router.args:
@@ -100,15 +130,25 @@ class Topology(BaseModel):
         return tuple(f"replica-{replica}.node-{n}" for n in range(self.nodes))
 
     @property
+    def servers(self) -> tuple[str, ...]:
+        """The servers' part names, in order: every replica's nodes, or the prefill servers
+        then the decode servers (``prefill-1``, ``decode-1``)."""
+        if self.disaggregated:
+            return (
+                *(f"prefill-{i}" for i in range(1, self.prefill + 1)),
+                *(f"decode-{i}" for i in range(1, self.decode + 1)),
+            )
+        return tuple(p for r in range(1, self.replicas + 1) for p in self.node_parts(r))
+
+    @property
     def parts(self) -> tuple[str, ...]:
-        """The parts' names, in order: every replica's nodes, then the router (if any)."""
-        nodes = (p for r in range(1, self.replicas + 1) for p in self.node_parts(r))
-        return (*nodes, *(("router",) if self.router is not None else ()))
+        """The parts' names, in order: the servers, then the router (if any)."""
+        return (*self.servers, *(("router",) if self.router is not None else ()))
 
     @property
     def hosts_needed(self) -> int:
-        """One host per node of every replica."""
-        return self.replicas * self.nodes
+        """One host per server (per node of every replica)."""
+        return len(self.servers)
 
     def __str__(self) -> str:
         return self.id

@@ -92,3 +92,26 @@ def test_each_node_gets_sglangs_multi_node_flags() -> None:
     )  # fmt: skip
     assert second.extra_args[3] == "1" and first.name == second.name == "tp2"
     assert node_configs(BASE, 1, gpu, None) == [BASE]
+
+
+def test_prefill_and_decode_servers_apart() -> None:
+    pd = Topology(prefill=1, decode=2, prefill_tp=2, decode_tp=4)
+    assert BASE.replace(topology=pd).id == "tp2-pd1x2-ptp2-dtp4-cache-aware"
+    assert pd.parts == ("prefill-1", "decode-1", "decode-2", "router")
+    assert pd.hosts_needed == 3 and pd.disaggregated
+    for bad, message in (
+        ({"prefill": 1}, "needs at least one of each"),
+        ({"prefill": 1, "decode": 1, "replicas": 2}, "counts prefill and decode instead"),
+        ({"prefill": 1, "decode": 1, "router": None}, "joined by the router"),
+        ({"decode_tp": 2}, "only with prefill and decode servers"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            ServerConfig(model_path="/m", topology=bad)
+
+
+def test_a_sweep_of_prefill_tp_against_decode_tp() -> None:
+    shapes = [
+        Topology(prefill=1, decode=1, prefill_tp=p, decode_tp=d) for p in (1, 2) for d in (2, 4)
+    ]
+    ids = [c.id for c in sweep(BASE.replace(name="qwen"), topology=shapes)]
+    assert ids[0] == "qwen-pd1x1-ptp1-dtp2-cache-aware" and len(set(ids)) == 4

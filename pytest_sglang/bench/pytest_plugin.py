@@ -365,6 +365,8 @@ class SglangBench:
             rounds=len(runs),
             output_throughput_rounds=[r.output_throughput for r in runs],
         )
+        if isinstance(d, TopologyDeployment):  # every server's GPUs (the verdict's per-gpu)
+            info["gpus"] = d.gpus
         return info
 
 

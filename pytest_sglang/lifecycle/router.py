@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +81,14 @@ class RouterProcess:
         router: Router,
         worker_urls: Sequence[str],
         *,
-        say: Callable[[str], None] | None = None,
+        pd: tuple[Sequence[tuple[str, int]], Sequence[str]] | None = None,
     ) -> None:
+        """``worker_urls``: the servers it routes to; ``pd``: instead, ``(prefill servers as
+        (url, bootstrap port), decode urls)`` for PD mode (``--pd-disaggregation``)."""
         self.launch = list(launch)
         self.router = router
-        self.worker_urls = list(worker_urls)
-        self.say = say or (lambda _line: None)
+        self.pd = pd
+        self.worker_urls = list(worker_urls) if pd is None else [*(url for url, _ in pd[0]), *pd[1]]
         self.port = 0
         self.metrics_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -99,10 +101,18 @@ class RouterProcess:
 
     @property
     def argv(self) -> list[str]:
+        if self.pd is None:
+            workers = ["--worker-urls", *self.worker_urls]
+        else:
+            prefill, decode = self.pd
+            workers = ["--pd-disaggregation"]
+            for url, port in prefill:
+                workers += ["--prefill", url, str(port)]
+            for url in decode:
+                workers += ["--decode", url]
         return [
             *self.launch,
-            "--worker-urls",
-            *self.worker_urls,
+            *workers,
             "--host",
             "127.0.0.1",
             "--port",

@@ -22,6 +22,7 @@ import requests
 
 from ..config import ServerConfig
 from ..errors import ConfigError, ServerStartError, SglangError
+from ..topology import Topology
 from .deployment import Deployment
 from .journal import StartupJournal
 from .launch_plan import free_port
@@ -31,10 +32,20 @@ from .spec import HostSpec
 if TYPE_CHECKING:
     from .lease import HostLease
 
-__all__ = ["DIST_INIT_PORT", "TopologyDeployment", "bring_up_topology", "node_configs", "placement"]
+__all__ = [
+    "BOOTSTRAP_PORT",
+    "DIST_INIT_PORT",
+    "TopologyDeployment",
+    "bring_up_topology",
+    "node_configs",
+    "pd_configs",
+    "placement",
+]
 
 #: ``--dist-init-addr``'s port on a GPU host when the topology names none (SGLang's docs' own).
 DIST_INIT_PORT = 5000
+#: A prefill server's ``--disaggregation-bootstrap-port`` on a GPU host (SGLang's default).
+BOOTSTRAP_PORT = 8998
 
 
 @dataclass
@@ -57,6 +68,27 @@ class TopologyDeployment(Deployment):
         if self.router is None:
             return {}
         return {self.part_of(url): counts for url, counts in self.router.outcomes().items()}
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the topology uses: each server's TP x DP x PP as it logged them (a multi-node
+        replica's are counted once: its TP spans its nodes)."""
+        shape = self.config.topology
+        if shape is None:
+            return 1
+        if shape.disaggregated:
+            names = list(shape.servers)
+        else:
+            names = [shape.node_parts(r)[0] for r in range(1, shape.replicas + 1)]
+        total = 0
+        for name in names:
+            args = self.parts[name].server_args if name in self.parts else {}
+            count = 1
+            for key in ("tp_size", "dp_size", "pp_size"):
+                value = args.get(key)
+                count *= value if isinstance(value, int) and value > 0 else 1
+            total += count
+        return total
 
     def refresh_journal(self) -> StartupJournal:
         """The first replica's journal (each replica's is its part's)."""
@@ -135,6 +167,37 @@ def _part(lease: HostLease, config: ServerConfig, part: str) -> Deployment:
         ) from None
 
 
+def pd_configs(
+    replica: ServerConfig, topology: Topology, leases: Sequence[HostLease]
+) -> list[tuple[ServerConfig, int | None]]:
+    """What each server of a PD topology runs, in :attr:`~.Topology.servers` order, with a
+    prefill server's bootstrap port (where its decode servers fetch the KV cache from: a free
+    port on this machine, else SGLang's default 8998)."""
+    out: list[tuple[ServerConfig, int | None]] = []
+    for name, lease in zip(topology.servers, leases):
+        role = name.split("-")[0]
+        tp = topology.prefill_tp if role == "prefill" else topology.decode_tp
+        flags = ["--disaggregation-mode", role]
+        port = None
+        if role == "prefill":
+            port = free_port() if lease.spec.kind == "local" else BOOTSTRAP_PORT
+            flags += ["--disaggregation-bootstrap-port", str(port)]
+        changes: dict[str, object] = {"extra_args": (*replica.extra_args, *flags)}
+        if tp is not None:
+            changes["tp_size"] = tp
+        out.append((replica.replace(name=replica.name or replica.id, **changes), port))
+    return out
+
+
+def _run_parts(
+    jobs: Sequence[tuple[HostLease, ServerConfig, str]],
+) -> dict[str, Deployment]:
+    """Every part at once (a first node waits for the others; a decode server for nothing)."""
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = [pool.submit(_part, lease, cfg, name) for lease, cfg, name in jobs]
+    return {name: future.result() for (_, _, name), future in zip(jobs, futures)}
+
+
 def _bring_up_parts(
     config: ServerConfig, leases: Sequence[HostLease]
 ) -> tuple[dict[str, Deployment], list[str]]:
@@ -151,9 +214,44 @@ def _bring_up_parts(
         configs = node_configs(replica, topology.nodes, mine[0].spec, topology.dist_init_port)
         jobs += list(zip(mine, configs, names))
         entries.append(names[0])
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = [pool.submit(_part, lease, cfg, name) for lease, cfg, name in jobs]
-    return {name: future.result() for (_, _, name), future in zip(jobs, futures)}, entries
+    return _run_parts(jobs), entries
+
+
+def _start_router(
+    config: ServerConfig,
+    leases: Sequence[HostLease],
+    launch: Sequence[str],
+    say: Callable[[str], None],
+) -> tuple[dict[str, Deployment], RouterProcess | None, list[str]]:
+    """The servers, then the router in front of them (PD mode for a PD topology): ``(parts,
+    router, the parts the router routes to)``."""
+    topology = config.topology
+    assert topology is not None
+    router: RouterProcess | None = None
+    if topology.disaggregated:
+        replica = leases[0].effective(config.replica())
+        planned = pd_configs(replica, topology, leases)
+        names = list(topology.servers)
+        parts = _run_parts([(ls, cfg, n) for ls, (cfg, _), n in zip(leases, planned, names)])
+        prefill = [(parts[n].base_url, port or 0) for n, (_, port) in zip(names, planned) if port]
+        decode = [parts[n].base_url for n in names if n.startswith("decode-")]
+        assert topology.router is not None
+        router = RouterProcess(launch, topology.router, [], pd=(prefill, decode))
+        entries = names
+    else:
+        parts, entries = _bring_up_parts(config, leases)
+        urls = [parts[name].base_url for name in entries]
+        if topology.router is not None:
+            router = RouterProcess(launch, topology.router, urls)
+    if router is not None:
+        assert topology.router is not None
+        say(
+            f"[sglang] {config.id}: router ({topology.router.policy}"
+            + (", PD" if topology.disaggregated else "")
+            + ") in front of "
+            + ", ".join(f"{name} on {parts[name].host}" for name in entries)
+        )
+    return parts, router, entries
 
 
 def bring_up_topology(
@@ -169,19 +267,12 @@ def bring_up_topology(
     parts that came up stay up for the next config, and the session restores them all."""
     topology = config.topology
     assert topology is not None
-    parts, entries = _bring_up_parts(config, leases)
-    serving = [parts[name] for name in entries]
-    router = None
+    parts, router, entries = _start_router(config, leases, router_launch, say)
     started = time.monotonic()
-    if topology.router is not None:
-        router = RouterProcess(router_launch, topology.router, [p.base_url for p in serving])
-        say(
-            f"[sglang] {config.id}: router ({topology.router.policy}) in front of "
-            + ", ".join(f"{name} on {parts[name].host}" for name in entries)
-        )
+    if router is not None:
         router.start(timeout=ready_timeout)
     router_s = time.monotonic() - started
-    first = serving[0]
+    first = parts[entries[-1] if topology.disaggregated else entries[0]]  # the one that answers
     own = {f.name: getattr(first, f.name) for f in dataclasses.fields(Deployment)}
     own.update(
         host="+".join(part.host for part in parts.values()),

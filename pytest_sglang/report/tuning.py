@@ -137,6 +137,11 @@ def _welch_ci(a: Sequence[float], b: Sequence[float]) -> tuple[float, float] | N
 
 
 def _gpus(info: Mapping[str, Any]) -> int:
+    """The GPUs a result's config used: a topology's own count (``gpus``: every server's),
+    else its TP x DP x PP."""
+    given = info.get("gpus")
+    if isinstance(given, int) and given > 0:
+        return given
     config = info.get("config") or {}
     count = 1
     for key in ("tp_size", "dp_size", "pp_size"):

@@ -52,8 +52,8 @@ Modules, from the command line to serving:
   overrides), :mod:`.tracebacks` (the frames of its refusals), :mod:`.fields` (the
   ``server_args=`` field order), :mod:`.resolver` (the simulator answering as the host's SGLang);
 - :mod:`.startup` (the startup milestones), :mod:`.nodes` (a multi-node server's other nodes
-  join the first), :mod:`.logs` (SGLang's log format), :mod:`.faults`
-  (how SGLang dies, replayed);
+  join the first), :mod:`.disagg` (prefill/decode disaggregation), :mod:`.logs` (SGLang's log
+  format), :mod:`.faults` (how SGLang dies, replayed);
 - :mod:`.server` (the HTTP API), :mod:`.info` (``/server_info``, ``/model_info``, ``meta_info``),
   :mod:`.arrival` (when a request arrived), :mod:`.tokenizer` (one token per word);
 - :mod:`.scheduler` (continuous batching), :mod:`.policy` (``--schedule-policy``),

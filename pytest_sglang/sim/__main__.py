@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import ClientSession, ClientTimeout, web
 
 from .cli import catalog_for, parse_args
+from .disagg import disagg_of
 from .faults import die, kill_self, replay, scheduler_exception
 from .knobs import SimSettings
 from .logs import log, setup_logging
@@ -127,6 +128,9 @@ async def _serve(argv: list[str], settings: SimSettings) -> None:
     sched_task.add_done_callback(
         lambda t: None if t.cancelled() or not t.exception() else _scheduler_died(t.exception(), tp)
     )
+    state.disagg = disagg_of(resolved.args)
+    if state.disagg is not None and state.disagg.mode == "prefill":
+        await state.disagg.start_bootstrap(str(resolved.args.get("host") or "127.0.0.1"))
     port = await _listen(state, resolved)
     stop = _stop_on_sigterm(state)
     if settings.fault.kind == "hang":

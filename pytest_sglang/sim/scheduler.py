@@ -86,6 +86,8 @@ class Request:
     prompt_ids: Sequence[int] | None = None
     #: the prompt tokens its prefill found cached (``meta_info.cached_tokens``)
     cached_tokens: int = 0
+    #: PD decode: its prompt's KV cache came from a prefill server, so it is not computed here
+    transferred: bool = False
     _credit: float = 0.0
     _accept_len: float = 1.0
     event: asyncio.Event = field(default_factory=asyncio.Event)
@@ -464,7 +466,8 @@ class Scheduler:
             if batch:
                 tokens = sum(take for _, take in batch)
                 hits = sum(r.cached_tokens for r, _ in batch if r is not self.chunked)
-                ms = prefill_ms(model, tp, tokens, self.resolved.gpu) / speed
+                computed = sum(take for r, take in batch if not r.transferred)
+                ms = prefill_ms(model, tp, computed, self.resolved.gpu) / speed if computed else 0
                 deadline = await self._sleep_until(deadline + ms * scale)
                 self._count_prefill(tokens, hits)
                 self._log_prefill(batch, tokens, hits, ms)

@@ -25,6 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from .arrival import ArrivalClock
+from .disagg import Disagg
 from .info import (
     embedding_plan,
     metrics_meta_info,
@@ -84,6 +85,8 @@ class ServerState:
         self.random_seed = int(seed) if seed is not None else random.randint(0, 1 << 30)
         self.status = "Starting"
         self.shutting_down = False
+        #: Its part in PD disaggregation (``--disaggregation-mode``), None for a plain server.
+        self.disagg: Disagg | None = None
         self.created = int(time.time())
         self.served = str(args.get("served_model_name") or args["model_path"])
         self.background: list[asyncio.Task[None]] = []  # keeps warmup etc. referenced
@@ -667,6 +670,35 @@ class SimServer:
 
     # -- generation -----------------------------------------------------------------------
 
+    async def _routed_request(
+        self,
+        body: dict[str, Any],
+        prompt: Prompt,
+        sampling: tuple[int, float, bool],
+        seed: Any = None,
+        warmup: bool = False,
+        arrived: float | None = None,
+    ) -> Request:
+        """A request as this server's PD role serves it (:mod:`.disagg`): a prefill server
+        computes the prompt and its first token, then sends the room's KV; a decode server
+        first receives it (ValueError when it cannot), then decodes. Without a room (or PD):
+        a plain request."""
+        pd, room = self.state.disagg, body.get("bootstrap_room")
+        if pd is None or room is None:
+            return self._new_request(prompt, sampling, seed, warmup, arrived)
+        if pd.mode == "prefill":
+            req = self._new_request(prompt, (1, sampling[1], True), seed, warmup, arrived)
+            task = asyncio.get_running_loop().create_task(self._send_when_done(req, room))
+            self.state.background.append(task)
+            return req
+        await pd.receive(body)
+        return self._new_request(prompt, sampling, seed, warmup, arrived, transferred=True)
+
+    async def _send_when_done(self, req: Request, room: Any) -> None:
+        await _wait_done(req)
+        assert self.state.disagg is not None
+        self.state.disagg.sent(room)
+
     def _new_request(
         self,
         prompt: Prompt,
@@ -674,6 +706,8 @@ class SimServer:
         seed: Any = None,
         warmup: bool = False,
         arrived: float | None = None,
+        *,
+        transferred: bool = False,
     ) -> Request:
         max_new, temperature, ignore_eos = sampling
         tokens, prompt_ids, seed_text = prompt
@@ -689,6 +723,7 @@ class SimServer:
             is_warmup=warmup,
             arrived=arrived,
             prompt_ids=prompt_ids,
+            transferred=transferred,
         )
         self.quality.prepare(req, seed_text)
         self.sched.submit(req)
@@ -744,7 +779,12 @@ class SimServer:
         chat: bool,
     ) -> web.StreamResponse:
         """What /v1/chat/completions and /v1/completions share once the prompt is read."""
-        req = self._new_request(prompt, sampling, body.get("seed"), arrived=request.get(ARRIVED))
+        try:
+            req = await self._routed_request(
+                body, prompt, sampling, body.get("seed"), arrived=request.get(ARRIVED)
+            )
+        except ValueError as exc:
+            return _error(500, str(exc))
         model = str(body.get("model") or self.state.served)
         if body.get("stream"):
             return await self._stream_oai(request, req, chat, model, self._include_usage(body))
@@ -856,9 +896,12 @@ class SimServer:
         except (ValueError, TypeError) as exc:
             return _error(400, str(exc))
         warmup = request.headers.get("X-Sglang-Sim-Warmup") == "1"
-        req = self._new_request(
-            prompt, sampling, params.get("seed"), warmup, arrived=request.get(ARRIVED)
-        )
+        try:
+            req = await self._routed_request(
+                body, prompt, sampling, params.get("seed"), warmup, arrived=request.get(ARRIVED)
+            )
+        except ValueError as exc:
+            return _error(500, str(exc))
         if body.get("stream"):
             return await self._stream_generate(request, req)
         await _wait_done(req)

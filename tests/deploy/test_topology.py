@@ -289,3 +289,41 @@ def test_a_topology_is_baselined_and_gated_like_a_config(pytester: pytest.Pytest
     )  # fmt: skip
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines(["*base-dp2-round-robin*concurrency-4*"])
+
+
+DISAGGREGATED = """
+import pytest
+from pytest_sglang import ServerConfig, Topology, Workload, sweep
+
+BASE = ServerConfig(model_path="/models/Qwen3-8B", name="qwen")
+CONFIGS = sweep(BASE, topology=[Topology(prefill=1, decode=1, prefill_tp=p, decode_tp=2) for p in (1, 2)])
+
+
+@pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
+def test_pd(sglang_bench, sglang_server):
+    prefill, decode = sglang_server.parts["prefill-1"], sglang_server.parts["decode-1"]
+    assert prefill.server_args["disaggregation_mode"] == "prefill"
+    assert decode.server_args["disaggregation_mode"] == "decode"
+    assert prefill.server_args["tp_size"] == sglang_server.config.topology.prefill_tp
+    workers = {w["url"]: w["worker_type"] for w in sglang_server.router.workers()}
+    assert workers == {prefill.base_url: "prefill", decode.base_url: "decode"}
+    result = sglang_bench(Workload.fixed_concurrency(4, num_requests=8, output_tokens=8), rounds=1)
+    assert result.failed == 0 and result.total_output_tokens == 64
+"""
+
+
+def test_prefill_and_decode_behind_the_router_in_pd_mode(pytester: pytest.Pytester) -> None:
+    """The real router in PD mode in front of a prefill and a decode simulator: it sends each
+    request to both; the decode server takes the prompt's KV from the prefill server (through
+    its bootstrap port) and answers. Prefill TP swept against decode TP, per GPU."""
+    pytester.makepyfile(DISAGGREGATED)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*qwen-pd1x1-ptp1-dtp2-cache-aware: router (cache_aware, PD) in front of prefill-1 "
+            "on local, decode-1 on local.2*",
+            "*qwen-pd1x1-ptp1-dtp2-cache-aware*(3 GPU)*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*requests by part: decode-1 *, prefill-1 *"])
