@@ -146,7 +146,7 @@ def test_one_real_server_over_two_nodes(pytester: pytest.Pytester, real_sglang: 
         "--sglang-host", "node-b", "-p", "no:cacheprovider", timeout=900,
     )  # fmt: skip
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*node-a+node-b *production-dp1-nn2 *ready*"])
+    result.stdout.fnmatch_lines(["*node-a+node-b *production-tp2-dp1-nn2 *ready*"])
     for pid in (int(p) for p in (pytester.path / "pids").read_text().split()):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
