@@ -123,11 +123,14 @@ def _suffix_nodeid(item: pytest.Item, group: str) -> None:
 
 
 def _lease_local(name: str, *, wait: bool) -> bool:
-    """A lock file on this machine for a named local simulator host; False when taken (and
-    not ``wait``). Released by the holder's exit at the latest."""
+    """A lock file on this machine for a named local simulator host, per xdist run (two runs
+    side by side each start their own simulators: they must not wait on each other's
+    leases); False when taken (and not ``wait``). Released by the holder's exit at the
+    latest."""
     root = Path(tempfile.gettempdir()) / "pytest-sglang-leases"
     root.mkdir(exist_ok=True)
-    handle = (root / f"{name}.lock").open("a")
+    run = re.sub(r"[^A-Za-z0-9]", "", os.environ.get("PYTEST_XDIST_TESTRUNUID", ""))
+    handle = (root / f"{run or 'run'}-{name}.lock").open("a")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except OSError:
