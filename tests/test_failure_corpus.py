@@ -54,9 +54,17 @@ THIRD_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh3_")]
 #: the clean figure.
 HELD_OUT_CLEAN_4 = (16, 20)
 FOURTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh4_")]
+#: The fifth fresh batch (``fresh5_*``, README), chosen by a search rule fixed before any search
+#: (the first qualifying results of fixed queries) after the general reading rules were frozen;
+#: its expectations were committed before the classifier read it.
+FIFTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh5_")]
 FIRST_BATCH = [
-    case for case in HELD_OUT if not case["file"].startswith(("fresh2_", "fresh3_", "fresh4_"))
+    case
+    for case in HELD_OUT
+    if not case["file"].startswith(("fresh2_", "fresh3_", "fresh4_", "fresh5_"))
 ]
+#: Logs whose public excerpt stops inside a traceback (README): no reader can see it complete.
+CUT = {case["file"] for case in INDEX if case.get("excerpt_ends_in_traceback")}
 
 #: Where a log taken from the real package in the real-SGLang tier (not a public report) says so.
 REAL_TIER = "real SGLang 0.5.23 on CPU"
@@ -78,6 +86,7 @@ def named(case: dict[str, Any]) -> bool:
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
+    assert len(FIFTH_BATCH) >= 25
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://github.com/", REAL_TIER)), case["file"]
@@ -142,7 +151,7 @@ def cites_a_traceback(case: dict[str, Any]) -> bool:
     )
 
 
-TRACEBACKS = [case for case in FAILURES if cites_a_traceback(case)]
+TRACEBACKS = [case for case in FAILURES if case["file"] not in CUT and cites_a_traceback(case)]
 
 
 @pytest.mark.parametrize("case", TRACEBACKS, ids=[c["file"] for c in TRACEBACKS])
@@ -181,7 +190,7 @@ def test_a_chained_exception_is_incomplete_until_the_next_traceback_ends() -> No
 def test_every_failure_is_found_and_cites_a_line_not_a_bare_traceback(case: dict[str, Any]) -> None:
     """Held-out cases too: whatever the category, a failed start is never read as healthy."""
     fatal = find_fatal(lines_of(case))
-    assert fatal is not None and fatal.complete
+    assert fatal is not None and (fatal.complete or case["file"] in CUT)
     assert not fatal.message.endswith("Traceback (most recent call last):")
 
 
