@@ -391,7 +391,8 @@ def test_a_gpu_architecture_a_kernel_refuses_is_not_an_unsupported_model() -> No
     fatal = find_fatal(
         ["Traceback (most recent call last):", '  File "/x/k.py", line 1, in f', line]
     )
-    assert fatal is not None and fatal.reason == "crashed"
+    # the GPU, not the model, is refused: a choice this GPU cannot run
+    assert fatal is not None and fatal.reason == "invalid config"
 
 
 def test_an_exception_no_pattern_knows_is_placed_by_the_most_specific_link_of_its_chain() -> None:
@@ -503,3 +504,160 @@ def test_a_feature_disabled_for_a_quoted_cause_is_a_warning() -> None:
     fatal = find_fatal([warning, "RuntimeError: Found no NVIDIA driver on your system."])
     assert fatal is not None and fatal.reason == "no GPU"
     assert fatal.line.startswith("RuntimeError")
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "RuntimeError: Unsupported arch for this kernel: sm_89",
+        "RuntimeError: fused_mla_decode is not supported on sm_75",
+        "ValueError: The FP4 GEMM requires compute capability 10.0 or newer",
+        "AssertionError: This attention kernel only supports Hopper GPUs",
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
+        "RuntimeError: sm_120 is not supported by this build",
+    ],
+)
+def test_a_kernel_refusing_the_gpu_is_an_invalid_config_naming_the_backend(refusal: str) -> None:
+    """Whatever its wording, a kernel, backend or dtype refusing the GPU means the config chose
+    something this GPU cannot run; the chosen backend is named when server_args logged one."""
+    args = {"model_path": "m", "attention_backend": "fa3", "dtype": "auto"}
+    lines = [
+        f"[2026-12-03 10:00:01] server_args={args}",
+        "[2026-12-03 10:00:09 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/layers/attention/some_backend.py", line 40, in forward',
+        "    run(q, k, v)",
+        refusal,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 4)
+    assert "attention_backend='fa3'" in fatal.summary
+
+
+def test_a_refusal_of_the_gpu_in_a_warning_is_not_a_cause() -> None:
+    """SGLang and its kernels say the same words when they fall back by themselves."""
+    lines = [
+        "[2026-12-03 10:00:02] WARNING: the fused kernel is not supported on this GPU; "
+        "using the reference kernel.",
+        "[2026-12-03 10:00:09] The server is fired up and ready to roll!",
+    ]
+    assert find_fatal(lines) is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 99999,"
+        " Hardware limit: 65536.",
+        "RuntimeError: Triton Error [CUDA]: too many resources requested for launch",
+    ],
+)
+def test_a_kernel_that_exceeds_the_gpus_resources_is_a_cuda_error(line: str) -> None:
+    frames = ['  File "/x/sglang/srt/layers/moe/some_kernel.py", line 8, in run', "    k[g]()"]
+    fatal = find_fatal(["Traceback (most recent call last):", *frames, line])
+    assert fatal is not None and (fatal.reason, fatal.index) == ("CUDA error", 3)
+    # raised inside CUDA-graph capture, it is the capture that failed (SGLang's own headline)
+    capture = ['  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 3, in capture']
+    fatal = find_fatal(["Traceback (most recent call last):", *capture, *frames, line])
+    assert fatal is not None and fatal.reason == "CUDA graph capture"
+
+
+def test_a_crash_through_two_chosen_components_is_the_pair_that_cannot_run_together() -> None:
+    args = {"model_path": "m", "attention_backend": "triton", "quantization": "w4a8"}
+    lines = [
+        f"[2026-12-03 10:00:01] server_args={args}",
+        "[2026-12-03 10:00:13 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/layers/quantization/w4a8.py", line 90, in apply',
+        "    out = self.kernel(x)",
+        '  File "/x/sglang/srt/layers/attention/triton_backend.py", line 300, in forward',
+        "    meta.kv_indptr[0]",
+        "TypeError: 'NoneType' object is not subscriptable",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 6)
+    assert "attention_backend='triton' with quantization='w4a8'" in fatal.summary
+    # through one chosen component only, the crash is that component's fault
+    fatal = find_fatal([*lines[:2], *lines[4:]])
+    assert fatal is not None and fatal.reason == "crashed"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank3]:[E1203 10:00:07.123456789 ProcessGroupNCCL.cpp:1900] [PG ID 1 Rank 3] Process "
+        "group watchdog thread terminated with exception: unhandled cuda error",
+        "[rank0]:[E1203 10:00:07.1 ProcessGroupNCCL.cpp:2000] [Rank 0] failure detected by "
+        "watchdog at work sequence id: 12",
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3000, "
+        "remote process exited or there was a network error",
+    ],
+)
+def test_a_collective_failure_is_named_by_its_first_line(line: str) -> None:
+    """Torch's abort after an NCCL failure (``terminate called ... DistBackendError``, the
+    faulthandler header) is aftermath: the first failure line is cited."""
+    lines = [
+        "[2026-12-03 10:00:06 TP3] Capture cuda graph end.",
+        line,
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        "Fatal Python error: Aborted",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("NCCL", 1)
+
+
+def test_a_lost_peer_in_a_distributed_frame_is_nccl() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/torch/distributed/distributed_c10d.py", line 4000, in barrier',
+        "    work.wait()",
+        "RuntimeError: [/x/gloo/transport/tcp/pair.cc:534] Connection reset by peer",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("NCCL", 3)
+    lines[1] = '  File "/x/sglang/srt/entrypoints/http_server.py", line 10, in post'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed"
+    # a W-level line of the process group is no failure
+    warning = (
+        "[rank0]:[W1203 10:00:05.1 ProcessGroupNCCL.cpp:5000] Warning: using GPU 0 as device "
+        "used by this process is currently unknown"
+    )
+    assert (
+        find_fatal([warning, "[2026-12-03 10:00:09] The server is fired up and ready to roll!"])
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("RuntimeError: Capture CUDA graph failed: see above", "CUDA graph capture"),
+        ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB", "out of memory"),
+        ("RuntimeError: CUDA_ERROR_OUT_OF_MEMORY while mapping the pool", "out of memory"),
+        ("RuntimeError: Triton Error [CUDA]: invalid argument", "CUDA error"),
+        (
+            "RuntimeError: Failed: CUDA error /x/deep_ep/buffer.cu:88 'invalid argument'",
+            "CUDA error",
+        ),
+        ("RuntimeError: HIP error: invalid device function", "CUDA error"),
+        ("RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS at launch", "CUDA error"),
+        ("RuntimeError: RCCL error: unhandled system error", "NCCL"),
+        ("OSError: [Errno 98] error binding the socket", "port in use"),
+        ("OSError: [Errno 122] Disk quota exceeded: '/cache/m.safetensors'", "no space left"),
+        (
+            "huggingface_hub.errors.EntryNotFoundError: 404 for url /m/resolve/x.json",
+            "model not found",
+        ),
+        (
+            "huggingface_hub.errors.RevisionNotFoundError: no revision v9 for org/m",
+            "model not found",
+        ),
+        ("RuntimeError: Error(s) in loading state_dict for Linear: missing keys", "model loading"),
+        ("requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url", "network"),
+        ("requests.exceptions.HTTPError: 503 Server Error: unavailable for url", "network"),
+    ],
+)
+def test_the_same_causes_are_named_in_their_other_wordings(line: str, reason: str) -> None:
+    """ROCm's and the driver API's spellings of CUDA failures, Triton's and DeepEP's, the errno
+    numbers, the hub's other not-found errors: the cause, not the wording, names the failure."""
+    fatal = find_fatal(["[2026-12-03 10:00:01] Load weight begin. avail mem=70 GB", line])
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 1)

@@ -41,6 +41,23 @@ _KILLED = (
     r"|(?<!-9 )\(SIGKILL\)|^Killed$|\d Killed\s|signal 9\b|signal: killed"
 )
 
+#: A kernel, backend or dtype refusing the GPU it runs on (``Unsupported arch``, ``not supported
+#: on sm_120``, ``requires compute capability 9.0``, ``only supports Hopper GPUs``): the config
+#: chose something this GPU cannot run, so it is an invalid config, named only on an exception
+#: line or its continuation (:data:`_RAISED_ONLY`) since SGLang logs the same words when it
+#: falls back to another kernel by itself.
+_GPU_REFUSAL = (
+    r"(?i:\bunsupported (gpu |cuda |sm |device |compute )?arch(?!itectures?:)"
+    r"|\bunsupported (gpu|device|sm( version)?|compute capability)\b"
+    r"|\bnot supported (on|for) (this |the current |your |the )?(gpus?|device|sm_?\d+\w*"
+    r"|arch\w*|compute capability|[\w-]+ gpus?)\b"
+    r"|\brequires? .*\b(compute capability|sm_?\d{2,3}\w?\b|sm ?\d{2,3}\+?(?!\w)"
+    r"|(hopper|blackwell|ampere|ada)\b)"
+    r"|\bonly (supports?|supported on|works on|available on|runs on) .*\b(gpus?|sm_?\d{2,3}\w?"
+    r"|sm ?\d{2,3}\+?|hopper|blackwell|ampere|compute capability)(?!\w)"
+    r"|\bsm_?\d{2,3}\w? (is |are )?not supported\b)"
+)
+
 #: (pattern, cause) for lines that mean the server will not come up, most specific first: when
 #: several lines match, the earliest rule wins (a CUDA-graph capture that ran out of memory is a
 #: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error). The patterns are
@@ -51,14 +68,15 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), reason)
     for p, reason in (
         (r"Not enough memory\. Please try to increase --mem-fraction-static", "out of memory"),
-        (r"Capture cuda graph failed|CUDA graph capture failed", "CUDA graph capture"),
+        (r"(?i:capture cuda graph failed|cuda graph capture failed)", "CUDA graph capture"),
         (
             r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|runs out of memory"
             r"|\[Errno 12\] Cannot allocate memory|std::bad_alloc|Unable to allocate \d"
             r"|^MemoryError\b|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation"
             r"|Cuda failure '?out of memory|(?i:not enough (gpu |cuda |device )?memory)"
             r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
-            r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b",
+            r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|HIP out of memory|hipErrorOutOfMemory"
+            r"|CUDA_ERROR_OUT_OF_MEMORY",
             "out of memory",
         ),
         (
@@ -67,7 +85,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "bad flag",
         ),
         (
-            r"ddress already in use|error while attempting to bind on address",
+            r"ddress already in use|error while attempting to bind on address|\[Errno 98\]",
             "port in use",
         ),
         (
@@ -80,7 +98,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|is not a local folder and is not a valid model identifier"
             r"|does not appear to have a file named config\.json|LocalEntryNotFoundError"
             r"|Can't load the configuration of|Incorrect path_or_model_id"
-            r"|No such file or directory: '\S*config\.json'",
+            r"|No such file or directory: '\S*config\.json'"
+            r"|EntryNotFoundError|RevisionNotFoundError",
             "model not found",
         ),
         (
@@ -108,7 +127,10 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|system not yet initialized|cudaErrorSystemNotReady|cudaErrorNoDevice",
             "no GPU",
         ),
-        (r"No space left on device|\[Errno 28\]", "no space left"),
+        (
+            r"No space left on device|\[Errno 28\]|Disk quota exceeded|\[Errno 122\]",
+            "no space left",
+        ),
         (
             r"Error building extension|Ninja build failed|Command '\['ninja'"
             r"|No such file or directory: 'ninja'|nvcc fatal|Failed to find C compiler"
@@ -116,17 +138,22 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|: fatal error: |^compilation terminated\.$|CompilationError",
             "JIT compile failed",
         ),
+        (_GPU_REFUSAL, "invalid config"),
         (
             r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
             r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"
             r"|unspecified launch failure|misaligned address|an illegal instruction was encountered"
-            r"|is not compatible with the current PyTorch installation",
+            r"|is not compatible with the current PyTorch installation|Error \[CUDA\]: "
+            r"|\bCUDA_ERROR_\w+|Failed: CUDA error|HIP error: |\bhipError\w+"
+            r"|(?i:\bout of resources?\b|OutOfResources|too many resources requested)",
             "CUDA error",
         ),
         (
             r"NCCL error|DistBackendError|Watchdog caught collective operation timeout"
             r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)"
-            r"|DistStoreError|DistNetworkError|ProcessGroupNCCL\S* .*(timed out|Timeout)",
+            r"|DistStoreError|DistNetworkError|ProcessGroupNCCL\S* .*(timed out|Timeout)"
+            r"|RCCL error|failure detected by watchdog"
+            r"|\[E\d{4} [\d:.]+ (\d+ )?ProcessGroup(NCCL|Gloo)\b",
             "NCCL",
         ),
         (r"(?i)\bwatchdog timeout\b", "watchdog timeout"),
@@ -135,7 +162,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|Cannot find any model weights|No model weights found|SafetensorError"
             r"|Error while deserializing header"
             r"|does not appear to have a file named \S+\.(bin|safetensors)"
-            r"|(?i:checkpoint) .*(is )?(corrupt|truncated)|MetadataIncompleteBuffer",
+            r"|(?i:checkpoint) .*(is )?(corrupt|truncated)|MetadataIncompleteBuffer"
+            r"|Error\(s\) in loading state_dict|size mismatch for \w",
             "model loading",
         ),
         (
@@ -154,7 +182,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"Max retries exceeded with url|Temporary failure in name resolution"
             r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError"
-            r"|ReadTimeoutError|SSLError|ProxyError|Cannot assign requested address",
+            r"|ReadTimeoutError|SSLError|ProxyError|Cannot assign requested address"
+            r"|429 Client Error|Too Many Requests|\b50[0234] Server Error",
             "network",
         ),
         (_KILLED, "killed"),
@@ -170,6 +199,39 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
     )
 )
+
+#: The rules of FATAL_PATTERNS that name a cause only on an exception line or its continuation.
+_RAISED_ONLY = frozenset(
+    rule for rule, (pattern, _) in enumerate(FATAL_PATTERNS) if pattern.pattern == _GPU_REFUSAL
+)
+
+#: Server arguments whose value chooses a component (a kernel backend, an algorithm, a
+#: quantization or dtype): SGLang's module for a choice is named after its value
+#: (``attention_backend='torch_native'`` runs ``torch_native_backend.py``, ``NGRAM``
+#: ``ngram_worker.py``), so an engineer reading a traceback sees which choices it went through.
+_CHOICE_FLAGS: tuple[str, ...] = (
+    "attention_backend",
+    "prefill_attention_backend",
+    "decode_attention_backend",
+    "mm_attention_backend",
+    "speculative_algorithm",
+    "moe_runner_backend",
+    "moe_a2a_backend",
+    "quantization",
+    "kv_cache_dtype",
+    "dtype",
+    "sampling_backend",
+    "grammar_backend",
+    "lora_backend",
+)
+
+#: A lost peer connection (not a refused one, which is a network fault): raised in
+#: ``torch.distributed`` or SGLang's parallel state, it is the collective communication failing.
+_PEER_LOST = re.compile(
+    r"(?i:connection reset by peer|connection closed by peer|broken pipe|socket timeout"
+    r"|recvValue|peer closed|remote process exited)"
+)
+_DISTRIBUTED_FRAME = re.compile(r"torch/distributed/|parallel_state\.py|/c10d|ProcessGroup")
 
 #: Where in a traceback an exception the patterns do not know was raised, by its frames: the
 #: module that raised it says what an engineer would call the failure. Checked innermost frame
@@ -405,7 +467,9 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
                 owner[more] = index
         tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
         raised = index in owner or (bool(exceptions) and exceptions[-1] == index)
-        rule = _better_rule(text, None if best is None else best[0], raised and not best_raised)
+        rule = _better_rule(
+            text, None if best is None else best[0], raised and not best_raised, raised
+        )
         if rule is not None:
             best, best_raised = (rule, index), raised
     if best is None:
@@ -419,9 +483,17 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             index, reason = found
             message = texts[index].strip()
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
-        missing = _missing_requirement(texts[start:index])
+        missing = _missing_requirement(texts[start:index]) or _clashing_choices(
+            texts[start:index], _frames_above(texts, index)
+        )
         if missing is not None:
             reason, message = "invalid config", f"{message} ({missing})"
+    elif reason == "CUDA error" and _hinted(_frames_above(texts, index)) == "CUDA graph capture":
+        reason = "CUDA graph capture"  # what SGLang's own headline says of it when it prints one
+    elif rule in _RAISED_ONLY:
+        chosen = _refused_choice(texts[start:index], [texts[index], *_frames_above(texts, index)])
+        if chosen is not None:
+            message = f"{message} ({chosen})"
     return Fatal(
         reason=reason,
         line=lines[index],
@@ -431,14 +503,17 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     )
 
 
-def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
+def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool, raised: bool) -> int | None:
     """The rule of FATAL_PATTERNS that ``text`` matches if it is more specific than ``best``
     (the rule matched so far), else None. On a tie, ``outranks_on_a_tie`` (the line is an
     exception, the best so far is not) wins: the exception that ended the start outranks a
-    warning before it that names the same cause (not so for crashes, placed by their frames)."""
+    warning before it that names the same cause (not so for crashes, placed by their frames).
+    A rule of :data:`_RAISED_ONLY` counts only on a ``raised`` line (an exception's)."""
     for rule, (pattern, reason) in enumerate(FATAL_PATTERNS):
         if best is not None and (rule > best or (rule == best and not outranks_on_a_tie)):
             return None
+        if rule in _RAISED_ONLY and not raised:
+            continue
         if (best is None or rule < best or reason != "crashed") and pattern.search(text):
             return rule
     return None
@@ -558,6 +633,83 @@ def _missing_requirement(texts: Sequence[str]) -> str | None:
     return None
 
 
+def _logged_choices(texts: Sequence[str]) -> dict[str, str]:
+    """The component choices (:data:`_CHOICE_FLAGS`) of the last logged ``server_args`` that
+    are set to a value; empty without a readable dump."""
+    dumps = [text for text in texts if "server_args=" in text]
+    try:
+        args = parse_server_args(dumps[-1]) if dumps else {}
+    except ValueError:
+        return {}
+    return {
+        flag: str(args[flag])
+        for flag in _CHOICE_FLAGS
+        if isinstance(args.get(flag), str) and str(args[flag]).lower() not in ("", "auto", "none")
+    }
+
+
+def _names_choice(value: str, words: Sequence[str]) -> bool:
+    """Whether ``value`` (``torch_native``, ``eagle3``) is among ``words`` as a run of whole
+    words, or without its version digits (``eagle``)."""
+    value = value.lower()
+    for wanted in dict.fromkeys((value, value.rstrip("0123456789"))):
+        parts = [part for part in re.split(r"[^a-z0-9]+", wanted) if part]
+        size = len(parts)
+        if parts and any(words[i : i + size] == parts for i in range(len(words) - size + 1)):
+            return True
+    return False
+
+
+def _frames_above(texts: Sequence[str], index: int) -> list[str]:
+    """The traceback frames just above the exception line ``index``, innermost first."""
+    frames = []
+    for back in range(index - 1, -1, -1):
+        if not _is_frame(texts[back]):
+            break
+        frames.append(texts[back])
+    return frames
+
+
+def _module_words(frame: str) -> list[str]:
+    """The words of the module a frame of SGLang's own code is in (``torch_native_backend.py``
+    -> torch, native, backend); none for another package's frame or a source line."""
+    found = re.match(r'\s*File "(?P<path>[^"]*sglang[^"]*)"', frame)
+    if found is None:
+        return []
+    name = found.group("path").rsplit("/", 1)[-1].removesuffix(".py").lower()
+    return [part for part in re.split(r"[^a-z0-9]+", name) if part]
+
+
+def _clashing_choices(texts: Sequence[str], frames: Sequence[str]) -> str | None:
+    """Two chosen components that cannot run together, said in one phrase: a crash nothing else
+    names whose frames run through SGLang modules of two different choices of the logged
+    ``server_args`` (NGRAM's worker calling the ``torch_native`` attention backend) is the pair,
+    not either alone, failing: the fix is another value for one of them. None otherwise."""
+    choices = _logged_choices(texts)
+    through = [
+        flag
+        for flag, value in choices.items()
+        if any(_names_choice(value, _module_words(frame)) for frame in frames)
+    ]
+    if len(through) < 2:
+        return None
+    first, second = through[:2]
+    return f"{first}={choices[first]!r} with {second}={choices[second]!r}"
+
+
+def _refused_choice(texts: Sequence[str], where: Sequence[str]) -> str | None:
+    """The logged choice a GPU refusal is about, said in one phrase: the choices whose value
+    the refusal or its frames name, else the backends chosen; None without a dump."""
+    choices = _logged_choices(texts)
+    words = [[part for part in re.split(r"[^a-z0-9]+", line.lower()) if part] for line in where]
+    named = [flag for flag, value in choices.items() if any(_names_choice(value, w) for w in words)]
+    named = named or [flag for flag in choices if flag.endswith("_backend")]
+    if not named:
+        return None
+    said = ", ".join(f"{flag}={choices[flag]!r}" for flag in named)
+    return f"a choice this GPU cannot run: {said}"
+
+
 def _placed(texts: Sequence[str], index: int) -> str:
     """What an exception no rule names is, by the frames above it: raised while importing a
     module, a broken install; else by the innermost frame a hint knows; else by its type (SGLang
@@ -576,6 +728,8 @@ def _placed(texts: Sequence[str], index: int) -> str:
         return "broken install"
     if _CONFIG_MEANING.match(texts[index]):
         return "invalid config"
+    if _PEER_LOST.search(texts[index]) and any(_DISTRIBUTED_FRAME.search(f) for f in frames):
+        return "NCCL"
     hinted = _hinted(frames)
     if hinted is not None:
         return hinted
