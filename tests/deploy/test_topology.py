@@ -327,3 +327,41 @@ def test_prefill_and_decode_behind_the_router_in_pd_mode(pytester: pytest.Pytest
         ]
     )
     result.stdout.fnmatch_lines(["*requests by part: decode-1 *, prefill-1 *"])
+
+
+DRAINED = """
+import os, signal, time
+import pytest
+import requests
+from pytest_sglang import Router, ServerConfig, Topology
+
+ROUTER = Router(policy="round_robin", args=("--health-check-interval-secs", "1"))
+CONFIG = ServerConfig(model_path="/models/Qwen3-8B", topology=Topology(router=ROUTER))
+GENERATE = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_a_replica_drains(sglang_server):
+    os.kill(sglang_server.parts["replica-2"].deployer.state().main_pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready = requests.get(sglang_server.url("/readiness"), timeout=5).json()
+        if ready.get("healthy_workers") == 1:
+            break
+        time.sleep(0.2)
+    assert ready == {"status": "ready", "healthy_workers": 1, "total_workers": 2}
+    before = sglang_server.requests_by_part()
+    for _ in range(4):
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    after = sglang_server.requests_by_part()
+    done = after["replica-1"]["success"] - before.get("replica-1", {}).get("success", 0)
+    assert done == 4
+"""
+
+
+def test_a_drained_replica_leaves_the_routers_readiness(pytester: pytest.Pytester) -> None:
+    """SIGTERM to a replica: it drains and ends; the router's health checks take it out of
+    ``/readiness`` and every request goes to the other."""
+    pytester.makepyfile(DRAINED)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
