@@ -92,6 +92,14 @@ def _add_host_options(group: pytest.OptionGroup) -> None:
         help="ssh_config-style file for host aliases. Default: ~/.ssh/config when it exists.",
     )
     group.addoption(
+        "--sglang-launcher",
+        default=None,
+        metavar="NAME",
+        help="Run every config that names no launcher on the hosts' named launcher NAME "
+        "([hosts.X.launchers] of the inventory), e.g. one of two SGLang releases; configs "
+        "that name one keep it. Default: each host's own launch.",
+    )
+    group.addoption(
         "--sglang-secret-env",
         action="append",
         default=[],
@@ -210,6 +218,7 @@ def _make_session(config: pytest.Config, progress: Any = None) -> SglangSession:
         refresh_launchers=config.getoption("sglang_refresh"),
         host_resolve=config.getoption("sglang_host_resolve"),
         router_launch=config.getoption("sglang_router_launch"),
+        launcher=config.getoption("sglang_launcher"),
         secret_patterns=[
             *config.getini("sglang_secret_env"),
             *config.getoption("sglang_secret_env"),

@@ -53,8 +53,11 @@ class SglangSession:
         refresh_launchers: bool = False,
         host_resolve: str = "auto",
         router_launch: str | None = None,
+        launcher: str | None = None,
     ) -> None:
         self.host_names = host_names or ["local"]
+        #: ``--sglang-launcher``: every host runs configs that name no launcher on this one.
+        self.launcher = launcher
         self.inventory = inventory
         self.ssh_config = ssh_config
         self.ready_timeout = ready_timeout
@@ -105,9 +108,12 @@ class SglangSession:
 
     def check_hosts(self) -> None:
         """Resolve every host the session names (reading the inventory and ssh config, not
-        connecting): a wrong name or inventory is then one error before any test runs."""
+        connecting): a wrong name or inventory, or a ``--sglang-launcher`` a host does not
+        declare, is then one error before any test runs."""
         for name in self.host_names:
-            self.host_spec(name)
+            spec = self.host_spec(name)
+            if self.launcher is not None:
+                spec.with_launcher(self.launcher)
 
     def host(self, name: str | None = None) -> HostLease:
         name = name or self.host_names[0]
@@ -126,6 +132,7 @@ class SglangSession:
                 host_resolve=self.host_resolve,
                 planned=self.planned,
                 notes=self.notes,
+                launcher=self.launcher,
             )
         return self._hosts[name]
 

@@ -206,3 +206,30 @@ def test_a_plan_runs_its_launcher_and_leaves_the_one_in_use(tmp_path: Path) -> N
         assert deployer.launcher.sglang_version() == "0.5.22"
     finally:
         deployer.close()
+
+
+def test_a_session_launcher_runs_the_configs_that_name_none(pytester: pytest.Pytester) -> None:
+    """``--sglang-launcher``: unchanged tests on one of the host's launchers (test ids kept);
+    a config that names its own keeps it; a host without that launcher is one usage error."""
+    pytester.makepyfile(
+        test_plain="""
+import pytest
+from pytest_sglang import ServerConfig
+
+BASE = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+
+@pytest.mark.parametrize("sglang_server", [BASE, BASE.replace(launcher="0.5.23")], indirect=True)
+def test_release(sglang_server):
+    assert sglang_server.config.launcher in ("0.5.22", "0.5.23")
+"""
+    )
+    (pytester.path / "sglang-hosts.toml").write_text(INVENTORY)
+    summary = pytester.path / "summary.json"
+    result = pytester.runpytest("--sglang-launcher", "0.5.22", f"--sglang-summary={summary}", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_release[[]base[]] PASSED*"])
+    deployed = [d["config_id"] for d in json.loads(summary.read_text())["deployments"]]
+    assert deployed == ["base-on-0.5.22", "base-on-0.5.23"]
+    refused = pytester.runpytest("--sglang-launcher", "0.5.21")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: host 'local' has no launcher '0.5.21'; its launchers: *"])

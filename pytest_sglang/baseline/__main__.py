@@ -7,12 +7,15 @@ commit of the last run before it and the first run after it::
     python -m pytest_sglang.baseline history --metric output_throughput baselines/
 
 ``bisect``: confirm a step by measuring one benchmark with two launchers on the same machine,
-one after the other: two inventory entries that differ in their ``launch`` (or ``env``), the
-first saves into a scratch baseline folder, the second is gated against it (as an upgrade when
-their software differs) with the same statistics as in CI::
+one after the other: two of the host's named launchers (``[hosts.X.launchers]``, e.g. two
+SGLang installs), the first saving into a scratch baseline folder, the second gated against it
+(as an upgrade when their software differs) with the same statistics as in CI::
 
-    python -m pytest_sglang.baseline bisect --before sglang-0522 --after sglang-0523 \\
-        scenarios/test_decode.py::test_decode -- --sglang-rounds 5
+    python -m pytest_sglang.baseline bisect --sglang-host gpu-01 --before 0.5.22 \\
+        --after 0.5.23 scenarios/test_decode.py::test_decode -- --sglang-rounds 5
+
+Without ``--sglang-host``, ``--before`` and ``--after`` name two inventory entries on the same
+machine whose ``launch`` (or ``env``) differ.
 
 Exit status: ``history`` 0 (2 on a usage error); ``bisect`` that of the second pytest session
 (1 when the after-launcher regressed).
@@ -84,12 +87,23 @@ def _parser() -> argparse.ArgumentParser:
     bis = sub.add_parser(
         "bisect",
         help="measure tests with two launchers on one machine, the second gated on the first",
-        description="Run the tests on --before (saving into a scratch baseline folder), then on "
-        "--after, gated against it. Both are inventory hosts on the same machine whose launch "
-        "or env differ (two SGLang installs). Extra pytest options go after '--'.",
+        description="Run the tests on launcher --before of --sglang-host (saving into a scratch "
+        "baseline folder), then on --after, gated against it: two of the host's named "
+        "launchers ([hosts.X.launchers], e.g. two SGLang installs). Without --sglang-host, "
+        "--before and --after are two inventory hosts on the same machine whose launch or env "
+        "differ. Extra pytest options go after '--'.",
     )
-    bis.add_argument("--before", required=True, metavar="HOST", help="the known-good host entry")
-    bis.add_argument("--after", required=True, metavar="HOST", help="the suspect host entry")
+    bis.add_argument(
+        "--sglang-host",
+        metavar="HOST",
+        help="the host whose launchers --before and --after name (an inventory entry)",
+    )
+    bis.add_argument(
+        "--before", required=True, metavar="NAME", help="the known-good launcher (or host entry)"
+    )
+    bis.add_argument(
+        "--after", required=True, metavar="NAME", help="the suspect launcher (or host entry)"
+    )
     bis.add_argument("--keep", metavar="DIR", help="keep the scratch baselines and summary in DIR")
     bis.add_argument("tests", nargs="+", help="pytest node ids or paths (then '--' pytest options)")
     return parser
@@ -178,24 +192,42 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pytest(tests: Sequence[str], host: str, store: Path, *extra: str) -> int:
-    argv = [sys.executable, "-m", "pytest", *tests, "--sglang-host", host]
+def _pytest(tests: Sequence[str], on: Sequence[str], store: Path, *extra: str) -> int:
+    argv = [sys.executable, "-m", "pytest", *tests, *on]
     argv += ["--sglang-baseline-dir", str(store), *extra]
     print(f"[bisect] {' '.join(argv[1:])}", flush=True)
     return subprocess.run(argv, check=False).returncode
 
 
+def _sides(args: argparse.Namespace) -> tuple[list[str], list[str], str]:
+    """The pytest options that put the tests on ``--before`` and on ``--after`` (two launchers
+    of ``--sglang-host``, or two host entries), and how the lines name the pair."""
+    pair = f"{args.before} -> {args.after}"
+    if args.sglang_host is None:
+        return ["--sglang-host", args.before], ["--sglang-host", args.after], pair
+    host = ["--sglang-host", args.sglang_host]
+    return (
+        [*host, "--sglang-launcher", args.before],
+        [*host, "--sglang-launcher", args.after],
+        f"{pair} on {args.sglang_host}",
+    )
+
+
 def _bisect(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    if args.before == args.after:
+        print(f"[bisect] --before and --after are both {args.before!r}: nothing to compare")
+        return 2
+    before, after, pair = _sides(args)
     scratch = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sglang-bisect-"))
     scratch.mkdir(parents=True, exist_ok=True)
     store, summary = scratch / "baselines", scratch / "summary.json"
-    rc = _pytest(args.tests, args.before, store, "--sglang-baseline-save", *pytest_args)
+    rc = _pytest(args.tests, before, store, "--sglang-baseline-save", *pytest_args)
     if rc != 0:
         print(f"[bisect] the run on {args.before} failed (exit {rc}); nothing to compare with")
         return rc
     rc = _pytest(
         args.tests,
-        args.after,
+        after,
         store,
         "--sglang-baseline-require",
         f"--sglang-summary={summary}",
@@ -211,7 +243,7 @@ def _bisect(args: argparse.Namespace, pytest_args: list[str]) -> int:
         if isinstance(upgrade, dict):
             if test not in shown:
                 shown.add(test)
-                print(f"[bisect] {test} {args.before} -> {args.after}: {upgrade['summary']}")
+                print(f"[bisect] {test} {pair}: {upgrade['summary']}")
         else:
             delta = row.get("delta_pct")
             change = "-" if delta is None else f"{delta:+.1f}%"

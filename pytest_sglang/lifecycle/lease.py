@@ -57,8 +57,11 @@ class HostLease:
         host_resolve: str = "auto",
         planned: list[ServerConfig] | None = None,
         notes: list[str] | None = None,
+        launcher: str | None = None,
     ) -> None:
         self.spec = spec
+        #: ``--sglang-launcher``: the host's named launcher that runs every config naming none.
+        self.launcher = launcher
         self.refresh_launchers = refresh_launchers
         #: ``--sglang-host-resolve`` (one of :data:`HOST_RESOLVE_MODES`).
         self.host_resolve = host_resolve
@@ -76,8 +79,8 @@ class HostLease:
         self.redactor = redactor if redactor is not None else Redactor()
         self.holder = holder if holder is not None else LockHolder.current()
         self.redactor.add_env(spec.env)
-        for launcher in spec.launchers.values():
-            self.redactor.add_env(launcher.env)
+        for entry in spec.launchers.values():
+            self.redactor.add_env(entry.env)
         self._deployer: Deployer | None = None
         self._lock: HostLock | None = None
         self._prepared = False
@@ -201,17 +204,26 @@ class HostLease:
 
     def dry_run(self, config: ServerConfig) -> str:
         """``--sglang-dry-run``: what deploying ``config`` would change (changes nothing)."""
-        full = self._apply_production(config)
+        full = self._on_launcher(self._apply_production(config))
         return self.deployer.dry_run(self.deployer.launch_plan(full))
 
     def effective(self, config: ServerConfig) -> ServerConfig:
         """The config deploying ``config`` starts on this host: a production placeholder applied
         to production (read once, after the lock and recovery), any other config as it is. Its
-        digest is what the host runs: two names with one digest are one deployment."""
+        digest is what the host runs: two names with one digest are one deployment. Under
+        ``--sglang-launcher`` it is on that launcher unless it names its own."""
         if not is_production(config):
-            return config
+            return self._on_launcher(config)
         self.prepare()  # locked and recovered before production is read
-        return self._apply_production(config)
+        return self._on_launcher(self._apply_production(config))
+
+    def _on_launcher(self, config: ServerConfig) -> ServerConfig:
+        """``config`` on the session's launcher (``--sglang-launcher``) where it names none:
+        the same config as a ``sweep(..., launcher=[...])`` makes (its id ends in
+        ``-on-<launcher>``, its baselines are the config's)."""
+        if self.launcher is None or config.launcher is not None:
+            return config
+        return config.replace(launcher=self.launcher)
 
     def resolve(self, config: ServerConfig) -> ServerConfig | None:
         """:meth:`effective`, or None when it cannot be known: the failure is then the
@@ -316,7 +328,7 @@ class HostLease:
                 continue
             seen.add(config.digest)
             try:
-                plan = self.deployer.launch_plan(self._apply_production(config))
+                plan = self.deployer.launch_plan(self._on_launcher(self._apply_production(config)))
                 self.deployer.preflight(plan)
             except SglangError:
                 continue

@@ -22,8 +22,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from helpers import child_env, child_pytest_argv, local_entry, sim_knobs, use_simulator_env
+from helpers import (
+    SIM_LAUNCH,
+    child_env,
+    child_pytest_argv,
+    local_entry,
+    sim_knobs,
+    use_simulator_env,
+)
 
+from pytest_sglang import ServerConfig
 from pytest_sglang.baseline.upgrade import settings_diff
 
 TEST = """
@@ -236,3 +244,79 @@ def test_bisect_measures_two_launchers_one_after_the_other(tmp_path: Path) -> No
     assert "(regression)" in lines[0]
     assert len(list((keep / "baselines").rglob("*.json"))) == 1  # only the before-run saved
     assert not (tmp_path / "baselines").exists()  # the project's own store is untouched
+
+
+def launchers_entry(name: str, launchers: Mapping[str, Mapping[str, str]]) -> str:
+    """An inventory entry for the simulator on this machine with named launchers, each the
+    simulator with its own ``env``."""
+    lines = [f'[hosts.{name}]\nssh = "local"\n\n[hosts.{name}.launchers]']
+    for launcher, env in launchers.items():
+        table = ", ".join(f'{k} = "{v}"' for k, v in env.items())
+        lines.append(f'"{launcher}" = {{ launch = "{SIM_LAUNCH}", env = {{ {table} }} }}')
+    return "\n".join(lines) + "\n"
+
+
+def bisect_run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    bisect = [sys.executable, "-m", "pytest_sglang.baseline", "bisect", *args]
+    return subprocess.run(
+        bisect,
+        cwd=folder,
+        env=child_env(SIM_ENV, drop=sim_knobs()),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_bisect_measures_two_launchers_of_one_host(tmp_path: Path) -> None:
+    """Two of one host's named launchers, each a release: the tests run on the first, then on
+    the second gated against it (an upgrade), under the config's own test ids and baseline."""
+    (tmp_path / "test_saved.py").write_text(TEST)
+    slower = {**NEW, "SGLANG_SIM_SPEED_FACTOR": "0.8"}
+    (tmp_path / "sglang-hosts.toml").write_text(
+        launchers_entry("gpu", {"0.5.22": OLD, "0.5.23": slower})
+    )
+    keep = tmp_path / "scratch"
+    run = bisect_run(
+        tmp_path,
+        *("--sglang-host", "gpu", "--before", "0.5.22", "--after", "0.5.23"),
+        *("--keep", str(keep), "test_saved.py", "--", *WIDE),
+    )
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-2000:]
+    commands = [line for line in run.stdout.splitlines() if line.startswith("[bisect] -m pytest")]
+    assert [c.split("--sglang-host ")[1].split(" --sglang-baseline")[0] for c in commands] == [
+        "gpu --sglang-launcher 0.5.22",
+        "gpu --sglang-launcher 0.5.23",
+    ]
+    lines = [line for line in run.stdout.splitlines() if line.startswith("[bisect] test_")]
+    assert len(lines) == 1, run.stdout[-3000:]
+    assert lines[0].startswith(
+        "[bisect] test_decode[base] 0.5.22 -> 0.5.23 on gpu: SGLang 0.5.22 -> 0.5.23: "
+        "output_throughput -"
+    )
+    assert "(regression)" in lines[0]
+    # saved under the config less its launcher: the second release found the first's baseline
+    [saved] = (keep / "baselines").rglob("*.json")
+    config = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
+    assert saved.parent.parent.name == f"base-{config.digest}"
+    summary = json.loads((keep / "summary.json").read_text())
+    assert [d["config_id"] for d in summary["deployments"]] == ["base-on-0.5.23"]
+    assert not (tmp_path / "baselines").exists()  # the project's own store is untouched
+
+
+def test_bisect_refuses_a_launcher_the_host_lacks_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "test_saved.py").write_text(TEST)
+    (tmp_path / "sglang-hosts.toml").write_text(
+        launchers_entry("gpu", {"0.5.22": OLD, "0.5.23": NEW})
+    )
+    run = bisect_run(
+        tmp_path, "--sglang-host", "gpu", "--before", "0.5.21", "--after", "0.5.23", "test_saved.py"
+    )
+    assert run.returncode == 4, run.stdout[-3000:] + run.stderr[-2000:]
+    assert (
+        "ERROR: host 'gpu' has no launcher '0.5.21'; its launchers: '0.5.22', '0.5.23' "
+        f"([hosts.gpu.launchers] in {tmp_path / 'sglang-hosts.toml'})"
+    ) in run.stderr
+    assert "[bisect] the run on 0.5.21 failed (exit 4); nothing to compare with" in run.stdout
+    same = bisect_run(tmp_path, "--sglang-host", "gpu", "--before", "a", "--after", "a", "t.py")
+    assert same.returncode == 2 and "both 'a'" in same.stdout
