@@ -13,6 +13,7 @@ one line naming the host and its launchers.
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 from pathlib import Path
@@ -123,8 +124,16 @@ def test_two_releases_in_one_session(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_two_releases=TEST)
     (pytester.path / "sglang-hosts.toml").write_text(INVENTORY)
     summary = pytester.path / "summary.json"
-    result = pytester.runpytest(*WIDE, f"--sglang-summary={summary}", "--sglang-baseline-save")
+    allure = pytester.path / "allure"
+    result = pytester.runpytest(
+        *WIDE, f"--sglang-summary={summary}", "--sglang-baseline-save", f"--alluredir={allure}"
+    )
     result.assert_outcomes(passed=4, errors=1)
+    # the settings diff beside the figures in Allure too (the comparison's attachment)
+    attached = [html.unescape(p.read_text(errors="replace")) for p in allure.glob("*-attachment*")]
+    assert any(
+        "0.5.22 -> 0.5.23" in text and "enable_fused_qk_norm_rope" in text for text in attached
+    ), [t[:200] for t in attached]
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
