@@ -7,7 +7,7 @@ on the text generated, and random words or decoding past the end would skew it
 (:mod:`pytest_sglang.bench.spec_text`). Each level is a workload of its own, so the tuning
 verdict ranks the four step counts per level by goodput (requests/s that met the seeds' SLO of
 test_seed_tuning.py: p99 TTFT <= 1 s, median chunk gap <= 30 ms), and
-:func:`~pytest_sglang.report.tuning.best_per_workload` puts the best per level in one table
+:func:`~pytest_sglang.best_per_workload` puts the best per level in one table
 (the terminal's "sglang best per workload: goodput" section). Why goodput and not tokens/s: at
 a fixed level raw throughput barely separates 3 and 4 steps at 32 (1498 vs 1490 tok/s), while
 4 steps makes a request wait 1.5 s for its first token, queued behind the 14 its workspace
@@ -17,7 +17,7 @@ The answer changes with the load: at concurrency 1 more draft steps win (more to
 step for almost the cost of one); at 32 fewer win, because a verify step's cost grows with batch
 x draft tokens and the speculative workspace caps how many requests run at once (docs/
 prefix-tuning.md, "Which --speculative-num-steps per concurrency level"). Marked ``tuning``
-(the simulator serves in real time; about 40 s on top of the four start-ups): ``make test`` and
+(the simulator serves in real time; about 2.5 minutes with the four start-ups): ``make test`` and
 ``pytest scenarios -m tuning`` run it, ``make scenarios`` leaves it out.
 """
 
@@ -29,8 +29,14 @@ from typing import Any
 import pytest
 from seed import CONFIGS
 
-from pytest_sglang import JsonlPrompts, SglangBench, Workload, bench_results, tuning_verdicts
-from pytest_sglang.report.tuning import best_per_workload
+from pytest_sglang import (
+    JsonlPrompts,
+    SglangBench,
+    Workload,
+    bench_results,
+    best_per_workload,
+    tuning_verdicts,
+)
 
 pytestmark = pytest.mark.tuning
 

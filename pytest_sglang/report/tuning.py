@@ -50,9 +50,9 @@ from .config_names import config_key, label
 
 __all__ = [
     "OBJECTIVES",
-    "best_per_workload",
     "Ranked",
     "Verdict",
+    "best_per_workload",
     "frontier",
     "titles",
     "tuning_html",
