@@ -12,8 +12,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# The tuning scenarios (sustainable-rate searches, shared-prefix rates: in real time, about a
-# minute each) are left out here to keep this under 90 s; `make test` runs them, or:
+# The tuning scenarios (sustainable-rate searches, shared-prefix rates, step counts per
+# concurrency level: in real time, one to three minutes each) are left out here to keep this
+# under 90 s; `make test` runs them, or:
 # .venv/bin/pytest scenarios -m tuning
 scenarios: $(STAMP)
 	$(BIN)/pytest scenarios/ -m "not tuning"

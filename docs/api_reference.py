@@ -53,7 +53,12 @@ SECTIONS: dict[str, list[str]] = {
         "BenchResult",
     ],
     "Quality": ["SglangQuality", "Task", "Item", "AccuracyResult", "EquivalenceResult"],
-    "A session's results": ["bench_results", "quality_results", "tuning_verdicts"],
+    "A session's results": [
+        "bench_results",
+        "quality_results",
+        "tuning_verdicts",
+        "best_per_workload",
+    ],
     "Errors": [
         "SglangError",
         "ConfigError",

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from .quality.evals import AccuracyResult, EquivalenceResult
     from .quality.pytest_plugin import SglangQuality
     from .quality.tasks import Item, Task
-    from .report.tuning import tuning_verdicts
+    from .report.tuning import best_per_workload, tuning_verdicts
     from .stash import bench_results, quality_results
 
 __version__ = "0.1.0"
@@ -106,6 +106,7 @@ _LAZY: dict[str, str] = {
     "Task": ".quality.tasks",
     "Workload": ".bench.workload",
     "bench_results": ".stash",
+    "best_per_workload": ".report.tuning",
     "quality_results": ".stash",
     "tuning_verdicts": ".report.tuning",
 }
@@ -166,6 +167,7 @@ __all__ = [
     "Workload",
     "__version__",
     "bench_results",
+    "best_per_workload",
     "load_configs",
     "parse_server_args",
     "production",

@@ -13,7 +13,8 @@ Objectives (:data:`OBJECTIVES`), each read from the session's benchmark results:
   the search's bracket: the threshold lies between the highest passing and the lowest failing
   rate; the top two are indistinguishable when their brackets overlap.
 - ``single-stream``: ``output_throughput`` of single-stream runs, over their rounds.
-- ``goodput``: ``goodput`` (requests/s meeting the SLO) of runs at a fixed rate, per workload.
+- ``goodput``: ``goodput`` (requests/s meeting the SLO) of runs at a fixed rate or a fixed
+  concurrency level, per workload.
 - ``per-gpu``: ``output_throughput`` per GPU (TP x DP x PP), per workload.
 
 A sweep is one workload: results are grouped by the workload's digest (``workload_key``,
@@ -44,12 +45,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..baseline.stats import mean, student_t_sf, variance
+from ..terminal import Column, TextTable
 from .config_names import config_key, label
 
 __all__ = [
     "OBJECTIVES",
     "Ranked",
     "Verdict",
+    "best_per_workload",
     "frontier",
     "titles",
     "tuning_html",
@@ -59,6 +62,9 @@ __all__ = [
 
 OBJECTIVES = ("max-rate", "single-stream", "goodput", "per-gpu")
 DEFAULT_OBJECTIVE = "max-rate"
+#: Runs whose goodput a verdict ranks: fixed rates, and fixed concurrency levels (at a level,
+#: raw throughput favours whatever queues longest; the SLO says what a user would accept).
+GOODPUT_KINDS = ("rate", "concurrency")
 _UNITS = {"max-rate": "req/s", "single-stream": "tok/s", "goodput": "req/s", "per-gpu": "tok/s"}
 
 
@@ -178,7 +184,7 @@ def _ranked(objective: str, info: Mapping[str, Any]) -> Ranked | None:
         return Ranked(config_id, mean(samples) if samples else None, None, None, samples)
     if objective == "goodput":
         spec = info.get("workload_spec") or {}
-        if "goodput" not in info or spec.get("kind") != "rate" or "search" in info:
+        if "goodput" not in info or spec.get("kind") not in GOODPUT_KINDS or "search" in info:
             return None
         samples = [float(v) for v in info.get("goodput_rounds") or [info["goodput"]]]
         return Ranked(config_id, mean(samples), None, None, samples)
@@ -356,6 +362,43 @@ def verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
             tail = f"  ({'; '.join(extra)})" if extra else ""
             lines.append(f"  {rank}. {r.label:<28} {value}{tail}")
     return lines
+
+
+def best_per_workload(verdicts: Sequence[Verdict], objective: str) -> TextTable:
+    """One row per sweep ranked by ``objective``: its workload, the winner and its value, the
+    runner-up and the margin, and whether the margin is sure. Why a table of its own: the best
+    config often changes with the load (the seeds' best ``--speculative-num-steps`` at
+    concurrency 1 is not the best at 32), and a concurrency level or a rate is a workload of its
+    own, so the answer per level is spread over one verdict each; this puts it in one place.
+    No rows when fewer than two sweeps were ranked by ``objective``."""
+    table = TextTable(
+        [
+            Column("workload"),
+            Column("best"),
+            Column(objective, ">"),
+            Column("runner-up"),
+            Column("margin", ">"),
+            Column("sure"),
+        ]
+    )
+    mine = [(v, t) for v, t in zip(verdicts, titles(verdicts)) if v.objective == objective]
+    if len(mine) < 2:
+        return table
+    for v, title in mine:
+        valued = [r for r in v.ranking if r.value is not None]
+        first = next((r for r in valued if r.config_id == v.winner), None)
+        second = next((r for r in valued if r is not first), None) if first else None
+        margin = f"{v.margin_pct:+.1f} %" if v.margin_pct is not None else "-"
+        sure = {True: "yes", False: "no", None: "no interval"}[v.distinguishable]
+        table.add(
+            title,
+            first.label if first else "-",
+            f"{first.value:.3g} {v.unit}" if first and first.value is not None else "-",
+            second.label if second else "-",
+            margin if second else "-",
+            sure if second else "-",
+        )
+    return table
 
 
 def tuning_html(verdicts: Sequence[Verdict]) -> str:

@@ -13,7 +13,14 @@ import pytest
 
 from ..quality.verdict import quality_holds
 from ..stash import REPORT_KEY, SESSION_KEY, all_bench_results, all_quality_results
-from .tuning import DEFAULT_OBJECTIVE, OBJECTIVES, tuning_verdicts, verdict_lines
+from ..terminal import write_table
+from .tuning import (
+    DEFAULT_OBJECTIVE,
+    OBJECTIVES,
+    best_per_workload,
+    tuning_verdicts,
+    verdict_lines,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,3 +55,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("sglang tuning")
     for line in verdict_lines(verdicts):
         terminalreporter.write_line(line)
+    for name in OBJECTIVES:  # the best config per workload (load level), one table each
+        write_table(
+            terminalreporter, f"sglang best per workload: {name}", best_per_workload(verdicts, name)
+        )

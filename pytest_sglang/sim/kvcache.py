@@ -104,6 +104,12 @@ class KvPool:
             limit = len(kv.ids) - 1
         return self.tree.match_prefix(self._key(kv.ids[: max(0, limit)]))
 
+    def touch(self, kv: ReqKv) -> None:
+        """Refresh the LRU time of the request's cached prefix (its whole prompt, whole pages),
+        matching nothing for it: SGLang's ``touch_prefix``."""
+        if kv.ids is not None and self.caching:
+            self.tree.match_prefix(self._key(kv.ids))
+
     def admit(self, kv: ReqKv, prefix_len: int, node: Node) -> None:
         """The request starts on its cached prefix: lock it (it is no longer evictable)."""
         self.tree.lock(node)

@@ -16,6 +16,13 @@ Why: with a prefix cache the order decides what is cached when each request is a
 - ``lof``: the largest ``max_new_tokens`` first;
 - ``random``: shuffled (seeded by ``SGLANG_SIM_SEED``, so a run repeats).
 
+Matching a waiting request's prompt against the tree refreshes its prefix's LRU time, so under
+memory pressure the policy also decides which cached prefixes survive eviction. The cache-aware
+policies match every waiting request on every pass. The others (``fcfs``, and ``lpm`` while it
+falls back to ``fcfs``) refresh the prefixes of the first 128 waiting requests every 32nd pass,
+head of the queue last, so the next to be admitted is the last evicted
+(``_touch_waiting_prefixes``, ``SGLANG_ENABLE_WAITING_PREFIX_REFRESH``, on by default).
+
 A cache-aware policy (``lpm``, ``dfs-weight``, ``shortest-prefill-first``) with
 ``--disable-radix-cache`` is ``fcfs``, as SGLang adjusts it. ``hrrn``, ``routing-key`` and
 ``priority`` are not modelled: they keep the queue's order.
@@ -37,6 +44,10 @@ PREFIX_MATCH_MAX = 128
 IN_BATCH_CHECK_THRESHOLD = 32
 #: ... and put last when they share at least this many with one before them.
 IN_BATCH_DEPRIORITIZE_THRESHOLD = 32
+
+#: A cache-agnostic policy refreshes the waiting prefixes every this many passes
+#: (``WAITING_PREFIX_REFRESH_INTERVAL``).
+REFRESH_INTERVAL = 32
 
 #: ``lpm``'s sort key of a request put last (SGLang's ``float("inf")``).
 LAST = 1 << 62
@@ -67,6 +78,7 @@ class SchedulePolicy:
         self.policy = policy
         self.pool = pool
         self._rng = random.Random(seed)
+        self._refresh_calls = 0
 
     def active(self, waiting: int) -> str:
         """The policy in force for a queue of ``waiting`` requests."""
@@ -94,6 +106,20 @@ class SchedulePolicy:
             waiting.sort(key=lambda r: -r.max_new_tokens)
         elif policy == "random":
             self._rng.shuffle(waiting)
+        if policy not in CACHE_AWARE:
+            self._touch_waiting(waiting)
+
+    def _touch_waiting(self, waiting: list[W]) -> None:
+        """Every ``REFRESH_INTERVAL``-th pass of a cache-agnostic policy (the first included):
+        refresh the LRU time of the first ``PREFIX_MATCH_MAX`` waiting requests' cached
+        prefixes, the head last, as 0.5.23's ``_touch_waiting_prefixes`` does."""
+        if not waiting or not self.pool.caching:
+            return
+        refresh = self._refresh_calls % REFRESH_INTERVAL == 0
+        self._refresh_calls += 1
+        if refresh:
+            for r in reversed(waiting[:PREFIX_MATCH_MAX]):
+                self.pool.touch(r.kv)
 
     def _prefix_matches(self, waiting: list[W]) -> tuple[dict[int, int], dict[int, Node], set[int]]:
         """Each request's cached prefix and its node, and those put last by in-batch prefix

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.report.tuning import frontier, tuning_html, tuning_verdicts, verdict_lines
+from pytest_sglang.report.tuning import (
+    best_per_workload,
+    frontier,
+    tuning_html,
+    tuning_verdicts,
+    verdict_lines,
+)
 
 
 def _search(config_id: str, best: float | None, low: float | None, high: float | None) -> dict:
@@ -205,3 +211,32 @@ def test_a_search_under_two_names_is_one_curve_and_one_frontier_entry() -> None:
     assert verdict.frontier == ["production-s3", "s1"]
     png = plot_tuning(verdict, results)
     assert png is not None and png.startswith(b"\x89PNG")
+
+
+def _level(config_id: str, level: int, goodput: list[float]) -> dict[str, Any]:
+    return {
+        "config_id": config_id,
+        "workload": f"concurrency-{level}",
+        "workload_spec": {"kind": "concurrency", "concurrency": level},
+        "goodput": goodput[-1],
+        "goodput_rounds": goodput,
+    }
+
+
+def test_goodput_ranks_each_concurrency_level_and_one_table_gives_the_best_per_level() -> None:
+    results = [
+        _level("s1", 1, [3.0, 3.1]),
+        _level("s4", 1, [5.0, 5.2]),
+        _level("s1", 32, [20.0, 21.0]),
+        _level("s4", 32, [9.0, 10.0]),
+    ]
+    verdicts = tuning_verdicts(results, "goodput")
+    winners = {v.workload: v.winner for v in verdicts if v.objective == "goodput"}
+    assert winners == {"concurrency-1": "s4", "concurrency-32": "s1"}
+    rows = [line for line, _ in best_per_workload(verdicts, "goodput").lines()]
+    assert rows[0].split() == ["workload", "best", "goodput", "runner-up", "margin", "sure"]
+    assert rows[1].split()[:3] == ["concurrency-1", "s4", "5.1"]
+    assert rows[2].split()[:3] == ["concurrency-32", "s1", "20.5"]
+    assert rows[2].split()[-1] == "yes"
+    # one sweep is its own verdict: no table
+    assert not best_per_workload(verdicts[:1], "goodput").rows

@@ -217,3 +217,76 @@ def test_a_long_prompt_is_prefilled_in_chunks_each_cached(start_sim: StartSim) -
     ]
     assert new_tokens[-4:] == [64, 64, 64, 8]
     assert generate(sim, prompt)["cached_tokens"] == 199
+
+
+def _queue_behind_a_blocker(sim: Sim, prompts: list[str]) -> list[dict[str, Any]]:
+    """Send ``prompts`` in order while one streamed request holds the only running slot, then
+    abort it: the whole queue is waiting before the first of them is scheduled, so the policy
+    alone decides the order. Each reply's meta_info gains ``ttft`` (s, from its send)."""
+    blocker = requests.post(
+        sim.url + "/generate",
+        json={
+            "text": "x y",
+            "sampling_params": {"max_new_tokens": 4000, "ignore_eos": True},
+            "stream": True,
+        },
+        stream=True,
+        timeout=60,
+    )
+    next(blocker.iter_lines())  # running: what follows waits behind it
+    done: dict[int, dict[str, Any]] = {}
+
+    def send(index: int, text: str) -> None:
+        sent = time.time()
+        meta = generate(sim, text, max_new=8)
+        done[index] = {**meta, "ttft": meta["prefill_finished_time"] - sent}
+
+    threads = [threading.Thread(target=send, args=(i, p)) for i, p in enumerate(prompts)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.02)
+    time.sleep(0.2)
+    blocker.close()  # an abort: the slot is free and the queue is served
+    for thread in threads:
+        thread.join(timeout=120)
+    return [done[i] for i in range(len(prompts))]
+
+
+@pytest.mark.parametrize("pool", ["small", "large"])
+def test_lpm_keeps_the_hit_rate_under_memory_pressure_where_fcfs_loses_it(
+    start_sim: StartSim, pool: str
+) -> None:
+    """Eight groups of four requests sharing a 200-token system prompt, sent group after group
+    in turn (g0, g1, ..., g7, g0, ...). With a pool that holds every prefix, fcfs and lpm hit
+    the same; with one that holds four, fcfs evicts each group's prefix before its next request
+    comes, while lpm serves a group's requests one after another while its prefix is cached."""
+    groups, per_group, prefix_len = 8, 4, 200
+    prompts = [
+        words(f"g{g}w", prefix_len) + " " + words(f"g{g}q{q}w", 10)
+        for q in range(per_group)
+        for g in range(groups)
+    ]
+    total = "1000" if pool == "small" else "20000"
+    figures = {}
+    for policy in ("fcfs", "lpm"):
+        flags = ["--max-total-tokens", total, "--max-running-requests", "1"]
+        sim = start_sim(
+            [*MODEL, *flags, "--schedule-policy", policy, "--enable-metrics"],
+            env={"SGLANG_SIM_TIME_SCALE": "1", "SGLANG_SIM_SPEED_FACTOR": "0.5"},
+        )
+        metas = _queue_behind_a_blocker(sim, prompts)
+        cached = sum(m["cached_tokens"] for m in metas)
+        ttfts = sorted(m["ttft"] for m in metas)
+        figures[policy] = (  # hit rate, mean and max TTFT (s)
+            cached / sum(m["prompt_tokens"] for m in metas),
+            sum(ttfts) / len(ttfts),
+            ttfts[-1],
+        )
+        sim.stop()
+    ceiling = (per_group - 1) * groups * prefix_len / (len(prompts) * (prefix_len + 10))
+    assert figures["lpm"][0] == pytest.approx(ceiling, rel=0.02), figures
+    if pool == "large":
+        assert figures["fcfs"][0] == pytest.approx(ceiling, rel=0.02), figures
+    else:
+        assert figures["fcfs"][0] < 0.1 * ceiling, figures
+        assert figures["lpm"][1] < figures["fcfs"][1], figures  # mean TTFT

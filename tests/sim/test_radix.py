@@ -292,3 +292,25 @@ def test_a_reply_sent_back_has_the_ids_it_was_generated_with() -> None:
     turn1 = chat_prompt_ids(history)
     turn2 = chat_prompt_ids([*history, {"role": "assistant", "content": reply}])
     assert turn2[: len(turn1) + len(generated)] == turn1 + generated
+
+
+def test_fcfs_refreshes_the_waiting_prefixes_every_32nd_pass_head_last() -> None:
+    """0.5.23's ``_touch_waiting_prefixes``: under fcfs the waiting requests' cached prefixes
+    are made recent on the first pass and every 32nd after it, the head of the queue last, so
+    eviction drops what no one waits for, then what waits longest."""
+    a, b, c = run(100, 10), run(200, 10), run(300, 10)
+    pool = cached_pool(a, b, c)  # a is the least recently used
+    policy = SchedulePolicy("fcfs", pool)
+    queue = [waiting_request(a + run(900, 3)), waiting_request(b + run(950, 3))]
+    policy.order(queue)  # pass 1 refreshes: b, then a (the head) most recently
+    assert pool.tree.evict(5) == 10
+    assert [pool.match(ReqKv(p))[0] for p in (c + ids(1), b + ids(1), a + ids(1))] == [0, 10, 10]
+    pool.tree.insert(c)  # now the most recent: b, then a, then c
+    for _ in range(31):  # passes 2..32 refresh nothing (had they, c would be the oldest)
+        policy.order(queue)
+    assert pool.tree.evict(5) == 10
+    assert [pool.match(ReqKv(p + ids(1)))[0] for p in (b, a, c)] == [0, 10, 10]
+    pool.tree.insert(b)  # the order is now a, c, b
+    policy.order(queue)  # pass 33 refreshes again: b, then a, after c
+    assert pool.tree.evict(5) == 10
+    assert [pool.match(ReqKv(p + ids(1)))[0] for p in (c, b, a)] == [0, 10, 10]
