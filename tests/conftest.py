@@ -124,8 +124,6 @@ SERIAL_TESTS = (
     "tests/bench/test_route.py::test_a_search_probes_from_the_host",
     # an SSH drop timed to land mid-benchmark: under load the unit fails before the drop
     "tests/reliability/test_faults.py::test_ssh_drop_mid_benchmark",
-    # both tests write and remove the one fixed stand-in path, /opt/pytest-sglang-standin.py
-    "tests/reliability/test_quoting.py",
 )
 #: pytest-benchmark turns itself off in a pytest-xdist session (its figures would measure the
 #: load), so tests that measure through its fixture run in the serial phase, measured.
