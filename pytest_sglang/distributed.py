@@ -93,18 +93,32 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group each config's tests; suffix node ids as xdist does for ``--dist loadgroup``."""
+    """Group each config's tests; suffix node ids as xdist does for ``--dist loadgroup``, for
+    the config groups and for any ``xdist_group`` mark a test carries itself (a module that
+    shares an expensive fixture among its tests), which xdist 3.8 cannot suffix under pytest 9."""
     suffix = bool(getattr(config, "workerinput", {}).get("sglang_loadgroup"))
     for item in items:
         callspec = getattr(item, "callspec", None)
         value = callspec.params.get("sglang_server") if callspec is not None else None
+        group = None
         if isinstance(value, ServerConfig):
             # a config's runs on the host's launchers (releases) share a worker: the later
             # release is gated against the earlier one's run in that worker's session
             group = f"sglang-{value.without_launcher().digest}"
             item.add_marker(pytest.mark.xdist_group(name=group))
-            if suffix and "@" not in item.nodeid:
-                _suffix_nodeid(item, group)
+        else:
+            group = _own_group(item)
+        if group and suffix and "@" not in item.nodeid:
+            _suffix_nodeid(item, group)
+
+
+def _own_group(item: pytest.Item) -> str | None:
+    """The group of a test's own ``xdist_group`` marks, named as xdist names it."""
+    names = {
+        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        for mark in item.iter_markers("xdist_group")
+    }
+    return "_".join(sorted(names)) or None
 
 
 def _suffix_nodeid(item: pytest.Item, group: str) -> None:

@@ -153,3 +153,31 @@ def test_decode(sglang_bench):
     ]
     assert len(summaries) == 1
     assert (alluredir / "environment.properties").read_text().count("sim-") >= 2
+
+
+GROUPED = """
+import os, pathlib
+import pytest
+
+pytestmark = pytest.mark.xdist_group("shared")
+
+@pytest.mark.parametrize("n", range(6))
+def test_grouped(n):
+    pathlib.Path(f"ran-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+
+@pytest.mark.parametrize("n", range(6))
+def test_free(n):
+    pass
+"""
+
+
+def test_a_modules_own_xdist_group_keeps_its_tests_on_one_worker(
+    pytester: pytest.Pytester,
+) -> None:
+    """The plugin schedules by ``loadgroup``; a test's own ``xdist_group`` mark (a module that
+    shares an expensive fixture) holds under pytest 9 too, where xdist cannot suffix node ids."""
+    pytester.makepyfile(GROUPED)
+    result = pytester.runpytest_subprocess("-p", "xdist", "-n", "3")
+    result.assert_outcomes(passed=12)
+    workers = {(pytester.path / f"ran-{n}").read_text() for n in range(6)}
+    assert len(workers) == 1, workers

@@ -33,6 +33,11 @@ BARS = {
 TRACEBACK_BARS = {"tuned": 100.0, "held_out": 89.4}
 
 
+#: The module fixtures below are measured once for all the tests here: under pytest-xdist the
+#: tests share one worker, so that no other worker measures them again.
+pytestmark = pytest.mark.xdist_group("wide-goldens")
+
+
 @pytest.fixture(scope="module")
 def parts() -> dict[str, Part]:
     profiles = load_wide()
