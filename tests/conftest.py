@@ -24,7 +24,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `testhost` under any import mode
 
-from helpers import FAST_SIM, child_pytest_argv, sim_knobs, ssh_transport, use_simulator_env
+from helpers import (
+    FAST_SIM,
+    child_pytest_argv,
+    interruptible,
+    sim_knobs,
+    ssh_transport,
+    use_simulator_env,
+)
 from testhost import STATE_ROOT, SystemdTestHost, TestHostFactory
 
 from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV
@@ -163,7 +170,9 @@ def session_until(pytester: pytest.Pytester) -> Iterator[SessionUntil]:
     children: list[subprocess.Popen[bytes]] = []
 
     def start(marker: Path, *args: str, timeout: float = 90.0) -> subprocess.Popen[bytes]:
-        proc = pytester.popen(child_pytest_argv(*args), stdin=pytester.CLOSE_STDIN)
+        proc = pytester.popen(
+            child_pytest_argv(*args), stdin=pytester.CLOSE_STDIN, preexec_fn=interruptible
+        )
         children.append(proc)
         deadline = time.monotonic() + timeout
         while not marker.exists():
