@@ -23,6 +23,7 @@ import fcntl
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +37,8 @@ from .stash import SESSION_KEY
 __all__ = ["worker_index"]
 
 _LEASES: dict[str, IO[str]] = {}
+#: How often a worker that found every host taken tries them all again.
+_POLL_S = 1.0
 _NOTES: list[str] = []
 
 
@@ -162,6 +165,21 @@ def _try_lease(sglang: Any, name: str, *, wait: bool) -> bool:
     return True
 
 
+def _first_free(sglang: Any, order: list[str]) -> str:
+    """Wait for whichever host frees first, up to ``--sglang-lock-timeout``, then for the
+    worker's own. Waiting for its own from the start deadlocks when another session holds the
+    other hosts: a sibling worker may have taken this worker's own host, and keeps it until the
+    session ends, which waits for this worker."""
+    deadline = time.monotonic() + float(getattr(sglang, "lock_timeout", 300.0))
+    while time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        for name in order:
+            if _try_lease(sglang, name, wait=False):
+                return name
+    _try_lease(sglang, order[0], wait=True)
+    return order[0]
+
+
 def _say(sglang: Any, message: str) -> None:
     if sglang.progress is not None:
         sglang.progress(message)
@@ -186,9 +204,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             if _try_lease(sglang, name, wait=False):
                 break
         else:
-            name = order[0]
-            _say(sglang, f"[sglang] worker gw{index}: every host is taken; waiting for {name}")
-            _try_lease(sglang, name, wait=True)
+            _say(sglang, f"[sglang] worker gw{index}: every host is taken; waiting for one")
+            name = _first_free(sglang, order)
     except SglangError:
         return  # the tests of this worker fail with the lock error when they ask for the host
     sglang.host_names = [name]
