@@ -7,8 +7,9 @@
   ``loadgroup`` unless ``--dist`` was given, so all tests of a config run on one worker and the
   config is deployed once;
 * each worker leases one host for the session through the host lock: it tries the hosts in an
-  order that starts at its own index, takes the first free one, and when all are taken waits for
-  its own (``--sglang-lock-timeout``), so no host is ever used by two workers;
+  order that starts at its own index, takes the first free one, and when all are taken takes
+  whichever frees first (within ``--sglang-lock-timeout``, then it waits for its own), so no
+  host is ever used by two workers;
 * workers send their deployments, benchmarks, comparisons and report records to the controller,
   which writes the one ``--sglang-summary``, the Allure session files (sweep plots over every
   worker's tests) and ``--sglang-html``; each record names the host that ran it.
