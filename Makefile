@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: scenarios test test-serial test-fast check test-real lint typecheck unit testhost-deps report-deps conformance conformance-wide clean
+.PHONY: scenarios test test-fast check test-real lint typecheck unit testhost-deps report-deps conformance conformance-wide clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,24 +78,21 @@ unit: $(STAMP)
 check: $(STAMP) lint typecheck
 	$(BIN)/pytest tests/ -q -m "not systemd and not server"
 
-# The suite in two phases: everything but the timing-sensitive tests on TEST_WORKERS
-# pytest-xdist workers (most of their time is spent waiting on servers, paced load and link
-# cuts), then those (the `serial` marker, tests/conftest.py SERIAL_TESTS) alone, so that their
-# wall-clock figures measure the code and not the load. Both phases always run; either failing
-# fails the target. The second phase runs the scenarios' simulated GPU start-ups at 1% of a real
-# host's (scenarios/conftest.py's default is 5%): no test asserts on their length.
-TEST_WORKERS ?= 3
-SERIAL_ENV ?= SGLANG_SIM_STARTUP_SCALE=0.01
 test: $(STAMP) testhost-deps report-deps lint typecheck
-	$(BIN)/pytest tests/ scenarios/ -m "not serial" -n $(TEST_WORKERS); status=$$?; \
-	$(SERIAL_ENV) $(BIN)/pytest tests/ scenarios/ -m serial && exit $$status
-
-# The same tests in one serial session (about 15 minutes on two cores).
-test-serial: $(STAMP) testhost-deps report-deps lint typecheck
 	$(BIN)/pytest tests/ scenarios/
 
-# The name `make test` had while it was opt-in.
-test-fast: test
+# The same suite in two phases (opt-in; CI runs `make test`): everything but the timing-sensitive
+# tests on TEST_WORKERS pytest-xdist workers (most of their time is spent waiting on servers,
+# paced load and link cuts), then those (the `serial` marker, tests/conftest.py SERIAL_TESTS)
+# alone, so that their wall-clock figures measure the code and not the load. Both phases always
+# run; either failing fails the target. The second phase runs the scenarios' simulated GPU
+# start-ups at 1% of a real host's (scenarios/conftest.py's default is 5%): no test asserts on
+# their length.
+TEST_WORKERS ?= 3
+SERIAL_ENV ?= SGLANG_SIM_STARTUP_SCALE=0.01
+test-fast: $(STAMP) testhost-deps report-deps lint typecheck
+	$(BIN)/pytest tests/ scenarios/ -m "not serial" -n $(TEST_WORKERS); status=$$?; \
+	$(SERIAL_ENV) $(BIN)/pytest tests/ scenarios/ -m serial && exit $$status
 
 # The real-SGLang tier (tests_real/, docs/real-sglang.md): the real package, installed once into
 # a venv of its own outside the project (reused while the release matches), serving a tiny model

@@ -117,7 +117,7 @@ SERVER_TESTS = (
 
 #: Tests whose assertions hang on wall-clock figures (TTFT/ITL gates, rate searches, paced
 #: arrivals, link cuts timed against a deadline): under parallel load they measure the load, not
-#: the code. ``make test`` runs them alone after the rest has run with ``pytest -n``; they get
+#: the code. ``make test-fast`` runs them alone after the rest has run with ``pytest -n``; they get
 #: the ``serial`` marker (by node id prefix, from the rootdir: this conftest sees scenarios/ too
 #: when both directories are collected, as ``make test`` does).
 SERIAL_TESTS = (
