@@ -37,6 +37,7 @@ from helpers import (  # noqa: E402
     child_pytest_argv,
     file_states,
     host_entry,
+    interruptible,
     save_inventory,
 )
 
@@ -153,6 +154,7 @@ def one_round(
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
+        preexec_fn=interruptible,
     )
     problems: list[str] = []
     deadline = time.monotonic() + 120

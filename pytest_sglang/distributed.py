@@ -6,11 +6,12 @@
   config's runs on two releases stay together, to be compared) and scheduled with xdist's
   ``loadgroup`` unless ``--dist`` was given, so all tests of a config run on one worker and the
   config is deployed once;
-* each worker leases one host for the session through the host lock (as many as the nodes of
+* each worker leases one host for the session through the host lock (as many as the servers of
   its largest topology: :mod:`pytest_sglang.topology`): it tries the hosts in an order that
-  starts at its own index, takes the first free ones, and when too few are free waits for the
-  first ones in one fixed order (``--sglang-lock-timeout``), so no host is ever used by two
-  workers and no two workers wait on each other;
+  starts at its own index and takes the free ones; short of hosts, it takes whichever free
+  first within ``--sglang-lock-timeout`` (then goes on with what it has, or, with none, waits
+  for its own), so no host is ever used by two workers and no worker waits for a host that a
+  sibling keeps until the whole session ends;
 * workers send their deployments, benchmarks, comparisons and report records to the controller,
   which writes the one ``--sglang-summary``, the Allure session files (sweep plots over every
   worker's tests) and ``--sglang-html``; each record names the host that ran it.
@@ -25,6 +26,7 @@ import fcntl
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,6 +40,8 @@ from .stash import SESSION_KEY
 __all__ = ["worker_index"]
 
 _LEASES: dict[str, IO[str]] = {}
+#: How often a worker that found every host taken tries them all again.
+_POLL_S = 1.0
 _NOTES: list[str] = []
 
 
@@ -95,18 +99,32 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group each config's tests; suffix node ids as xdist does for ``--dist loadgroup``."""
+    """Group each config's tests; suffix node ids as xdist does for ``--dist loadgroup``, for
+    the config groups and for any ``xdist_group`` mark a test carries itself (a module that
+    shares an expensive fixture among its tests), which xdist 3.8 cannot suffix under pytest 9."""
     suffix = bool(getattr(config, "workerinput", {}).get("sglang_loadgroup"))
     for item in items:
         callspec = getattr(item, "callspec", None)
         value = callspec.params.get("sglang_server") if callspec is not None else None
+        group = None
         if isinstance(value, ServerConfig):
             # a config's runs on the host's launchers (releases) share a worker: the later
             # release is gated against the earlier one's run in that worker's session
             group = f"sglang-{value.without_launcher().digest}"
             item.add_marker(pytest.mark.xdist_group(name=group))
-            if suffix and "@" not in item.nodeid:
-                _suffix_nodeid(item, group)
+        else:
+            group = _own_group(item)
+        if group and suffix and "@" not in item.nodeid:
+            _suffix_nodeid(item, group)
+
+
+def _own_group(item: pytest.Item) -> str | None:
+    """The group of a test's own ``xdist_group`` marks, named as xdist names it."""
+    names = {
+        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        for mark in item.iter_markers("xdist_group")
+    }
+    return "_".join(sorted(names)) or None
 
 
 def _suffix_nodeid(item: pytest.Item, group: str) -> None:
@@ -174,33 +192,29 @@ def _hosts_per_test(session: pytest.Session) -> int:
     return needed
 
 
-def _release(sglang: Any, names: list[str]) -> None:
-    for name in names:
-        handle = _LEASES.pop(name, None)
-        if handle is not None:
-            handle.close()
-        else:
-            sglang.host(name).restore()  # nothing deployed yet: gives the lock back
-
-
 def _lease_hosts(sglang: Any, order: list[str], count: int, index: int) -> list[str]:
-    """``count`` hosts for this worker: free ones first, starting at its own place in the
-    order; short of that, it gives back what it took and waits for the first ``count`` in one
-    fixed order, as every waiting worker does (no two wait on each other's hosts)."""
+    """``count`` hosts for this worker: the free ones, starting at its own place in the order;
+    short of that, whichever free first within ``--sglang-lock-timeout`` (a sibling worker
+    keeps its hosts until the whole session ends, so waiting for given ones could wait forever),
+    then what it has: a topology needing more fails with the one line naming the hosts. With
+    none at all, it waits for its own."""
     leased: list[str] = []
     for name in order:
-        if len(leased) == count:
-            return leased
-        if _try_lease(sglang, name, wait=False):
+        if len(leased) < count and _try_lease(sglang, name, wait=False):
             leased.append(name)
-    if len(leased) == count:
-        return leased
-    _release(sglang, leased)
-    wanted = sorted(order)[:count]
-    _say(sglang, f"[sglang] worker gw{index}: hosts taken; waiting for {', '.join(wanted)}")
-    for name in wanted:
-        _try_lease(sglang, name, wait=True)
-    return wanted
+    if len(leased) < count:
+        _say(sglang, f"[sglang] worker gw{index}: hosts taken; waiting for one to free")
+        deadline = time.monotonic() + float(getattr(sglang, "lock_timeout", 300.0))
+        while len(leased) < count and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+            for name in order:
+                free = name not in leased and len(leased) < count
+                if free and _try_lease(sglang, name, wait=False):
+                    leased.append(name)
+    if not leased:
+        _try_lease(sglang, order[0], wait=True)
+        leased = [order[0]]
+    return leased
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

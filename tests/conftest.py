@@ -24,7 +24,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `testhost` under any import mode
 
-from helpers import FAST_SIM, child_pytest_argv, sim_knobs, ssh_transport, use_simulator_env
+from helpers import (
+    FAST_SIM,
+    child_pytest_argv,
+    interruptible,
+    sim_knobs,
+    ssh_transport,
+    use_simulator_env,
+)
 from testhost import STATE_ROOT, SystemdTestHost, TestHostFactory
 
 from pytest_sglang.lifecycle.launcher_cache import CACHE_ENV
@@ -124,8 +131,6 @@ SERIAL_TESTS = (
     "tests/bench/test_route.py::test_a_search_probes_from_the_host",
     # an SSH drop timed to land mid-benchmark: under load the unit fails before the drop
     "tests/reliability/test_faults.py::test_ssh_drop_mid_benchmark",
-    # both tests write and remove the one fixed stand-in path, /opt/pytest-sglang-standin.py
-    "tests/reliability/test_quoting.py",
 )
 #: pytest-benchmark turns itself off in a pytest-xdist session (its figures would measure the
 #: load), so tests that measure through its fixture run in the serial phase, measured.
@@ -165,7 +170,9 @@ def session_until(pytester: pytest.Pytester) -> Iterator[SessionUntil]:
     children: list[subprocess.Popen[bytes]] = []
 
     def start(marker: Path, *args: str, timeout: float = 90.0) -> subprocess.Popen[bytes]:
-        proc = pytester.popen(child_pytest_argv(*args), stdin=pytester.CLOSE_STDIN)
+        proc = pytester.popen(
+            child_pytest_argv(*args), stdin=pytester.CLOSE_STDIN, preexec_fn=interruptible
+        )
         children.append(proc)
         deadline = time.monotonic() + timeout
         while not marker.exists():

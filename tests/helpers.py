@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -110,6 +111,13 @@ def child_env(env: Mapping[str, str], *, drop: Iterable[str] = STRAY_KNOBS) -> d
 def child_pytest_argv(*args: str) -> list[str]:
     """``python -m pytest -p no:cacheprovider *args`` with this interpreter."""
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a child session that a test interrupts with SIGINT: Ctrl-C's default
+    disposition. A pytest started in the background by a shell without job control (``make test
+    &``, nohup) ignores SIGINT, and a child inherits that: it would sleep through the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def host_args(*names: str) -> list[str]:

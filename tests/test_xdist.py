@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import tempfile
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -183,3 +187,60 @@ def test_each_worker_leases_the_hosts_of_its_topologies(pytester: pytest.Pyteste
     pairs = {r["host"] for r in topologies}
     hosts = [h for pair in pairs for h in pair.split("+")]
     assert len(hosts) == len(set(hosts)) == 2 * len(pairs), pairs  # no host in two pairs
+
+
+GROUPED = """
+import os, pathlib
+import pytest
+
+pytestmark = pytest.mark.xdist_group("shared")
+
+@pytest.mark.parametrize("n", range(6))
+def test_grouped(n):
+    pathlib.Path(f"ran-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+
+@pytest.mark.parametrize("n", range(6))
+def test_free(n):
+    pass
+"""
+
+
+def test_a_modules_own_xdist_group_keeps_its_tests_on_one_worker(
+    pytester: pytest.Pytester,
+) -> None:
+    """The plugin schedules by ``loadgroup``; a test's own ``xdist_group`` mark (a module that
+    shares an expensive fixture) holds under pytest 9 too, where xdist cannot suffix node ids."""
+    pytester.makepyfile(GROUPED)
+    result = pytester.runpytest_subprocess("-p", "xdist", "-n", "3")
+    result.assert_outcomes(passed=12)
+    workers = {(pytester.path / f"ran-{n}").read_text() for n in range(6)}
+    assert len(workers) == 1, workers
+
+
+def test_a_worker_takes_whichever_host_frees_first(pytester: pytest.Pytester) -> None:
+    """Another session holds one of two hosts: one worker takes the other, and the second worker
+    must not wait for its own host (which its sibling may hold until the session ends, a
+    deadlock) but take the first that frees."""
+    a, b = f"lease-{os.getpid()}-a", f"lease-{os.getpid()}-b"
+    pytester.makepyfile(SUITE)
+    inventory = save_inventory(pytester.path / "hosts.toml", local_entry(a), local_entry(b))
+    leases = Path(tempfile.gettempdir()) / "pytest-sglang-leases"
+    leases.mkdir(exist_ok=True)
+    # the same run's lease of host a (lock files are per run: ``--testrunuid``)
+    with (leases / f"held-{a}.lock").open("a") as other_session:
+        fcntl.flock(other_session, fcntl.LOCK_EX)
+        threading.Timer(5.0, other_session.close).start()
+        result = pytester.runpytest_subprocess(
+            "-p",
+            "xdist",
+            "-n",
+            "2",
+            "--testrunuid",
+            "held",
+            *host_args(a, b),
+            "--sglang-inventory",
+            str(inventory),
+            timeout=120,
+        )
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines([f"{a}*ready*"])  # freed by the other session, then taken

@@ -137,7 +137,14 @@ class HostBackup:
             "files": {},
             "moved": {},
         }
-        self.check("creating the backup dir", "mkdir -p -m 700 -- %s", self.directory)
+        # Twice: another session's ``finish`` may remove the shared parent (when it looks empty)
+        # between ``mkdir -p`` making it and making this directory in it.
+        self.check(
+            "creating the backup dir",
+            "mkdir -p -m 700 -- %s || mkdir -p -m 700 -- %s",
+            self.directory,
+            self.directory,
+        )
         return self.manifest
 
     def save(self) -> None:

@@ -17,12 +17,15 @@ into a backup on the host (:mod:`.backup`) before they change, together with the
 process group and state directory. A session killed before restoring leaves that record; the
 next session (or ``--sglang-restore``) stops the orphaned server (only if that process group
 still runs in the recorded directory) and puts the files back. On the embedded ``local`` host
-each session keeps its own record, named by its pid, and recovers those of dead sessions.
+each deployer keeps its own record, named by its session's pid and a number (one process can
+run several deployers at once: a test's own beside the session's server), and recovers those of
+dead sessions.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import posixpath
 import signal
@@ -47,6 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ProcessDeployer"]
 
+#: Numbers the local deployers of this process: each has its own backup directory, so that one
+#: restoring (which removes its directory) never removes another's record and copies.
+_LOCAL_DEPLOYERS = itertools.count(1)
 _CLEAN_SIGNALS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE}
 #: Where backups live, under the user's state directory on the host.
 _BACKUP_SUBDIR = ".local/state/pytest-sglang/process"
@@ -159,11 +165,11 @@ class ProcessDeployer(Deployer):
 
     @property
     def backup(self) -> HostBackup:
-        """This deployer's backup: per session and host on ``local`` (sessions there run side
-        by side, and one session may run several local hosts: a topology's replicas), per host
-        elsewhere (the host lock makes this session the only one)."""
+        """This deployer's backup: per deployer on ``local`` (sessions there run side by side,
+        and a session can run several deployers), per host elsewhere (the host lock makes this
+        session the only one)."""
         if self._backup is None:
-            name = f"local-{os.getpid()}-{self.spec.name}" if self.local else self.spec.name
+            name = f"local-{os.getpid()}-{next(_LOCAL_DEPLOYERS)}" if self.local else self.spec.name
             self._backup = HostBackup(
                 self.transport, f"{self._backup_root()}/{name}", host=self.spec.name
             )
@@ -179,7 +185,7 @@ class ProcessDeployer(Deployer):
             dead = [
                 str(directory)
                 for directory in (sorted(root.glob("local-*")) if root.is_dir() else [])
-                if _dead_session(directory.name.removeprefix("local-").split("-", 1)[0])
+                if _dead_session(directory.name)
             ]
         self._leftovers = []
         for directory in dead:
@@ -469,8 +475,10 @@ def _log_exit(proc: subprocess.Popen[bytes], log_path: str) -> None:
         log.write(f"{EXIT_MARKER} code={code} status={status}\n".encode())
 
 
-def _dead_session(pid: str) -> bool:
-    """Whether the session of ``local-<pid>-<host>`` is gone (not this one, not a live one)."""
+def _dead_session(name: str) -> bool:
+    """Whether ``local-<pid>-<n>`` (or an earlier release's ``local-<pid>``) names a session
+    that is gone (not this one, not a live one)."""
+    pid = name.removeprefix("local-").split("-")[0]
     return pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid))
 
 

@@ -42,6 +42,11 @@ def noisy_fast_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
     use_simulator_env(monkeypatch, SIM_ENV, drop=sim_knobs())
 
 
+#: The module fixtures below are measured once for all the tests here: under pytest-xdist the
+#: tests share one worker, so that no other worker measures them again.
+pytestmark = pytest.mark.xdist_group("baseline-plugin")
+
+
 @pytest.fixture(scope="module")
 def saved_baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A baselines/ folder with one saved run of TEST, recorded once for the module."""

@@ -78,6 +78,11 @@ def inventory(folder: Path, env: Mapping[str, str]) -> None:
     (folder / "sglang-hosts.toml").write_text(local_entry("local", env))
 
 
+#: The module fixtures below are measured once for all the tests here: under pytest-xdist the
+#: tests share one worker, so that no other worker measures them again.
+pytestmark = pytest.mark.xdist_group("upgrade")
+
+
 @pytest.fixture(scope="module")
 def old_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A baselines/ folder with one run of TEST measured on the simulator playing 0.5.22."""

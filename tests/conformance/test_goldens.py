@@ -26,6 +26,10 @@ from agreement import (
     measure_journal,
 )
 
+#: The module fixtures below are measured once for all the tests here: under pytest-xdist the
+#: tests share one worker, so that no other worker measures them again.
+pytestmark = pytest.mark.xdist_group("goldens")
+
 
 @pytest.fixture(scope="module")
 def agreement() -> Agreement:

@@ -42,6 +42,11 @@ TRACEBACK_BARS = {"tuned": 100.0, "held_out": 89.4, "fresh": 93.0}
 FALSE_REFUSALS = {"tuned": 10, "held_out": 4, "fresh": 2}
 
 
+#: The module fixtures below are measured once for all the tests here: under pytest-xdist the
+#: tests share one worker, so that no other worker measures them again.
+pytestmark = pytest.mark.xdist_group("wide-goldens")
+
+
 @pytest.fixture(scope="module")
 def parts() -> dict[str, Part]:
     profiles = load_wide()

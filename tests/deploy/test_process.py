@@ -79,6 +79,31 @@ def test_files_are_restored(deployer: ProcessDeployer, tmp_path: Path) -> None:
     assert not new.exists()
 
 
+def test_two_deployers_in_one_process_keep_their_own_records(
+    deployer: ProcessDeployer, tmp_path: Path
+) -> None:
+    """One process runs several local deployers at once (a test's own beside the session's
+    server, under pytest-xdist on one worker): one restoring must leave the other's intent
+    record and copies alone, or the other can no longer write its record nor put its files
+    back."""
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text("first")
+    second.write_text("second")
+    mine = ServerConfig(model_path="/m", files={str(first): {"content": "new"}})
+    deployer.deploy(deployer.launch_plan(mine))
+    other = ProcessDeployer(deployer.spec, LocalTransport(), stop_timeout=10)
+    try:
+        theirs = ServerConfig(model_path="/m", files={str(second): {"content": "new"}})
+        other.deploy(other.launch_plan(theirs))
+        other.restore()
+    finally:
+        other.close()
+    assert second.read_text() == "second"
+    deployer.deploy(deployer.launch_plan(mine))  # writes its record again
+    deployer.restore()
+    assert first.read_text() == "first"
+
+
 def test_version_detected_from_simulator_env(
     launcher: Launcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,7 +151,7 @@ def test_a_killed_local_session_is_recovered_by_the_next(
     records = list(
         Path(os.environ["HOME"]).glob(".local/state/pytest-sglang/process/*/manifest.json")
     )
-    assert [r.parent.name for r in records] == [f"local-{proc.pid}-local"]
+    assert [r.parent.name.rsplit("-", 1)[0] for r in records] == [f"local-{proc.pid}"]
     server = json.loads(records[0].read_text())["service"]
     assert kernel.read_text() == "new"
     proc.kill()

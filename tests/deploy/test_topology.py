@@ -193,10 +193,8 @@ def test_a_killed_session_leaves_no_router_and_the_next_restores_the_replicas(
     proc = session_until(marker)
     router, *replicas = (int(p) for p in (pytester.path / "pids").read_text().split())
     records = Path(os.environ["HOME"]).glob(".local/state/pytest-sglang/process/*/manifest.json")
-    assert sorted(r.parent.name for r in records) == [
-        f"local-{proc.pid}-local",
-        f"local-{proc.pid}-local.2",
-    ]
+    names = [r.parent.name for r in records]  # one record per replica's deployer
+    assert len(names) == 2 and all(n.startswith(f"local-{proc.pid}-") for n in names), names
     proc.kill()
     proc.wait(timeout=30)
     wait_for(lambda: not _running(router), "the router to die with its session", timeout=20)

@@ -51,8 +51,18 @@ INJECTIONS = (
 
 
 @pytest.fixture(scope="module")
-def deployer(systemd_host: SystemdTestHost, systemd_transport: Any) -> Iterator[SystemdDeployer]:
+def standin(systemd_transport: Any) -> Iterator[str]:
+    """The stand-in launcher on the test host, for every test of the module that launches it
+    (each test asks for it: under pytest-xdist a test may run alone on its worker's host)."""
     systemd_transport.put(STANDIN_CODE.encode(), STANDIN, mode=0o644)
+    yield STANDIN
+    systemd_transport.run("rm -f -- %s %s", STANDIN, PWNED)
+
+
+@pytest.fixture(scope="module")
+def deployer(
+    systemd_host: SystemdTestHost, systemd_transport: Any, standin: str
+) -> Iterator[SystemdDeployer]:
     spec = HostSpec(
         name="testhost",
         kind="ssh",
@@ -66,7 +76,6 @@ def deployer(systemd_host: SystemdTestHost, systemd_transport: Any) -> Iterator[
     d = SystemdDeployer(spec, systemd_transport)
     yield d
     d.restore()
-    systemd_transport.run("rm -f -- %s %s", STANDIN, PWNED)
     assert systemd_transport.run("test -e %s", UNIT).rc != 0
 
 
@@ -142,7 +151,7 @@ def test_arbitrary_strings_reach_argv_and_environment_exactly(
 
 
 def test_inventory_settings_cannot_inject_a_command(
-    tmp_path: Path, systemd_host: SystemdTestHost, systemd_transport: Any
+    tmp_path: Path, systemd_host: SystemdTestHost, systemd_transport: Any, standin: str
 ) -> None:
     for bad_service in (f"x;touch {PWNED}.service", f"$(touch {PWNED}).service", "a b.service"):
         inv = write_inventory(systemd_host, tmp_path / "bad.toml")

@@ -80,6 +80,11 @@ def plots_expected() -> bool:
     return True
 
 
+#: The module fixtures below are measured once for all the tests here: under pytest-xdist the
+#: tests share one worker, so that no other worker measures them again.
+pytestmark = pytest.mark.xdist_group("allure-results")
+
+
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Run the session once for the whole module (a subprocess: its own allure plugin state)."""
