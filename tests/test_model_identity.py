@@ -203,7 +203,9 @@ def test_the_deployer_reads_config_json_on_the_host_once(tmp_path: Path) -> None
     assert plan.resolved.speculative_num_steps == 3  # 0.5.12's default would be 5
     assert plan.notes == () and said == []
     deployer.launch_plan(config.replace(tp_size=2))
-    assert transport.commands == ["cat /host/models/house-model/config.json"]  # once
+    reads = [c for c in transport.commands if c.startswith("cat ")]
+    assert reads == ["cat /host/models/house-model/config.json"]  # once
+    assert sum(c.startswith("nvidia-smi") for c in transport.commands) == 1  # the GPU, once
     missing = deployer.launch_plan(ServerConfig(model_path="/host/models/Llama-3-8B"))
     note = (
         "model /host/models/Llama-3-8B: no readable config.json (No such file or directory on "
