@@ -162,8 +162,10 @@ class SglangSession:
             renamed = current.named(current.config.replace(name=config.name))
             return renamed  # type: ignore[return-value]
         self._stop_router()
+        placed = list(self.host_names)  # where the failure is recorded: the placement, once known
         try:
-            leases = [self.host(name) for name in self.topology_hosts(config)]
+            placed = self.topology_hosts(config)
+            leases = [self.host(name) for name in placed]
             deployment = bring_up_topology(
                 config,
                 leases,
@@ -174,7 +176,7 @@ class SglangSession:
         except SglangError as exc:
             self.records.append(
                 DeploymentRecord(
-                    host="+".join(self.host_names),
+                    host="+".join(placed),
                     config_id=config.id,
                     digest=config.digest,
                     outcome="failed",

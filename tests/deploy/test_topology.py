@@ -132,6 +132,8 @@ def test_a_replica_that_cannot_start_is_named(pytester: pytest.Pytester) -> None
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*topology part replica-1 on local: *"])
     assert "Traceback" not in result.stdout.str()
+    # the summary records it on the hosts it was placed on, not the session's one host
+    result.stdout.fnmatch_lines(["local+local.2 *-dp2-cache-aware *failed*"])
 
 
 def test_a_router_that_cannot_start_is_named(pytester: pytest.Pytester) -> None:
