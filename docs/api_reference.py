@@ -71,6 +71,7 @@ SECTIONS: dict[str, list[str]] = {
         "ConfigRefused",
         "DeployError",
         "ServerStartError",
+        "StartAbandoned",
         "JournalError",
         "RestoreError",
         "BaselineError",

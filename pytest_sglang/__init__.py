@@ -56,6 +56,7 @@ from .errors import (
     RestoreError,
     ServerStartError,
     SglangError,
+    StartAbandoned,
     TransportError,
 )
 from .lifecycle.production import production
@@ -160,6 +161,7 @@ __all__ = [
     "ShareGPTPrompts",
     "SharedPrefixPrompts",
     "Slo",
+    "StartAbandoned",
     "Task",
     "Topology",
     "TopologyDeployment",

@@ -16,6 +16,7 @@ Third-party errors (paramiko, requests, pydantic) are translated at the boundary
     ├── DeployError            writing the unit/files or (re)starting the service failed
     │   └── RestoreError       the host could not be returned to its original state
     ├── ServerStartError       the server failed to become ready (classified reason)
+    │   └── StartAbandoned     not waited for: another part of its topology failed
     ├── JournalError           the startup journal contradicts the requested config
     └── BaselineError          the baseline store cannot be read/written, or is unusable
 """
@@ -36,6 +37,7 @@ __all__ = [
     "RestoreError",
     "ServerStartError",
     "SglangError",
+    "StartAbandoned",
     "TransportError",
 ]
 
@@ -98,6 +100,15 @@ class ServerStartError(SglangError):
         super().__init__(message)
         self.reason = reason
         self.excerpt = excerpt
+
+
+class StartAbandoned(ServerStartError):
+    """The server's start was given up, not failed: another part of the same topology failed
+    first, so waiting for this one (minutes, on a GPU host) would change nothing. The server
+    was stopped; the host is restored with the others at the end of the session."""
+
+    def __init__(self, message: str, *, excerpt: str = "") -> None:
+        super().__init__(message, reason="abandoned", excerpt=excerpt)
 
 
 class JournalError(SglangError, AssertionError):

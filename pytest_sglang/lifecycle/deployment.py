@@ -33,7 +33,7 @@ from .deployer import Deployer
 from .journal import FOLLOWER_READY_LINE, READY_LINE, StartupJournal, find_fatal
 from .launch_plan import LaunchPlan
 from .lock import HostLockError
-from .readiness import ReadyResult, describe_exit, last_words, wait_until_ready
+from .readiness import GiveUp, ReadyResult, describe_exit, last_words, wait_until_ready
 
 __all__ = ["Deployment", "DeploymentRecord", "attach", "bring_up", "cross_check", "reason_of"]
 
@@ -191,9 +191,13 @@ def bring_up(
     redactor: Redactor,
     ready_timeout: float,
     say: Callable[[str], None],
+    give_up: GiveUp | None = None,
 ) -> Deployment:
-    """Deploy ``plan`` with ``deployer`` and return it once ready and verified."""
+    """Deploy ``plan`` with ``deployer`` and return it once ready and verified (``give_up``:
+    a topology's word that another part failed; nothing is deployed after it)."""
     where = f"{plan.host} {plan.config.id}"
+    if give_up is not None:
+        give_up.check(where)
     started = time.monotonic()
     cursor = deployer.deploy(plan)  # preflight first, then the host's changes
     deploy_s = time.monotonic() - started
@@ -212,6 +216,7 @@ def bring_up(
         on_progress=on_progress,
         http=http,
         ready_line=FOLLOWER_READY_LINE if plan.follower else READY_LINE,
+        give_up=give_up,
     )
     # /server_info is asked while the journal is verified: the fixture yields one request
     # sooner after the ready line

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 
 from ..config import ServerConfig
-from ..errors import ConfigError, SglangError
+from ..errors import ConfigError, SglangError, StartAbandoned
 from ..secrets import Redactor
 from .deployer import Deployer, DeployerSettings
 from .deployers import make_deployer
@@ -24,6 +24,7 @@ from .hosts import transport_for
 from .launch_plan import LaunchPlan
 from .lock import HostLock, HostLockError, LockHolder
 from .production import apply_production, is_production
+from .readiness import GiveUp
 from .spec import HostSpec
 
 __all__ = ["HOST_RESOLVE_MODES", "HostLease", "ProgressSink"]
@@ -236,9 +237,13 @@ class HostLease:
             self._failed(config, exc)
             return None
 
-    def deployment(self, config: ServerConfig) -> Deployment:
+    def deployment(self, config: ServerConfig, *, give_up: GiveUp | None = None) -> Deployment:
         """The deployment of ``config``: reused when it (or the same config under another
-        name: the same digest) is already up, else deployed now."""
+        name: the same digest) is already up, else deployed now.
+
+        ``give_up``: set by a topology when another of its parts failed. A start given up is
+        stopped at once and not recorded as this host's failure (the config did nothing
+        wrong here): StartAbandoned."""
         if self._lock is not None and self._lock.lost:
             self.current = None
             raise HostLockError(
@@ -260,7 +265,13 @@ class HostLease:
                 if self._record is not None:
                     self._record.add_name(config.id)
                 return self.current.named(config)
-            self.current = self._deploy(config)
+            self.current = self._deploy(config, give_up)
+        except StartAbandoned as exc:
+            self.current, self._record = None, None  # what ran before was replaced
+            if self._deployer is not None:
+                self._deployer.stop()
+            self._say(f"[sglang] {exc}; stopped")
+            raise
         except SglangError as exc:
             self._failed(requested, exc, config)
             raise
@@ -381,7 +392,7 @@ class HostLease:
             self._note(note)
         return adopted
 
-    def _deploy(self, config: ServerConfig) -> Deployment:
+    def _deploy(self, config: ServerConfig, give_up: GiveUp | None = None) -> Deployment:
         self.prepare()
         plan = self._authorised(self.deployer.launch_plan(config))
         self.deployer.use_launcher(config.launcher)  # what runs it, asked while it is up
@@ -391,6 +402,7 @@ class HostLease:
             redactor=self.redactor,
             ready_timeout=self.ready_timeout,
             say=self._say,
+            give_up=give_up,
         )
 
     def stop_current(self) -> None:

@@ -16,19 +16,20 @@ reached again is reported as such, never as "not ready in time".
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import requests
 
-from ..errors import ServerStartError, TransportError
+from ..errors import ServerStartError, StartAbandoned, TransportError
 from .deployer import Deployer, ServiceState
 from .follow import JournalEntry, JournalFollower
 from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
 from .unit import EXIT_MARKER
 
-__all__ = ["ReadyResult", "describe_exit", "last_words", "wait_until_ready"]
+__all__ = ["GiveUp", "ReadyResult", "describe_exit", "last_words", "wait_until_ready"]
 
 #: How often the service's state is asked for while the journal stream is quiet.
 SAFETY_POLL_S = 2.0
@@ -47,6 +48,40 @@ EXIT_RECHECK_S = 1.0
 #: Reopenings of a journal stream that ended while the service still ran, without a line
 #: arriving in between, before the host counts as lost.
 MAX_REOPENS = 3
+
+
+class GiveUp:
+    """Told from another thread that a start no longer matters: another part of the same
+    topology failed. A wait for readiness ends at its next turn (within ``SAFETY_POLL_S``)
+    with :class:`~.errors.StartAbandoned`, and a deploy that has not begun does not begin. The
+    first :meth:`give_up` wins: its part is the one the topology's error names."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        #: The part whose failure gave up the others ("" until then).
+        self.cause = ""
+
+    def give_up(self, cause: str) -> bool:
+        """Give up for ``cause`` (a part name); False when another cause came first."""
+        with self._lock:
+            if self._event.is_set():
+                return False
+            self.cause = cause
+            self._event.set()
+            return True
+
+    @property
+    def given_up(self) -> bool:
+        return self._event.is_set()
+
+    def check(self, where: str, excerpt: str = "") -> None:
+        """StartAbandoned naming the cause once given up; nothing before."""
+        if self._event.is_set():
+            raise StartAbandoned(
+                f"{where}: not waited for: topology part {self.cause} failed first",
+                excerpt=excerpt,
+            )
 
 
 @dataclass
@@ -109,15 +144,18 @@ def wait_until_ready(
     on_progress: ProgressCallback | None = None,
     http: requests.Session | None = None,
     ready_line: str = READY_LINE,
+    give_up: GiveUp | None = None,
 ) -> ReadyResult:
     """Follow the journal until the server is ready; ServerStartError when it cannot be.
 
     ``cursor`` is the journal position taken before the restart; nothing before it is read.
     ``ready_line``: what the server logs once it serves (a multi-node follower logs
     :data:`~.journal.FOLLOWER_READY_LINE`, its health server's start), then ``/health``.
+    ``give_up``: another thread's word that this start no longer matters (StartAbandoned).
     """
     watch = _Watch(deployer, base_url, where, timeout, on_progress, http or requests.Session())
     watch.ready_line = ready_line
+    watch.give_up = give_up
     try:
         follower = deployer.follow(cursor)
     except TransportError as exc:
@@ -139,6 +177,8 @@ class _Watch:
     follower: JournalFollower
     #: The line after which /health is asked (:func:`wait_until_ready`'s ``ready_line``).
     ready_line: str = READY_LINE
+    #: Set when another part of the topology failed: the wait ends (StartAbandoned).
+    give_up: GiveUp | None = None
 
     def __init__(
         self,
@@ -194,6 +234,8 @@ class _Watch:
             ready = self._confirm_health(now)
             if ready is not None:
                 return ready
+            if self.give_up is not None:  # its own failure above comes first
+                self.give_up.check(self.where, self.journal.excerpt())
             if now - self.start > self.timeout:
                 raise ServerStartError(
                     f"{self.where}: not ready in time ({self.timeout:.0f}s; stuck at phase "

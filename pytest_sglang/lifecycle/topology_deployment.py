@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 import requests
 
 from ..config import ServerConfig
-from ..errors import ConfigError, ServerStartError, SglangError
+from ..errors import ConfigError, ServerStartError, SglangError, StartAbandoned
 from ..topology import Topology
 from .deployment import Deployment
 from .journal import StartupJournal
 from .launch_plan import free_port
+from .readiness import GiveUp
 from .router import RouterProcess
 from .spec import HostSpec
 
@@ -155,16 +156,24 @@ def node_configs(
     ]
 
 
-def _part(lease: HostLease, config: ServerConfig, part: str) -> Deployment:
+def _part(lease: HostLease, config: ServerConfig, part: str, give_up: GiveUp) -> Deployment:
+    """One part on its lease; its failure gives up the parts still starting (the first
+    failure is the topology's)."""
     try:
-        return lease.deployment(config)
+        return lease.deployment(config, give_up=give_up)
+    except StartAbandoned:
+        raise
     except SglangError as exc:
+        give_up.give_up(part)
         excerpt = getattr(exc, "excerpt", "")
         raise ServerStartError(
             f"topology part {part} on {lease.spec.name}: {exc}",
             reason=getattr(exc, "reason", "") or "failed",
             excerpt=excerpt,
         ) from None
+    except BaseException:
+        give_up.give_up(part)
+        raise
 
 
 def pd_configs(
@@ -192,10 +201,19 @@ def pd_configs(
 def _run_parts(
     jobs: Sequence[tuple[HostLease, ServerConfig, str]],
 ) -> dict[str, Deployment]:
-    """Every part at once (a first node waits for the others; a decode server for nothing)."""
+    """Every part at once (a first node waits for the others; a decode server for nothing).
+
+    Fails fast: the first part that fails gives up the others still starting (each stops at
+    its next turn, within seconds, instead of waiting out its own start: minutes on a GPU
+    host, or for ever where a first node waits for a follower that died), and its error is
+    the one raised; the parts already up stay up (the session restores every host)."""
+    give_up = GiveUp()
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = [pool.submit(_part, lease, cfg, name) for lease, cfg, name in jobs]
-    return {name: future.result() for (_, _, name), future in zip(jobs, futures)}
+        futures = [pool.submit(_part, lease, cfg, name, give_up) for lease, cfg, name in jobs]
+    by_name = {name: future for (_, _, name), future in zip(jobs, futures)}
+    if give_up.given_up:
+        by_name[give_up.cause].result()  # raises the first failure
+    return {name: future.result() for name, future in by_name.items()}
 
 
 def _bring_up_parts(
@@ -263,8 +281,9 @@ def bring_up_topology(
     say: Callable[[str], None],
 ) -> TopologyDeployment:
     """Every part of ``config`` on its lease (at once), then the router in front of the
-    replicas. A part that fails is named in the one-line error (the first, in part order); the
-    parts that came up stay up for the next config, and the session restores them all."""
+    replicas. The first part that fails is named in the one-line error and the others still
+    starting are given up (stopped); the parts that came up stay up for the next config, and
+    the session restores them all."""
     topology = config.topology
     assert topology is not None
     parts, router, entries = _start_router(config, leases, router_launch, say)

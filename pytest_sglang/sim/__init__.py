@@ -24,7 +24,9 @@ the executable:
   ``diverge-after=N`` (not fatal: under speculative decoding greedy outputs change from output
   token N on, :mod:`.quality`), ``replay:<file>`` (a real SGLang log, e.g. one of
   tests/data/failures/, written as this server's output, then the process ends as that server
-  did; a log that reached the ready line is followed by a normal start).
+  did; a log that reached the ready line is followed by a normal start). Several faults,
+  separated by ``;``, each limited to the servers whose command line has a flag with a value
+  (``oom@--node-rank=1;slow-start=600@--node-rank=0``): the first that applies wins.
 - ``SGLANG_SIM_IGNORE_FLAG``: a field name (``speculative_num_steps``) or flag
   (``--speculative-num-steps``) that silently keeps its default: a flag that did not take effect.
 - ``SGLANG_SIM_TTFT_MS`` / ``SGLANG_SIM_ITL_MS``: fixed time to first token and inter-token

@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     if "--help" in args or "-h" in args:
         # real SGLang imports torch before argparse can answer: 5-15 s on a GPU host
         time.sleep(float(os.environ.get("SGLANG_SIM_HELP_DELAY_S") or 0))
-    settings = SimSettings.from_env()
+    settings = SimSettings.from_env(argv=args)
     setup_logging()
     if settings.fault.kind == "replay":
         replay(settings.fault.path)  # returns only for a log of a server that came up

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..versions import DEFAULT_SGLANG_VERSION, SIMULATED_VERSIONS
@@ -61,14 +61,37 @@ def _die(message: str) -> None:
     raise SystemExit(2)
 
 
-def _fault(raw: str) -> Fault:
+def _fault(raw: str, argv: Sequence[str] = ()) -> Fault:
+    """The fault for a server started with ``argv``: ``SGLANG_SIM_FAULT`` is one fault, or
+    several separated by ``;`` each limited to the servers whose command line has a flag with a
+    value (``oom@--node-rank=1; slow-start=600@--node-rank=0``: one part of a topology fails,
+    another is slow); the first that applies wins."""
+    for entry in raw.split(";"):
+        spec, at, where = entry.partition("@")
+        if at and not _has_flag(argv, where.strip(), raw):
+            continue
+        return _one_fault(spec, raw)
+    return Fault()
+
+
+def _has_flag(argv: Sequence[str], where: str, raw: str) -> bool:
+    """``argv`` has ``--flag value`` or ``--flag=value`` for ``where`` = ``--flag=value``."""
+    flag, eq, value = where.partition("=")
+    if not (flag.startswith("--") and eq):
+        _die(f"SGLANG_SIM_FAULT={raw!r}: {where!r} is not FLAG=VALUE (e.g. --node-rank=1)")
+    words = list(argv)
+    pairs = zip(words, [*words[1:], ""])
+    return f"{flag}={value}" in words or any(a == flag and b == value for a, b in pairs)
+
+
+def _one_fault(raw: str, whole: str) -> Fault:
     raw = raw.strip()
     if not raw:
         return Fault()
     if raw.lower().startswith("replay:"):
         path = raw[len("replay:") :].strip()
         if not os.path.isfile(path) or not os.access(path, os.R_OK):
-            _die(f"SGLANG_SIM_FAULT={raw!r}: no readable log at {path!r}; give replay:<file>")
+            _die(f"SGLANG_SIM_FAULT={whole!r}: no readable log at {path!r}; give replay:<file>")
         return Fault("replay", path=path)
     kind, _, value = raw.partition("=")
     kind = kind.strip().lower()
@@ -80,8 +103,9 @@ def _fault(raw: str) -> Fault:
         except ValueError:
             pass
     _die(
-        f"SGLANG_SIM_FAULT={raw!r} is not a fault; use oom, cuda-graph, crash-after=N, hang, "
-        "slow-start=SECONDS, diverge-after=N or replay:<file>"
+        f"SGLANG_SIM_FAULT={whole!r} is not a fault; use oom, cuda-graph, crash-after=N, hang, "
+        "slow-start=SECONDS, diverge-after=N or replay:<file> (each optionally @--flag=value, "
+        "several separated by ';')"
     )
     raise AssertionError("unreachable")
 
@@ -109,7 +133,11 @@ class SimSettings:
     noise: float = 0.0
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> SimSettings:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, argv: Sequence[str] = ()
+    ) -> SimSettings:
+        """The knobs of a server started with ``argv`` (a fault may apply to some servers
+        only)."""
         env = os.environ if environ is None else environ
         version = emulated_version(env)
         if version not in SIMULATED_VERSIONS:
@@ -136,7 +164,7 @@ class SimSettings:
             startup_scale=_float(env, "SGLANG_SIM_STARTUP_SCALE", 1.0),
             time_scale=_float(env, "SGLANG_SIM_TIME_SCALE", 1.0),
             speed_factor=speed,
-            fault=_fault(env.get("SGLANG_SIM_FAULT", "")),
+            fault=_fault(env.get("SGLANG_SIM_FAULT", ""), argv),
             ignore_flag=env.get("SGLANG_SIM_IGNORE_FLAG", "").strip().lstrip("-").replace("-", "_"),
             ttft_ms=ttft if ttft >= 0 else None,
             itl_ms=itl if itl >= 0 else None,

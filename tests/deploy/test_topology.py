@@ -130,7 +130,8 @@ def test_a_replica_that_cannot_start_is_named(pytester: pytest.Pytester) -> None
     pytester.makepyfile(FAILING)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*topology part replica-1 on local: *"])
+    # both fail the same way: the first to fail is the topology's error
+    result.stdout.fnmatch_lines(["*topology part replica-? on local*: *out of memory*"])
     assert "Traceback" not in result.stdout.str()
     # the summary records it on the hosts it was placed on, not the session's one host
     result.stdout.fnmatch_lines(["local+local.2 *-dp2-cache-aware *failed*"])
@@ -260,6 +261,60 @@ def test_multi_node_replicas(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*local+local.2 *tp2-dp1-nn2 *ready*"])
     for pid in {int(p) for p in (pytester.path / "pids").read_text().split()}:
         wait_for(lambda pid=pid: not _running(pid), "every node to stop", timeout=20)
+
+
+#: A replica over two nodes whose follower dies at KV allocation while its first node is still
+#: loading (600 s more): without failing fast the first node would be waited for until the ready
+#: timeout, as it waits for the follower for ever.
+FOLLOWER_DIES = """
+import pytest
+from pytest_sglang import ServerConfig, Topology
+
+CONFIG = ServerConfig(
+    model_path="/models/failfast-MARK",
+    tp_size=2,
+    topology=Topology(replicas=1, nodes=2, router=None),
+    env={"SGLANG_SIM_FAULT": "oom@--node-rank=1;slow-start=600@--node-rank=0"},
+)
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_it(sglang_server):
+    pass
+"""
+
+
+def _sim_processes(marker: str) -> list[int]:
+    """The running processes whose command line has ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and _running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_failed_part_gives_up_the_others(pytester: pytest.Pytester) -> None:
+    """Fail fast: the follower's failure is the topology's error at once, the first node (which
+    would wait for it for ever) is given up and stopped, not waited for until the timeout."""
+    marker = f"failfast-{os.getpid()}"
+    pytester.makepyfile(FOLLOWER_DIES.replace("failfast-MARK", marker))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--sglang-ready-timeout", "300")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*local tp2-*: not waited for: topology part replica-1.node-1 failed first; stopped*",
+            "*topology part replica-1.node-1 on local.2: *",
+        ]
+    )
+    assert "not ready in time" not in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+    wait_for(lambda: not _sim_processes(marker), "both nodes to stop", timeout=20)
 
 
 GATED = """

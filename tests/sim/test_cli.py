@@ -110,3 +110,18 @@ def test_gpu_profile_knobs_reach_resolution(capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit):
         SimSettings.from_env({"SGLANG_SIM_GPU_CAPABILITY": "hopper"})
     assert "SGLANG_SIM_GPU_CAPABILITY='hopper'" in capsys.readouterr().err
+
+
+def test_a_fault_limited_to_some_servers(capsys: pytest.CaptureFixture[str]) -> None:
+    """``FAULT@--flag=value``, several separated by ';': the first whose flag the server's
+    command line has (either spelling) applies; a selector that is no FLAG=VALUE is one line."""
+    from pytest_sglang.sim.knobs import Fault, SimSettings
+
+    env = {"SGLANG_SIM_FAULT": "oom@--node-rank=1; slow-start=600@--node-rank=0"}
+    assert SimSettings.from_env(env, ["--node-rank", "1"]).fault == Fault("oom")
+    assert SimSettings.from_env(env, ["--node-rank=0"]).fault == Fault("slow-start", 600.0)
+    assert SimSettings.from_env(env, ["--node-rank", "2"]).fault == Fault()
+    assert SimSettings.from_env({"SGLANG_SIM_FAULT": "hang"}, ["--port", "1"]).fault.kind == "hang"
+    with pytest.raises(SystemExit):
+        SimSettings.from_env({"SGLANG_SIM_FAULT": "oom@node-rank"}, ["--node-rank", "1"])
+    assert "'node-rank' is not FLAG=VALUE" in capsys.readouterr().err
