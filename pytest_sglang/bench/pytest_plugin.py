@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, overload
 
 import pytest
-import requests
 
 from ..errors import SglangError
 from ..lifecycle.deployment import Deployment
@@ -41,6 +40,7 @@ from ..terminal import Column, LiveLine, TextTable, write_lines, write_table
 from .identity import WorkloadIdentity, identify
 from .loadgen import RunProgress
 from .metrics import BenchResult, RequestRecord
+from .parts import parts_after, parts_before, per_part_line
 from .route import bench_from_by_host, run_round
 from .search import ProbeDisturbed, SearchResult, search_over
 from .slo import Slo, slo_figures
@@ -112,7 +112,7 @@ class SglangBench:
         target, rounds = self._checked(rounds, slo)
         runs: list[BenchResult] = []
         slo_rounds: list[dict[str, Any]] = []
-        parts_before = _requests_by_part(self.deployment)
+        before = parts_before(self.deployment)
 
         live = LiveLine(self.config)
         quiet = self.config.get_verbosity() < 0
@@ -160,8 +160,7 @@ class SglangBench:
             self._disturbed(workload, runs, failure[0], notes, paths)
         result = runs[-1]
         info = self._extra_info(workload, result, runs)
-        if parts_before is not None:
-            info["per_part"] = _per_part(parts_before, _requests_by_part(self.deployment) or {})
+        info.update(parts_after(self.deployment, before))
         note = cache_report_note(workload, self.deployment, result)
         if note:
             info["cache_report"] = note
@@ -368,43 +367,6 @@ class SglangBench:
         if isinstance(d, TopologyDeployment):  # every server's GPUs (the verdict's per-gpu)
             info["gpus"] = d.gpus
         return info
-
-
-def _requests_by_part(deployment: Deployment) -> dict[str, dict[str, float]] | None:
-    """A topology's requests per replica so far, by outcome, from its router; None for one
-    server (or when the router does not answer: the figures then have no breakdown)."""
-    if not isinstance(deployment, TopologyDeployment):
-        return None
-    try:
-        return deployment.requests_by_part()
-    except requests.RequestException:
-        return None
-
-
-def _per_part(
-    before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
-) -> dict[str, dict[str, int]]:
-    """What a benchmark sent each part, by outcome: the router's counters, after - before."""
-    out: dict[str, dict[str, int]] = {}
-    for part, counts in sorted(after.items()):
-        was = before.get(part, {})
-        out[part] = {k: round(v - was.get(k, 0.0)) for k, v in sorted(counts.items())}
-    return out
-
-
-def per_part_line(row: dict[str, Any]) -> str:
-    """``tp4-dp2-round-robin concurrency-8: replica-1 8, replica-2 8 (1 failed)``; "" for a
-    result of one server."""
-    parts = row.get("per_part")
-    if not parts:
-        return ""
-    cells = []
-    for part, counts in parts.items():
-        failed = sum(v for k, v in counts.items() if k != "success")
-        cells.append(
-            f"{part} {counts.get('success', 0)}" + (f" ({failed} failed)" if failed else "")
-        )
-    return f"{row['config_id']} {row['workload']}: requests by part: " + ", ".join(cells)
 
 
 def _cache_report_on(deployment: Deployment) -> bool:

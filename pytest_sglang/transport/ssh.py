@@ -45,6 +45,9 @@ __all__ = ["SshCommandStream", "SshLinkWatch", "SshPortForward", "SshTransport",
 _CHUNK = 65536
 _POLL = 0.2  # the longest a wait goes without re-checking deadline and connection
 _MISSING = 44  # exit status of the sudo `get` helper when the file does not exist
+#: Tries at opening the SFTP subsystem on a live connection, and the pause between them.
+SFTP_ATTEMPTS = 3
+SFTP_RETRY_S = 0.5
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -440,13 +443,21 @@ class SshTransport(Transport):
                 chan = sftp.get_channel()
                 if chan is not None and not chan.closed and chan.get_transport() is live:
                     return sftp
-            try:
-                sftp = paramiko.SFTPClient.from_transport(live)
-            except (paramiko.SSHException, EOFError, OSError) as exc:
-                raise TransportError(
-                    f"{self.name}: cannot start SFTP ({exc}); is the sftp subsystem enabled?",
-                    host=self.name,
-                ) from exc
+            for attempt in range(SFTP_ATTEMPTS):
+                try:
+                    sftp = paramiko.SFTPClient.from_transport(live)
+                    break
+                except (paramiko.SSHException, EOFError, OSError) as exc:
+                    # a busy sshd may close the subsystem's channel before its first packet
+                    # (EOFError, no message): opening it again is harmless
+                    if attempt + 1 < SFTP_ATTEMPTS and live.is_active():
+                        time.sleep(SFTP_RETRY_S)
+                        continue
+                    raise TransportError(
+                        f"{self.name}: cannot start SFTP ({exc or type(exc).__name__}); is the "
+                        "sftp subsystem enabled?",
+                        host=self.name,
+                    ) from exc
             if sftp is None:  # pragma: no cover - paramiko returns None only on odd servers
                 raise TransportError(f"{self.name}: cannot start SFTP", host=self.name)
             self._sftp_client = sftp

@@ -350,7 +350,7 @@ DISAGGREGATED = """
 import pytest
 from pytest_sglang import ServerConfig, Topology, Workload, sweep
 
-BASE = ServerConfig(model_path="/models/Qwen3-8B", name="qwen")
+BASE = ServerConfig(model_path="/models/Qwen3-8B", name="qwen", extra_args=("--enable-metrics",))
 CONFIGS = sweep(BASE, topology=[Topology(prefill=1, decode=1, prefill_tp=p, decode_tp=2) for p in (1, 2)])
 
 
@@ -381,7 +381,10 @@ def test_prefill_and_decode_behind_the_router_in_pd_mode(pytester: pytest.Pytest
             "*qwen-pd1x1-ptp1-dtp2-cache-aware*(3 GPU)*",
         ]
     )
-    result.stdout.fnmatch_lines(["*requests by part: decode-1 *, prefill-1 *"])
+    # each server's own /metrics: the prefill server's requests end at the hand-over
+    result.stdout.fnmatch_lines(
+        ["*requests by part: decode-1 * s each on it, TTFT *), prefill-1 * s each on it*"]
+    )
 
 
 DRAINED = """
