@@ -22,13 +22,14 @@ import pytest
 from conftest import RealSglang, local_real_entry
 
 SCENARIO = """
-import os, signal, time
+import os, signal, threading, time
 import pytest
 from pytest_sglang import Router, Topology, Workload, production, sweep
 
 POLICIES = ("cache_aware", "round_robin")  # the kill under round robin: see docs
 CONFIGS = sweep(production(), topology=[Topology(router=Router(policy=p)) for p in POLICIES])
 GENERATE = {"text": "the model of the server is", "sampling_params": {"max_new_tokens": 4}}
+SIXTEEN = Workload.fixed_concurrency(2, num_requests=16, output_tokens=16)
 
 
 @pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
@@ -55,12 +56,34 @@ def test_bench(sglang_bench):
     assert result.failed == 0, result.errors
 
 
+def when_served(server, part, more, action):
+    # action() once the router has sent part `more` requests more than now
+    start = server.requests_by_part().get(part, {}).get("success", 0)
+
+    def watch():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if server.requests_by_part().get(part, {}).get("success", 0) >= start + more:
+                action()
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
 @pytest.mark.parametrize("sglang_server", CONFIGS[1:], indirect=True)
-def test_a_replica_dies(sglang_server):
-    os.killpg(sglang_server.parts["replica-2"].deployer.state().main_pid, signal.SIGKILL)
-    time.sleep(1)
-    for _ in range(4):  # what it sends to the dead replica, it retries on the other
-        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+def test_a_replica_dies_mid_benchmark(sglang_server, sglang_bench):
+    victim = sglang_server.parts["replica-2"].deployer.state().main_pid
+    killer = when_served(sglang_server, "replica-2", 2, lambda: os.killpg(victim, signal.SIGKILL))
+    result = sglang_bench(SIXTEEN, rounds=1)
+    killer.join()
+    assert not sglang_server.parts["replica-2"].deployer.state().running
+    # what was streaming from it when it died fails; the rest went to the other replica
+    assert result.completed + result.failed == 16 and result.failed <= 2, result.errors
+    with open("killed", "w") as fh:
+        fh.write(f"{result.completed} {result.failed}")
 
 
 @pytest.mark.parametrize("sglang_server", CONFIGS[1:], indirect=True)
@@ -80,19 +103,83 @@ def test_two_real_replicas_behind_the_real_router(
         timeout=900,
     )  # fmt: skip
     result.assert_outcomes(passed=4, errors=1)
+    completed, failed = (int(n) for n in (pytester.path / "killed").read_text().split())
     text = result.stdout.str()
     assert text.count("real.2 production: ready and verified") == 1, text
     assert text.count("real production: ready and verified") == 1, text
     result.stdout.fnmatch_lines(
         ["*production-dp2-cache-aware concurrency-4: requests by part: replica-1 *, replica-2 *"]
     )
+    # the killed run, broken down per part: replica-2 served a few, then replica-1 the rest
+    result.stdout.fnmatch_lines(["*round-robin concurrency-2: requests by part: replica-1 *"])
     result.stdout.fnmatch_lines(
         [
             "*topology part replica-2: real.2 production: the server ended after it was ready: "
             "process killed by signal 9*"
         ]
     )
+    print(f"killed mid-benchmark: {completed} completed, {failed} failed")
     for pid in {int(p) for p in (pytester.path / "pids").read_text().split()}:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+DRAINED = """
+import os, signal, time
+import pytest
+import requests
+from pytest_sglang import Router, Topology, Workload, production
+
+from test_topology import GENERATE, SIXTEEN, when_served
+
+ROUTER = Router(policy="round_robin", args=("--health-check-interval-secs", "1"))
+CONFIG = production(topology=Topology(router=ROUTER))
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_a_replica_drains_mid_benchmark(sglang_server, sglang_bench):
+    with open("pids", "w") as fh:
+        fh.write(" ".join(str(p.deployer.state().main_pid) for p in sglang_server.parts.values()))
+    victim = sglang_server.parts["replica-2"].deployer.state().main_pid
+    drain = when_served(sglang_server, "replica-2", 2, lambda: os.kill(victim, signal.SIGTERM))
+    result = sglang_bench(SIXTEEN, rounds=1)
+    drain.join()
+    with open("drained", "w") as fh:
+        fh.write(f"{result.completed} {result.failed}")
+    assert result.completed + result.failed == 16
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the router's health checks take it out
+        ready = requests.get(sglang_server.url("/readiness"), timeout=5).json()
+        if ready.get("healthy_workers") == 1:
+            break
+        time.sleep(0.2)
+    assert ready == {"status": "ready", "healthy_workers": 1, "total_workers": 2}
+    before = sglang_server.requests_by_part()
+    for _ in range(4):
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    after = sglang_server.requests_by_part()
+    assert after["replica-1"]["success"] - before["replica-1"]["success"] == 4
+"""
+
+
+def test_a_real_replica_drained_mid_benchmark(
+    pytester: pytest.Pytester, real_sglang: RealSglang
+) -> None:
+    """SIGTERM to a real replica while a benchmark runs through the real router: SGLang drains
+    it (what it serves finishes, new requests are refused) and it ends; the router's health
+    checks take it out of ``/readiness``, and everything goes to the other replica."""
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text(local_real_entry("real", real_sglang, real_sglang.production_line()))
+    pytester.makepyfile(test_topology=SCENARIO, test_drained=DRAINED)
+    result = pytester.runpytest_subprocess(
+        "--sglang-inventory", str(inventory), "--sglang-host", "real", "-p", "no:cacheprovider",
+        "test_drained.py", timeout=900,
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*round-robin-* concurrency-2: requests by part: replica-1 *"])
+    completed, failed = (int(n) for n in (pytester.path / "drained").read_text().split())
+    print(f"drained mid-benchmark: {completed} completed, {failed} failed")
+    for pid in (int(p) for p in (pytester.path / "pids").read_text().split()):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 

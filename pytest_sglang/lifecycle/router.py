@@ -35,6 +35,7 @@ import requests
 from ..cmdline import split_shell
 from ..errors import ConfigError, ServerStartError
 from ..topology import Router
+from .router_log import RouterCause, router_cause
 
 __all__ = ["DEFAULT_ROUTER_LAUNCH", "RouterProcess", "router_launch"]
 
@@ -128,7 +129,7 @@ class RouterProcess:
 
     def start(self, timeout: float) -> None:
         """Start it and wait until it routes to every replica (its ``/readiness``); a
-        ServerStartError (reason ``router failed``) names why, with its log's last lines."""
+        ServerStartError names why (the cause its log gives, :meth:`failure`)."""
         self.port, self.metrics_port = _free_port(), _free_port()
         with open(self.log_path, "wb") as log:
             try:
@@ -169,8 +170,18 @@ class RouterProcess:
 
     def _failed(self, why: str) -> ServerStartError:
         self.stop()
+        return self.failure(why)
+
+    def failure(self, why: str) -> ServerStartError:
+        """One line for the router's failure: the cause its log gives (:mod:`.router_log`),
+        then ``why`` (what the plugin saw), with the log's last lines."""
+        try:
+            cause = router_cause(self.log_path.read_text(errors="replace"))
+        except OSError:
+            cause = RouterCause("router failed")
+        said = f"{cause.reason}: {cause.line} ({why})" if cause.line else why
         return ServerStartError(
-            f"topology part router: {why}", reason="router failed", excerpt=self.log_tail()
+            f"topology part router: {said}", reason=cause.reason, excerpt=self.log_tail()
         )
 
     def log_tail(self, lines: int = 20) -> str:

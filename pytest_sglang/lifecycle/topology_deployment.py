@@ -106,11 +106,7 @@ class TopologyDeployment(Deployment):
                     f"topology part {name}: {exc}", reason=exc.reason, excerpt=exc.excerpt
                 ) from None
         if self.router is not None and not self.router.running():
-            raise ServerStartError(
-                "topology part router: the router ended after it was ready",
-                reason="router failed",
-                excerpt=self.router.log_tail(),
-            )
+            raise self.router.failure("the router ended after it was ready")
 
 
 def placement(config: ServerConfig, hosts: Sequence[str]) -> list[str]:

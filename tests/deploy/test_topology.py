@@ -146,6 +146,24 @@ def test_a_router_that_cannot_start_is_named(pytester: pytest.Pytester) -> None:
     )
 
 
+def test_a_router_flag_it_refuses_is_named_with_its_own_words(pytester: pytest.Pytester) -> None:
+    """The real router's own refusal, classified (tests/data/router/: its failures)."""
+    bogus = 'Topology(router=Router(args=("--bogus-flag",)))'
+    pytester.makepyfile(
+        ROUTER_ONLY.replace("Topology()", bogus).replace(
+            "import ServerConfig, Topology", "import Router, ServerConfig, Topology"
+        )
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*topology part router: bad flag: launch_router.py: error: unrecognized arguments: "
+            "--bogus-flag (the router exited with status 2 before it was ready)*"
+        ]
+    )
+
+
 def test_too_few_hosts_is_one_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(ROUTER_ONLY.replace("Topology()", "Topology(replicas=3)"))
     inventory = pytester.path / "hosts.toml"
