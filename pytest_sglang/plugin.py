@@ -561,7 +561,7 @@ def deployments_table(rows: list[dict[str, Any]]) -> TextTable:
     for row in rows:
         ready = f"{row['ready_s']:.1f}s" if row.get("ready_s") is not None else "-"
         reason = ": ".join(str(row[k]) for k in ("reason", "message") if row.get(k))
-        failed = row["outcome"] != "ready"
+        failed = row["outcome"] not in ("ready", "restarted")
         config = label(row.get("names") or [row["config_id"]])  # one config, all its names
         table.add(row["host"], config, row["outcome"], ready, reason, red=failed)
     return table

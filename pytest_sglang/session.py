@@ -18,7 +18,7 @@ from typing import Any
 from .bench.route import bench_from_by_host
 from .config import ServerConfig
 from .errors import SglangError
-from .lifecycle.deployment import DeploymentRecord, reason_of
+from .lifecycle.deployment import DeploymentRecord
 from .lifecycle.hosts import resolve_host
 from .lifecycle.lease import HOST_RESOLVE_MODES, HostLease, ProgressSink
 from .lifecycle.lock import LockHolder
@@ -175,13 +175,8 @@ class SglangSession:
             )
         except SglangError as exc:
             self.records.append(
-                DeploymentRecord(
-                    host="+".join(placed),
-                    config_id=config.id,
-                    digest=config.digest,
-                    outcome="failed",
-                    reason=getattr(exc, "reason", None) or reason_of(exc),
-                    message=self.redactor.redact(str(exc).splitlines()[0] if str(exc) else ""),
+                DeploymentRecord.failed(
+                    "+".join(placed), config.id, config.digest, exc, self.redactor
                 )
             )
             raise

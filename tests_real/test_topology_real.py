@@ -127,7 +127,7 @@ def test_two_real_replicas_behind_the_real_router(
 
 
 DRAINED = """
-import os, signal, time
+import dataclasses, os, signal, time
 import pytest
 import requests
 from pytest_sglang import Router, Topology, Workload, production
@@ -144,11 +144,13 @@ def test_a_replica_drains_mid_benchmark(sglang_server, sglang_bench):
         fh.write(" ".join(str(p.deployer.state().main_pid) for p in sglang_server.parts.values()))
     victim = sglang_server.parts["replica-2"].deployer.state().main_pid
     drain = when_served(sglang_server, "replica-2", 2, lambda: os.kill(victim, signal.SIGTERM))
-    result = sglang_bench(SIXTEEN, rounds=1)
+    # a request that reaches 0.5.23 just after SIGTERM may be answered 200 and never finished
+    # (its scheduler is already gone; docs/topologies.md): bounded here, counted as failed
+    result = sglang_bench(dataclasses.replace(SIXTEEN, request_timeout_s=20), rounds=1)
     drain.join()
     with open("drained", "w") as fh:
         fh.write(f"{result.completed} {result.failed}")
-    assert result.completed + result.failed == 16
+    assert result.completed + result.failed == 16 and result.failed <= 2
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the router's health checks take it out
         ready = requests.get(sglang_server.url("/readiness"), timeout=5).json()
@@ -161,6 +163,16 @@ def test_a_replica_drains_mid_benchmark(sglang_server, sglang_bench):
         assert sglang_server.post("/generate", json=GENERATE).status_code == 200
     after = sglang_server.requests_by_part()
     assert after["replica-1"]["success"] - before["replica-1"]["success"] == 4
+    # started again at its own address: the router adds it back, round robin uses it again
+    sglang_server.restart_part("replica-2", timeout=300)
+    with open("pids", "a") as fh:
+        fh.write(f" {sglang_server.parts['replica-2'].deployer.state().main_pid}")
+    ready = requests.get(sglang_server.url("/readiness"), timeout=5).json()
+    assert ready == {"status": "ready", "healthy_workers": 2, "total_workers": 2}
+    for _ in range(4):
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    again = sglang_server.requests_by_part()
+    assert again["replica-2"]["success"] - after["replica-2"]["success"] == 2
 """
 
 
@@ -169,7 +181,8 @@ def test_a_real_replica_drained_mid_benchmark(
 ) -> None:
     """SIGTERM to a real replica while a benchmark runs through the real router: SGLang drains
     it (what it serves finishes, new requests are refused) and it ends; the router's health
-    checks take it out of ``/readiness``, and everything goes to the other replica."""
+    checks take it out of ``/readiness``, and everything goes to the other replica. Started
+    again through the plugin (``restart_part``), the router adds it back."""
     inventory = pytester.path / "hosts.toml"
     inventory.write_text(local_real_entry("real", real_sglang, real_sglang.production_line()))
     pytester.makepyfile(test_topology=SCENARIO, test_drained=DRAINED)
@@ -179,6 +192,7 @@ def test_a_real_replica_drained_mid_benchmark(
     )  # fmt: skip
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*round-robin-* concurrency-2: requests by part: replica-1 *"])
+    result.stdout.fnmatch_lines(["*real.2 *production *restarted*"])
     completed, failed = (int(n) for n in (pytester.path / "drained").read_text().split())
     print(f"drained mid-benchmark: {completed} completed, {failed} failed")
     for pid in (int(p) for p in (pytester.path / "pids").read_text().split()):

@@ -15,7 +15,8 @@ the numbers can be compared with it.
   :mod:`.remote` (the generator on the GPU host, over SSH), :mod:`.stalls` (was a run disturbed
   by the path?);
 - :mod:`.metrics` (the run's figures), :mod:`.prometheus` (the server's own ``/metrics`` figures
-  for the run), :mod:`.search` (the highest sustainable load under an SLO), :mod:`.spec_text`
+  for the run), :mod:`.parts` (a topology's figures per server: the router's counts and each
+  server's own), :mod:`.search` (the highest sustainable load under an SLO), :mod:`.spec_text`
   (speculative decoding measured on the text it will meet);
 - :mod:`.pytest_plugin` (the ``sglang_bench`` fixture and the terminal table).
 """

@@ -19,8 +19,8 @@
    never will);
 7. **verify**: :mod:`.journal` (the startup journal checked against the plan's expectations),
    :mod:`.deployment` (bring-up from plan to a ready, verified :class:`~.deployment.Deployment`);
-   for a topology, :mod:`.topology_deployment` (its replicas on their hosts) and :mod:`.router`
-   (SGLang's router in front of them);
+   for a topology, :mod:`.topology_deployment` (its replicas on their hosts), :mod:`.router`
+   (SGLang's router in front of them) and :mod:`.router_log` (why it failed, from its log);
 8. **restore**: :mod:`.backup` (the intent record and the originals, kept on the host until
    it is restored).
 

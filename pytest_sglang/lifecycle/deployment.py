@@ -178,6 +178,20 @@ class DeploymentRecord:
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def failed(
+        cls, host: str, config_id: str, digest: str, exc: SglangError, redactor: Redactor
+    ) -> DeploymentRecord:
+        """The record of a failure: its reason (classified) and its message's first line."""
+        return cls(
+            host=host,
+            config_id=config_id,
+            digest=digest,
+            outcome="failed",
+            reason=getattr(exc, "reason", None) or reason_of(exc),
+            message=redactor.redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__),
+        )
+
 
 #: The progress line of a startup phase (``[sglang] local eagle-s3-k1: KV cache (3.9s)``): the
 #: terminal shows these on one line that updates itself, where the other lines stay.

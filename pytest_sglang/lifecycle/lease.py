@@ -18,7 +18,7 @@ from ..errors import ConfigError, SglangError, StartAbandoned
 from ..secrets import Redactor
 from .deployer import Deployer, DeployerSettings
 from .deployers import make_deployer
-from .deployment import Deployment, DeploymentRecord, attach, bring_up, cross_check, reason_of
+from .deployment import Deployment, DeploymentRecord, attach, bring_up, cross_check
 from .host_resolve import HostAnswer, adopt, request_key
 from .hosts import transport_for
 from .launch_plan import LaunchPlan
@@ -299,15 +299,8 @@ class HostLease:
         """Record ``exc`` as ``requested``'s failure (and its effective ``config``'s)."""
         self.current = None
         self._record = None
-        record = DeploymentRecord(
-            host=self.spec.name,
-            config_id=requested.id,
-            digest=requested.digest,
-            outcome="failed",
-            reason=getattr(exc, "reason", None) or reason_of(exc),
-            message=self.redactor.redact(
-                str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            ),
+        record = DeploymentRecord.failed(
+            self.spec.name, requested.id, requested.digest, exc, self.redactor
         )
         self.records.append(record)
         for digest in {requested.digest, (config or requested).digest}:
@@ -404,6 +397,49 @@ class HostLease:
             say=self._say,
             give_up=give_up,
         )
+
+    def restart(self, deployment: Deployment) -> Deployment:
+        """Start ``deployment`` (this host's) again from its own launch plan: the same flags
+        at the same address, so that its clients (a topology's router) find it where they
+        knew it. For a server that ended (drained, killed, crashed); one still running is
+        stopped first. Waited for and verified as at first; a failure is raised, not kept."""
+        if deployment.plan is None or self._deployer is None:
+            raise ConfigError(
+                f"host {self.spec.name!r}: {deployment.config_id} was not started by this "
+                "session; it cannot be started again"
+            )
+        self._deployer.stop()
+        self.current = None
+        try:
+            fresh = bring_up(
+                self._deployer,
+                deployment.plan,
+                redactor=self.redactor,
+                ready_timeout=self.ready_timeout,
+                say=self._say,
+            )
+        except SglangError as exc:
+            self._record = None
+            self.records.append(
+                DeploymentRecord.failed(
+                    self.spec.name,
+                    deployment.config_id,
+                    deployment.config.digest,
+                    exc,
+                    self.redactor,
+                )
+            )
+            raise
+        self.current = fresh.named(deployment.config)
+        self._record = DeploymentRecord(
+            host=self.spec.name,
+            config_id=deployment.config_id,
+            digest=deployment.config.digest,
+            outcome="restarted",
+            ready_s=fresh.timings["ready_s"],
+        )
+        self.records.append(self._record)
+        return self.current
 
     def stop_current(self) -> None:
         """Stop the config up here now, keeping the host (its restore comes at the end): a

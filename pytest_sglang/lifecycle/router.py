@@ -144,9 +144,11 @@ class RouterProcess:
                 )
             except OSError as exc:
                 raise self._failed(f"cannot start {self.launch[0]}: {exc.strerror}") from None
-        self._wait_ready(timeout)
+        self.wait_healthy(timeout)
 
-    def _wait_ready(self, timeout: float) -> None:
+    def wait_healthy(self, timeout: float) -> None:
+        """Wait until its ``/readiness`` counts every server healthy (at start, and after a
+        server it routes to was started again: its health checks add it back)."""
         deadline = time.monotonic() + timeout
         last = "no answer"
         while time.monotonic() < deadline:

@@ -56,6 +56,35 @@ class TopologyDeployment(Deployment):
 
     parts: dict[str, Deployment] = field(default_factory=dict)
     router: RouterProcess | None = field(default=None, repr=False)
+    #: Each server part's host lease (what :meth:`restart_part` starts it again through).
+    _leases: dict[str, HostLease] = field(default_factory=dict, repr=False)
+
+    def restart_part(self, name: str, *, timeout: float = 600.0) -> Deployment:
+        """Start server part ``name`` again (it was drained, killed or crashed; a rolling
+        restart), from its own launch plan at its own address: deployed, waited for and
+        verified as at first; then wait until the router counts every server healthy again
+        (its health checks add the server back). The new deployment replaces the part's."""
+        shape = self.config.topology
+        if name not in self._leases or shape is None:
+            known = ", ".join(self._leases) or "none"
+            raise ConfigError(f"{self.config_id}: no server part {name!r} (its parts: {known})")
+        if shape.nodes > 1:
+            raise ConfigError(
+                f"{self.config_id}: {name} is one node of a multi-node replica; its nodes start "
+                "together (ask for the topology again in a new session)"
+            )
+        try:
+            fresh = self._leases[name].restart(self.parts[name])
+        except SglangError as exc:
+            raise ServerStartError(
+                f"topology part {name}: {exc}",
+                reason=getattr(exc, "reason", "") or "failed",
+                excerpt=getattr(exc, "excerpt", ""),
+            ) from None
+        self.parts[name] = fresh
+        if self.router is not None:
+            self.router.wait_healthy(timeout)
+        return fresh
 
     def part_of(self, worker_url: str) -> str:
         """The part name of a replica's URL as the router names it."""
@@ -305,4 +334,5 @@ def bring_up_topology(
         plan=None if router is not None else first.plan,
         _origin=None,
     )
-    return TopologyDeployment(**own, parts=parts, router=router)
+    leases_by_part = dict(zip(topology.servers, leases))
+    return TopologyDeployment(**own, parts=parts, router=router, _leases=leases_by_part)

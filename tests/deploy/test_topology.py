@@ -432,12 +432,29 @@ def test_a_replica_drains(sglang_server):
     after = sglang_server.requests_by_part()
     done = after["replica-1"]["success"] - before.get("replica-1", {}).get("success", 0)
     assert done == 4
+    # started again where the router knew it: it is added back and served again
+    old_url = sglang_server.parts["replica-2"].base_url
+    fresh = sglang_server.restart_part("replica-2", timeout=60)
+    assert fresh.base_url == old_url and sglang_server.parts["replica-2"] is fresh
+    ready = requests.get(sglang_server.url("/readiness"), timeout=5).json()
+    assert ready == {"status": "ready", "healthy_workers": 2, "total_workers": 2}
+    for _ in range(4):
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+    again = sglang_server.requests_by_part()
+    assert again["replica-2"]["success"] - after.get("replica-2", {}).get("success", 0) == 2
+
+
+@pytest.mark.parametrize("sglang_server", [CONFIG], indirect=True)
+def test_the_restarted_replica_is_up(sglang_server):
+    sglang_server.check_still_running()
 """
 
 
 def test_a_drained_replica_leaves_the_routers_readiness(pytester: pytest.Pytester) -> None:
     """SIGTERM to a replica: it drains and ends; the router's health checks take it out of
-    ``/readiness`` and every request goes to the other."""
+    ``/readiness`` and every request goes to the other. Started again (``restart_part``) at
+    its own address, the router adds it back, and the next test finds the topology up."""
     pytester.makepyfile(DRAINED)
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*local.2 *base *restarted*"])
