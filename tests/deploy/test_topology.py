@@ -11,6 +11,7 @@ a part that cannot start is one line naming it; the session leaves nothing runni
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,26 @@ def test_a_killed_session_leaves_no_router_and_the_next_restores_the_replicas(
     result.stdout.fnmatch_lines(["*found the intent record of *pid*restoring it first*"])
     for pid in replicas:
         wait_for(lambda pid=pid: not _running(pid), "an orphaned replica to stop", timeout=40)
+
+
+def test_an_interrupted_session_stops_the_router_and_restores_every_replica(
+    pytester: pytest.Pytester, session_until: Any
+) -> None:
+    """SIGINT (Ctrl-C) while a topology is up: the session ends by restoring both replicas'
+    hosts and stopping the router; nothing is left running and no record stays behind."""
+    marker = pytester.path / "deployed"
+    pytester.makepyfile(KILLED_SESSION.format(marker=str(marker)))
+    proc = session_until(marker)
+    pids = [int(p) for p in (pytester.path / "pids").read_text().split()]
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    for pid in pids:
+        wait_for(lambda pid=pid: not _running(pid), "every part to stop", timeout=20)
+    state = Path(os.environ["HOME"]) / ".local/state/pytest-sglang/process"
+    mine = [
+        r for r in state.glob("*/manifest.json") if r.parent.name.startswith(f"local-{proc.pid}-")
+    ]
+    assert mine == []
 
 
 def _running(pid: int) -> bool:
