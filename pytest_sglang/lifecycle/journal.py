@@ -44,8 +44,8 @@ _KILLED = (
 #: A kernel, backend or dtype refusing the GPU it runs on (``Unsupported arch``, ``not supported
 #: on sm_120``, ``requires compute capability 9.0``, ``only supports Hopper GPUs``): the config
 #: chose something this GPU cannot run, so it is an invalid config, named only on an exception
-#: line or its continuation (:data:`_RAISED_ONLY`) since SGLang logs the same words when it
-#: falls back to another kernel by itself.
+#: line or its continuation (a warning with the same words is :data:`_WARNING_ONLY`) since SGLang
+#: logs them when it falls back to another kernel by itself.
 _GPU_REFUSAL = (
     r"(?i:\bunsupported (gpu |cuda |sm |device |compute )?arch(?!itectures?:)"
     r"|\bunsupported (gpu|device|sm( version)?|compute capability)\b"
@@ -200,11 +200,6 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 
-#: The rules of FATAL_PATTERNS that name a cause only on an exception line or its continuation.
-_RAISED_ONLY = frozenset(
-    rule for rule, (pattern, _) in enumerate(FATAL_PATTERNS) if pattern.pattern == _GPU_REFUSAL
-)
-
 #: Server arguments whose value chooses a component (a kernel backend, an algorithm, a
 #: quantization or dtype): SGLang's module for a choice is named after its value
 #: (``attention_backend='torch_native'`` runs ``torch_native_backend.py``, ``NGRAM``
@@ -288,11 +283,15 @@ _SUMMARY = re.compile(
 _IGNORED = re.compile(
     r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)|server_args="
 )
-#: A line saying the server goes on without a feature, and why (``multimem all-gather disabled
-#: (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling back to ...``): a
-#: warning, whatever cause it quotes; an exception line that says so is still read.
-_DEGRADED = re.compile(
+#: A line that only warns: the server goes on without a feature, and says why (``multimem
+#: all-gather disabled (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling
+#: back to ...``), or a kernel or backend says it does not support this GPU (:data:`_GPU_REFUSAL`:
+#: SGLang logs that when it picks another kernel by itself). Never a cause, whatever it quotes,
+#: unless it is raised: the same words on an exception line or the lines continuing it are the
+#: start's refusal, and are read.
+_WARNING_ONLY = re.compile(
     r"(?i:\b(?:disabled|skipped|skipping|falling back|fall back)\b\s*(?:\(|because\b|since\b))"
+    rf"|{_GPU_REFUSAL}"
 )
 
 #: Lines after which SGLang's parent kills its own process tree (SIGKILL): a shell's ``Killed``
@@ -452,24 +451,23 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     best_raised = False  # whether the best match is on an exception or its continuation
     for index in range(start, len(texts)):
         text = texts[index]
-        if index in owner:
-            pass
-        elif (
+        head = index not in owner and (
+            bool(_EXCEPTION.match(text)) or index in ends or bool(_FAULTHANDLER.match(text))
+        )
+        raised = head or index in owner
+        if not raised and (
             _is_frame(text)
             or _IGNORED.search(text)
-            or (_DEGRADED.search(text) and not _EXCEPTION.match(text))
+            or _WARNING_ONLY.search(text)
             or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
         ):
             continue
-        elif _EXCEPTION.match(text) or index in ends or _FAULTHANDLER.match(text):
+        if head:
             exceptions.append(index)
             for more in _continuation(lines, texts, index):
                 owner[more] = index
         tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
-        raised = index in owner or (bool(exceptions) and exceptions[-1] == index)
-        rule = _better_rule(
-            text, None if best is None else best[0], raised and not best_raised, raised
-        )
+        rule = _better_rule(text, None if best is None else best[0], raised and not best_raised)
         if rule is not None:
             best, best_raised = (rule, index), raised
     if best is None:
@@ -490,7 +488,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             reason, message = "invalid config", f"{message} ({missing})"
     elif reason == "CUDA error" and _hinted(_frames_above(texts, index)) == "CUDA graph capture":
         reason = "CUDA graph capture"  # what SGLang's own headline says of it when it prints one
-    elif rule in _RAISED_ONLY:
+    elif FATAL_PATTERNS[rule][0].pattern == _GPU_REFUSAL:
         chosen = _refused_choice(texts[start:index], [texts[index], *_frames_above(texts, index)])
         if chosen is not None:
             message = f"{message} ({chosen})"
@@ -503,17 +501,14 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     )
 
 
-def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool, raised: bool) -> int | None:
+def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
     """The rule of FATAL_PATTERNS that ``text`` matches if it is more specific than ``best``
     (the rule matched so far), else None. On a tie, ``outranks_on_a_tie`` (the line is an
     exception, the best so far is not) wins: the exception that ended the start outranks a
-    warning before it that names the same cause (not so for crashes, placed by their frames).
-    A rule of :data:`_RAISED_ONLY` counts only on a ``raised`` line (an exception's)."""
+    warning before it that names the same cause (not so for crashes, placed by their frames)."""
     for rule, (pattern, reason) in enumerate(FATAL_PATTERNS):
         if best is not None and (rule > best or (rule == best and not outranks_on_a_tie)):
             return None
-        if rule in _RAISED_ONLY and not raised:
-            continue
         if (best is None or rule < best or reason != "crashed") and pattern.search(text):
             return rule
     return None
