@@ -190,7 +190,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|requires \w[\w-]*(>=|==)|cannot open shared object file|No module named '"
             r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA"
             r"|PackageNotFoundError|DistributionNotFound|distribution was not found"
-            r"|: command not found$|executable file not found in \$PATH|^\S*sh: (\d+: )?\S+: not found$"
+            r"|: command not found$|executable file not found in \$PATH"
+            r"|^\S*sh: (\d+: )?\S+: not found$"
             r"|Unable to initialize backend '|not in the list of known backends"
             r"|VersionConflict|but you have \S+ \S+ which is incompatible"
             r"|compiled with different CUDA (major )?versions|operator \S+::\S+ does not exist"
@@ -210,7 +211,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"Initialization failed\. Please see the error messages above", "crashed"),
         (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
-        (r"Subprocess \S+ \(pid=\d+\) crashed", "crashed"),
+        (r"Subprocess \S+ \(pid=\d+\) crashed|Scheduler PP\d+ TP\d+ crashed: ", "crashed"),
         (
             r"Traceback \(most recent call last\):|^terminate called after throwing"
             r"|Segmentation fault|Fatal Python error|core dumped",
@@ -327,6 +328,7 @@ _FAULT_STACK = re.compile(r"^(Current thread \w+|Stack) \(most recent call first
 _SUMMARY = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
     r"|Subprocess \S+ \(pid=\d+\) crashed|\b\w+ hit an exception|Exit code: "
+    r"|Scheduler PP\d+ TP\d+ crashed: "
     r"|Initialization failed\. Please see the error messages above"
 )
 
