@@ -830,6 +830,12 @@ def test_an_exceptions_type_names_the_cause_where_its_frames_agree(
         ("RuntimeError: No model info found for model path: /models/x", "unsupported model"),
         ("error: safetensors path required by this backend", "unsupported model"),
         ("ValueError: Unsupported model type: foo_bar", "unsupported model"),
+        ("sglang-1 exited with code 137", "killed"),
+        ("Failed to initialize NVML: Driver/library version mismatch", "no GPU"),
+        (
+            "RuntimeError: [enforce fail] DefaultCPUAllocator: can't allocate memory",
+            "out of memory",
+        ),
     ],
 )
 def test_more_wordings_of_known_causes(line: str, reason: str) -> None:
@@ -847,3 +853,20 @@ def test_the_ray_scheduler_actors_crash_line_is_a_summary() -> None:
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 3)
+
+
+def test_a_connection_error_in_the_warmup_thread_is_the_warmup_failing() -> None:
+    lines = [
+        "Exception in thread Thread-2 (_wait_and_warmup):",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/entrypoints/http_server.py", line 1, in _wait_and_warmup',
+        '  File "/x/requests/adapters.py", line 700, in send',
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=30000): "
+        "Max retries exceeded with url: /generate",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 4)
+    # the same error in a download is the network
+    lines[2] = '  File "/x/huggingface_hub/file_download.py", line 1, in hf_hub_download'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "network"

@@ -39,6 +39,7 @@ FOLLOWER_READY_LINE = "Dummy health check server started"
 _KILLED = (
     r"(?i:\bexit ?code[:=]? ?-9\b)|(?i:\breturn ?code[:=]? ?-9\b)|status=9/KILL"
     r"|(?<!-9 )\(SIGKILL\)|^Killed$|\d Killed\s|signal 9\b|signal: killed"
+    r"|(?i:\bexited with (exit )?code:? ?137\b)"
 )
 
 #: A kernel, backend or dtype refusing the GPU it runs on (``Unsupported arch``, ``not supported
@@ -76,7 +77,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|Cuda failure '?out of memory|(?i:not enough (gpu |cuda |device )?memory)"
             r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
             r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|HIP out of memory|hipErrorOutOfMemory"
-            r"|CUDA_ERROR_OUT_OF_MEMORY",
+            r"|CUDA_ERROR_OUT_OF_MEMORY|DefaultCPUAllocator: can't allocate memory",
             "out of memory",
         ),
         (
@@ -133,7 +134,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|system not yet initialized|cudaErrorSystemNotReady|cudaErrorNoDevice"
             r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
             r"|could not select device driver|nvidia-container-cli: .*error"
-            r"|unknown or invalid runtime name: nvidia",
+            r"|unknown or invalid runtime name: nvidia|Driver/library version mismatch"
+            r"|busy or unavailable|cudaErrorDevicesUnavailable",
             "no GPU",
         ),
         (
@@ -203,7 +205,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"Max retries exceeded with url|Temporary failure in name resolution"
             r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError"
             r"|ReadTimeoutError|SSLError|ProxyError|Cannot assign requested address"
-            r"|429 Client Error|Too Many Requests|\b50[0234] Server Error",
+            r"|429 Client Error|Too Many Requests|\b50[0234] Server Error"
+            r"|Connection error, and we cannot find the requested files",
             "network",
         ),
         (_KILLED, "killed"),
@@ -219,6 +222,12 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
     )
 )
+
+#: Causes that say what went wrong but not where, and the phase whose frames name them instead:
+#: a CUDA error raised inside CUDA-graph capture is a capture failure (SGLang's own headline
+#: says so when it prints one); a connection error in the warmup thread is the warmup failing
+#: (its request went to the server itself or a proxy in front of it, not to a download).
+_WHERE_IT_FAILED = {"CUDA error": "CUDA graph capture", "network": "warmup failed"}
 
 #: The rule a traceback whose ``Traceback (most recent call last):`` header is not shown (an
 #: excerpt that starts at its frames, Ray's relayed task error) counts as: a crash, to be placed.
@@ -546,8 +555,11 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         )
         if missing is not None:
             reason, message = "invalid config", f"{message} ({missing})"
-    elif reason == "CUDA error" and _hinted(_frames_above(texts, index)) == "CUDA graph capture":
-        reason = "CUDA graph capture"  # what SGLang's own headline says of it when it prints one
+    elif (
+        reason in _WHERE_IT_FAILED
+        and _hinted(_frames_above(texts, index)) == (_WHERE_IT_FAILED[reason])
+    ):
+        reason = _WHERE_IT_FAILED[reason]  # the phase names it, as SGLang's own headline would
     elif FATAL_PATTERNS[rule][0].pattern == _GPU_REFUSAL:
         chosen = _refused_choice(texts[start:index], [texts[index], *_frames_above(texts, index)])
         if chosen is not None:
