@@ -668,7 +668,16 @@ def test_the_same_causes_are_named_in_their_other_wordings(line: str, reason: st
 SCHED = "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):"
 
 
-@pytest.mark.parametrize("tag", ["(WorkerDict pid=77, ip=10.0.0.2) ", "[rank0]: ", "sglang-1  | "])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "(WorkerDict pid=77, ip=10.0.0.2) ",
+        "[rank0]: ",
+        "sglang-1  | ",
+        "Dec 03 10:00:01 gpu1 python[123]: ",
+        "\x1b[31m",
+    ],
+)
 def test_a_traceback_relayed_under_another_stacks_tag_is_read_as_a_traceback(tag: str) -> None:
     lines = [
         tag + "[2026-11-30 19:50:00 TP0] Load weight begin. avail mem=70.00 GB",

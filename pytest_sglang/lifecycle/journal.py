@@ -896,14 +896,19 @@ _TS_PREFIX = re.compile(r"^\[(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A
 
 #: Prefixes that the stack carrying SGLang's output puts before every line it relays, whatever
 #: the line says: Ray's actor tag (``(WorkerDict pid=7, ip=10.0.0.1) ``), torch distributed's rank
-#: (``[rank0]: ``), docker compose's service (``sglang-1  | ``). A traceback relayed this way is
-#: still a traceback: the tag is taken off before the line is read.
-_CARRIER = re.compile(r"^(\(\w+ pid=\d+(, ip=[\d.]+)?\) |\[rank\d+\]: ?|[\w.-]+-\d+ +\| )")
+#: (``[rank0]: ``), docker compose's service (``sglang-1  | ``), syslog's as journald prints it
+#: (``Dec 03 10:00:00 gpu1 sglang[123]: ``). A traceback relayed this way is still a traceback:
+#: the tag is taken off before the line is read, and so are a terminal's colour codes.
+_CARRIER = re.compile(
+    r"^(\(\w+ pid=\d+(, ip=[\d.]+)?\) |\[rank\d+\]: ?|[\w.-]+-\d+ +\| "
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@/-]+(\[\d+\])?: )"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def _unwrap(line: str) -> str:
-    """The line as SGLang wrote it, without a carrier's tag (:data:`_CARRIER`)."""
-    return _CARRIER.sub("", line, count=1)
+    """The line as SGLang wrote it, without a carrier's tag (:data:`_CARRIER`) or colours."""
+    return _CARRIER.sub("", _ANSI.sub("", line), count=1)
 
 
 def _strip_prefix(line: str) -> str:
