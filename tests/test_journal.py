@@ -879,3 +879,33 @@ def test_a_connection_error_in_the_warmup_thread_is_the_warmup_failing() -> None
     lines[2] = '  File "/x/huggingface_hub/file_download.py", line 1, in hf_hub_download'
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "network"
+
+
+def test_a_fault_in_the_tokenizer_managers_request_handling_is_a_crash_not_the_tokenizer() -> None:
+    lines = [
+        "[2026-11-30 19:50:40] TokenizerManager hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/managers/tokenizer_manager.py", line 1500, in handle_loop',
+        '  File "/x/sglang/srt/managers/tokenizer_manager.py", line 1600, in _handle_batch_output',
+        "KeyError: 'meta_info'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 3)
+    # the tokenizer it loads is the tokenizer
+    lines[2] = '  File "/x/sglang/srt/utils/hf_transformers_utils.py", line 9, in get_tokenizer'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "tokenizer"
+
+
+def test_a_fault_while_replaying_cuda_graphs_is_not_a_capture_failure() -> None:
+    lines = [
+        "[2026-11-30 19:50:30] The server is fired up and ready to roll!",
+        SCHED,
+        '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 700, in replay',
+        '  File "/x/sglang/srt/layers/radix_attention.py", line 90, in forward',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("CUDA error", 4)
+    lines[2] = '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 400, in capture'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "CUDA graph capture"

@@ -266,9 +266,17 @@ _DISTRIBUTED_FRAME = re.compile(r"torch/distributed/|parallel_state\.py|/c10d|Pr
 #: first, so the frame that raised wins over the frames that called it.
 _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"configuration_auto\.py\", line \d+, in __getitem__"), "unsupported model"),
-    (re.compile(r"cuda_graph_runner|graph_buffers|in capture"), "CUDA graph capture"),
+    # capturing the graphs, not replaying them while serving (a fault there is the forward's)
+    (
+        re.compile(
+            r"graph_runner\w*\.py\", line \d+, in (?!replay|can_run)|graph_buffers|in capture"
+        ),
+        "CUDA graph capture",
+    ),
     (re.compile(r"_execute_server_warmup|_wait_and_warmup"), "warmup failed"),
-    (re.compile(r"tokenizer|hf_transformers_utils\.py.*in get_tokenizer"), "tokenizer"),
+    # the tokenizer being loaded, not the tokenizer manager's own request handling (a fault there
+    # is a crash like any other process's)
+    (re.compile(r"tokeniz(er|ation)(?!_manager\.py)|in get_tokenizer"), "tokenizer"),
     (
         re.compile(r"model_loader|weight_utils|in load_weights|in load_model|safetensors"),
         "model loading",
