@@ -60,7 +60,8 @@ FOURTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh4_")]
 #: its expectations were committed before the classifier read it.
 FIFTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh5_")]
 #: Measured once: 15 of 26 causes named (58%), far under the 90% target; the misses are listed in
-#: the README and left unfixed, so this is a clean figure.
+#: the README. The structural reading then read this batch too (26/26 since), so it is tainted like
+#: the others; the floor stays the clean figure.
 HELD_OUT_CLEAN_5 = (15, 26)
 FIRST_BATCH = [
     case

@@ -699,8 +699,12 @@ def test_frames_then_an_exception_are_a_traceback_without_its_header() -> None:
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 2)
-    # an exception line with no frames above it is not read as one (a warning may quote one)
-    assert find_fatal(["ValueError: tp_size must divide num_attention_heads"]) is None
+    # all that is left of an uncaught exception may be its last line, printed by Python itself
+    fatal = find_fatal(["ValueError: tp_size must divide num_attention_heads"])
+    assert fatal is not None and fatal.reason == "invalid config"
+    # a logged (timestamped) line that quotes an exception, or one with no message, is not one
+    assert find_fatal(["[2026-11-30 19:50:00] ValueError: retrying the download"]) is None
+    assert find_fatal(["KeyboardInterrupt"]) is None
 
 
 def test_a_script_re_raising_at_its_top_level_is_not_an_import() -> None:

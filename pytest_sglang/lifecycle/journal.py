@@ -231,6 +231,8 @@ _WHERE_IT_FAILED = {"CUDA error": "CUDA graph capture", "network": "warmup faile
 
 #: The rule a traceback whose ``Traceback (most recent call last):`` header is not shown (an
 #: excerpt that starts at its frames, Ray's relayed task error) counts as: a crash, to be placed.
+#: So does an exception line Python printed on its own (untimestamped, with a message): what an
+#: uncaught exception leaves when only its last line is kept.
 _HEADLESS = len(FATAL_PATTERNS) - 1
 
 #: Server arguments whose value chooses a component (a kernel backend, an algorithm, a
@@ -530,6 +532,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             bool(_EXCEPTION.match(text)) or index in ends or bool(_FAULTHANDLER.match(text))
         )
         raised = head or index in owner
+        bare = lines[index] == text and bool(text.partition(":")[2].strip())
         if not raised and (
             _is_frame(text)
             or _IGNORED.search(text)
@@ -543,8 +546,8 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
                 owner[more] = index
         tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
         rule = _better_rule(text, None if best is None else best[0], raised and not best_raised)
-        if rule is None and best is None and head and _frames_above(texts, index):
-            rule = _HEADLESS  # frames then an exception: a traceback whose header is not shown
+        if rule is None and best is None and head and (_frames_above(texts, index) or bare):
+            rule = _HEADLESS  # a traceback whose header (or all but its last line) is not shown
         if rule is not None:
             best, best_raised = (rule, index), raised
     if best is None:
@@ -557,21 +560,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         if found is not None:
             index, reason = found
             message = texts[index].strip()
-    if reason == "crashed" and _EXCEPTION.match(texts[index]):
-        missing = _missing_requirement(texts[start:index]) or _clashing_choices(
-            texts[start:index], _frames_above(texts, index)
-        )
-        if missing is not None:
-            reason, message = "invalid config", f"{message} ({missing})"
-    elif (
-        reason in _WHERE_IT_FAILED
-        and _hinted(_frames_above(texts, index)) == (_WHERE_IT_FAILED[reason])
-    ):
-        reason = _WHERE_IT_FAILED[reason]  # the phase names it, as SGLang's own headline would
-    elif FATAL_PATTERNS[rule][0].pattern == _GPU_REFUSAL:
-        chosen = _refused_choice(texts[start:index], [texts[index], *_frames_above(texts, index)])
-        if chosen is not None:
-            message = f"{message} ({chosen})"
+    reason, message = _refined(texts, start, index, rule, reason, message)
     return Fatal(
         reason=reason,
         line=given[index],
@@ -579,6 +568,29 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         message=message,
         complete=traceback_complete(lines, start),
     )
+
+
+def _refined(
+    texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
+) -> tuple[str, str]:
+    """The cause and message of the exception on ``index`` once the rest of the record is read:
+    a crash through a flag without the flag it needs, or through two choices that cannot run
+    together, is the config; a cause that says what but not where takes the phase its frames
+    name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses."""
+    frames = _frames_above(texts, index)
+    if reason == "crashed" and _EXCEPTION.match(texts[index]):
+        missing = _missing_requirement(texts[start:index]) or _clashing_choices(
+            texts[start:index], frames
+        )
+        if missing is not None:
+            return "invalid config", f"{message} ({missing})"
+    elif reason in _WHERE_IT_FAILED and _hinted(frames) == _WHERE_IT_FAILED[reason]:
+        return _WHERE_IT_FAILED[reason], message  # as SGLang's own headline would name it
+    elif FATAL_PATTERNS[rule][0].pattern == _GPU_REFUSAL:
+        chosen = _refused_choice(texts[start:index], [texts[index], *frames])
+        if chosen is not None:
+            return reason, f"{message} ({chosen})"
+    return reason, message
 
 
 def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
