@@ -661,3 +661,255 @@ def test_the_same_causes_are_named_in_their_other_wordings(line: str, reason: st
     numbers, the hub's other not-found errors: the cause, not the wording, names the failure."""
     fatal = find_fatal(["[2026-12-03 10:00:01] Load weight begin. avail mem=70 GB", line])
     assert fatal is not None and (fatal.reason, fatal.index) == (reason, 1)
+
+
+# -- the structural reading: relayed and headless tracebacks, type, raising frame, phase --------
+
+SCHED = "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most recent call last):"
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "(WorkerDict pid=77, ip=10.0.0.2) ",
+        "[rank0]: ",
+        "sglang-1  | ",
+        "Dec 03 10:00:01 gpu1 python[123]: ",
+        "\x1b[31m",
+    ],
+)
+def test_a_traceback_relayed_under_another_stacks_tag_is_read_as_a_traceback(tag: str) -> None:
+    lines = [
+        tag + "[2026-11-30 19:50:00 TP0] Load weight begin. avail mem=70.00 GB",
+        tag + "Traceback (most recent call last):",
+        tag + '  File "/x/sglang/srt/models/qwen2.py", line 400, in load_weights',
+        tag + "    param = params_dict[name]",
+        tag + "KeyError: 'model.layers.0.mlp.gate.weight'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 4)
+    assert fatal.line == lines[4]
+
+
+def test_frames_then_an_exception_are_a_traceback_without_its_header() -> None:
+    lines = [
+        '  File "/x/sglang/srt/server_args.py", line 10, in __post_init__',
+        "    raise ValueError('tp_size must divide num_attention_heads')",
+        "ValueError: tp_size must divide num_attention_heads",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 2)
+    # all that is left of an uncaught exception may be its last line, printed by Python itself
+    fatal = find_fatal(["ValueError: tp_size must divide num_attention_heads"])
+    assert fatal is not None and fatal.reason == "invalid config"
+    # a logged (timestamped) line that quotes an exception, or one with no message, is not one
+    assert find_fatal(["[2026-11-30 19:50:00] ValueError: retrying the download"]) is None
+    assert find_fatal(["KeyboardInterrupt"]) is None
+
+
+def test_a_script_re_raising_at_its_top_level_is_not_an_import() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/launch_server.py", line 19, in <module>',
+        "    raise e",
+        '  File "/x/sglang/launch_server.py", line 17, in <module>',
+        "    launch_server(server_args)",
+        '  File "/x/sglang/srt/server.py", line 365, in launch_server',
+        "RuntimeError: Initialization failed. controller_init_state: see above",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed"
+    lines[1] = '  File "/x/sglang/srt/layers/fused.py", line 3, in <module>'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "broken install"
+
+
+def test_a_value_refused_is_sglangs_refusal_only_before_it_serves_and_not_the_stdlibs() -> None:
+    refused = [
+        SCHED,
+        '  File "/x/sglang/srt/managers/scheduler.py", line 1, in __init__',
+        "AssertionError: page_size must divide chunked_prefill_size",
+    ]
+    fatal = find_fatal(refused)
+    assert fatal is not None and fatal.reason == "invalid config"
+    # a state check while serving says nothing of the config
+    fatal = find_fatal(
+        ["[2026-11-30 19:50:30] The server is fired up and ready to roll!", *refused]
+    )
+    assert fatal is not None and fatal.reason == "crashed"
+    # the standard library refusing what the code handed it is a crash
+    stdlib = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/server.py", line 620, in __init__',
+        '  File "/usr/lib/python3.10/multiprocessing/util.py", line 452, in spawnv_passfds',
+        "ValueError: bad value(s) in fds_to_keep",
+    ]
+    fatal = find_fatal(stdlib)
+    assert fatal is not None and fatal.reason == "crashed"
+
+
+def test_a_library_failing_under_the_argument_checks_is_not_a_refused_value() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sgl_jax/srt/server_args.py", line 610, in __post_init__',
+        '  File "/x/jax/_src/xla_bridge.py", line 985, in devices',
+        "RuntimeError: the device runtime could not start",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed"
+    # what the argument checks raise themselves is a refused value
+    del lines[2]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+
+
+@pytest.mark.parametrize(
+    ("milestone", "reason"),
+    [
+        ("Load weight begin. avail mem=70.00 GB", "model loading"),
+        ("Capture cuda graph begin. This can take up to several minutes.", "CUDA graph capture"),
+        ("Load weight end. type=Qwen2ForCausalLM, avail mem=60.00 GB", "crashed"),
+    ],
+)
+def test_an_unplaced_exception_takes_the_phase_its_start_was_in(
+    milestone: str, reason: str
+) -> None:
+    lines = [
+        f"[2026-11-30 19:50:00 TP0] {milestone}",
+        SCHED,
+        '  File "/x/sglang/srt/layers/thing.py", line 1, in forward',
+        "RuntimeError: shape mismatch in an unnamed kernel",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 3)
+
+
+@pytest.mark.parametrize(
+    ("frame", "line", "reason"),
+    [
+        (
+            '  File "/x/transformers/utils/versions.py", line 106, in require_version',
+            "importlib.metadata.PackageNotFoundError: No package metadata was found for sglang",
+            "broken install",
+        ),
+        (
+            '  File "/x/transformers/configuration_utils.py", line 866, in _dict_from_json_file',
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 64",
+            "model not found",
+        ),
+        (
+            '  File "/x/app/reader.py", line 8, in read',
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 64",
+            "crashed",
+        ),
+    ],
+)
+def test_an_exceptions_type_names_the_cause_where_its_frames_agree(
+    frame: str, line: str, reason: str
+) -> None:
+    fatal = find_fatal(["Traceback (most recent call last):", frame, line])
+    assert fatal is not None and fatal.reason == reason
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("bash: sglang: command not found", "broken install"),
+        ("/bin/sh: 1: python3: not found", "broken install"),
+        ("ERROR: No matching distribution found for sglang[all]==9.9", "broken install"),
+        ("RuntimeError: operator torchvision::nms does not exist", "broken install"),
+        ("exec /usr/bin/python3: exec format error", "broken install"),
+        (
+            'docker: Error response from daemon: could not select device driver "" with '
+            "capabilities: [[gpu]].",
+            "no GPU",
+        ),
+        ("RuntimeError: No HIP GPUs are available", "no GPU"),
+        ("LLVM ERROR: Failed to compute parent layout for slice layout.", "JIT compile failed"),
+        (
+            "python: /x/lib/Analysis/Allocation.cpp:40: std::pair<int, int> "
+            "mlir::triton::getCvtOrder(mlir::Attribute): Assertion `!(a && b)' failed.",
+            "JIT compile failed",
+        ),
+        (
+            "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/main.c']' returned "
+            "non-zero exit status 1.",
+            "JIT compile failed",
+        ),
+        (
+            "OSError: org/model does not appear to have a file named processor_config.json.",
+            "model not found",
+        ),
+        ("RuntimeError: No model info found for model path: /models/x", "unsupported model"),
+        ("error: safetensors path required by this backend", "unsupported model"),
+        ("ValueError: Unsupported model type: foo_bar", "unsupported model"),
+        ("sglang-1 exited with code 137", "killed"),
+        ("Failed to initialize NVML: Driver/library version mismatch", "no GPU"),
+        (
+            "RuntimeError: [enforce fail] DefaultCPUAllocator: can't allocate memory",
+            "out of memory",
+        ),
+    ],
+)
+def test_more_wordings_of_known_causes(line: str, reason: str) -> None:
+    fatal = find_fatal([line])
+    assert fatal is not None and fatal.reason == reason, fatal
+
+
+def test_the_ray_scheduler_actors_crash_line_is_a_summary() -> None:
+    lines = [
+        "[2026-11-30 19:50:00 TP0] Load weight begin. avail mem=70.00 GB",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/models/llama.py", line 9, in load_weights',
+        "KeyError: 'lm_head.weight'",
+        "[2026-11-30 19:50:01] Scheduler PP0 TP0 crashed: 'lm_head.weight'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 3)
+
+
+def test_a_connection_error_in_the_warmup_thread_is_the_warmup_failing() -> None:
+    lines = [
+        "Exception in thread Thread-2 (_wait_and_warmup):",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/entrypoints/http_server.py", line 1, in _wait_and_warmup',
+        '  File "/x/requests/adapters.py", line 700, in send',
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=30000): "
+        "Max retries exceeded with url: /generate",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 4)
+    # the same error in a download is the network
+    lines[2] = '  File "/x/huggingface_hub/file_download.py", line 1, in hf_hub_download'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "network"
+
+
+def test_a_fault_in_the_tokenizer_managers_request_handling_is_a_crash_not_the_tokenizer() -> None:
+    lines = [
+        "[2026-11-30 19:50:40] TokenizerManager hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/managers/tokenizer_manager.py", line 1500, in handle_loop',
+        '  File "/x/sglang/srt/managers/tokenizer_manager.py", line 1600, in _handle_batch_output',
+        "KeyError: 'meta_info'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 3)
+    # the tokenizer it loads is the tokenizer
+    lines[2] = '  File "/x/sglang/srt/utils/hf_transformers_utils.py", line 9, in get_tokenizer'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "tokenizer"
+
+
+def test_a_fault_while_replaying_cuda_graphs_is_not_a_capture_failure() -> None:
+    lines = [
+        "[2026-11-30 19:50:30] The server is fired up and ready to roll!",
+        SCHED,
+        '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 700, in replay',
+        '  File "/x/sglang/srt/layers/radix_attention.py", line 90, in forward',
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("CUDA error", 4)
+    lines[2] = '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 400, in capture'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "CUDA graph capture"

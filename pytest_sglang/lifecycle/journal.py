@@ -39,13 +39,14 @@ FOLLOWER_READY_LINE = "Dummy health check server started"
 _KILLED = (
     r"(?i:\bexit ?code[:=]? ?-9\b)|(?i:\breturn ?code[:=]? ?-9\b)|status=9/KILL"
     r"|(?<!-9 )\(SIGKILL\)|^Killed$|\d Killed\s|signal 9\b|signal: killed"
+    r"|(?i:\bexited with (exit )?code:? ?137\b)"
 )
 
 #: A kernel, backend or dtype refusing the GPU it runs on (``Unsupported arch``, ``not supported
 #: on sm_120``, ``requires compute capability 9.0``, ``only supports Hopper GPUs``): the config
 #: chose something this GPU cannot run, so it is an invalid config, named only on an exception
-#: line or its continuation (:data:`_RAISED_ONLY`) since SGLang logs the same words when it
-#: falls back to another kernel by itself.
+#: line or its continuation (a warning with the same words is :data:`_WARNING_ONLY`) since SGLang
+#: logs them when it falls back to another kernel by itself.
 _GPU_REFUSAL = (
     r"(?i:\bunsupported (gpu |cuda |sm |device |compute )?arch(?!itectures?:)"
     r"|\bunsupported (gpu|device|sm( version)?|compute capability)\b"
@@ -76,7 +77,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|Cuda failure '?out of memory|(?i:not enough (gpu |cuda |device )?memory)"
             r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
             r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|HIP out of memory|hipErrorOutOfMemory"
-            r"|CUDA_ERROR_OUT_OF_MEMORY",
+            r"|CUDA_ERROR_OUT_OF_MEMORY|DefaultCPUAllocator: can't allocate memory",
             "out of memory",
         ),
         (
@@ -99,7 +100,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|does not appear to have a file named config\.json|LocalEntryNotFoundError"
             r"|Can't load the configuration of|Incorrect path_or_model_id"
             r"|No such file or directory: '\S*config\.json'"
-            r"|EntryNotFoundError|RevisionNotFoundError",
+            r"|EntryNotFoundError|RevisionNotFoundError"
+            r"|does not appear to have a file named (?!\S*(tokenizer|\.bin\b|\.safetensors\b))"
+            r"|config file at .* is not a valid JSON file",
             "model not found",
         ),
         (
@@ -113,7 +116,11 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|is not a registered model in the Transformers library|Unrecognized model in"
             r"|(?i:\barchitectures? \[?'?(?!sm_?\d|compute_|gfx)[\w.-]+'?\]?"
             r" (is|are) not (yet )?supported)"
-            r"|(?i:\bmodel type [`'\"]?\w+[`'\"]? is not (yet )?supported)",
+            r"|(?i:\bmodel type [`'\"]?\w+[`'\"]? is not (yet )?supported)"
+            r"|(?i:\bno model (info|config|class|entry) (was )?found for\b)"
+            r"|(?i:\bunsupported model (type|architecture|arch)\b)"
+            r"|(?i:\b(safetensors|gguf)\b (path|format|files?|weights|checkpoints?|models?)"
+            r" (is |are )?(required|not supported|unsupported))",
             "unsupported model",
         ),
         (
@@ -124,7 +131,11 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"No CUDA GPUs are available|Found no NVIDIA driver|invalid device ordinal"
             r"|No accelerator\b.* is available|Unexpected error from cudaGetDeviceCount"
-            r"|system not yet initialized|cudaErrorSystemNotReady|cudaErrorNoDevice",
+            r"|system not yet initialized|cudaErrorSystemNotReady|cudaErrorNoDevice"
+            r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
+            r"|could not select device driver|nvidia-container-cli: .*error"
+            r"|unknown or invalid runtime name: nvidia|Driver/library version mismatch"
+            r"|busy or unavailable|cudaErrorDevicesUnavailable",
             "no GPU",
         ),
         (
@@ -135,7 +146,10 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"Error building extension|Ninja build failed|Command '\['ninja'"
             r"|No such file or directory: 'ninja'|nvcc fatal|Failed to find C compiler"
             r"|Failed to find CUDA\b|ld returned \d+ exit status|error: command '\S+' failed"
-            r"|: fatal error: |^compilation terminated\.$|CompilationError",
+            r"|: fatal error: |^compilation terminated\.$|CompilationError"
+            r"|^LLVM ERROR: |PassManager::run failed|(mlir|llvm|triton)::.*\bAssertion [`']"
+            r"|CalledProcessError: Command '\[?'?\S*\b(gcc|g\+\+|cc|c\+\+|clang|nvcc|hipcc|ninja)'"
+            r"|BackendCompilerFailed|InductorError",
             "JIT compile failed",
         ),
         (_GPU_REFUSAL, "invalid config"),
@@ -176,14 +190,23 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"^(ModuleNotFoundError|ImportError): |undefined symbol: |GLIBC\w* not found"
             r"|requires \w[\w-]*(>=|==)|cannot open shared object file|No module named '"
-            r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA",
+            r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA"
+            r"|PackageNotFoundError|DistributionNotFound|distribution was not found"
+            r"|: command not found$|executable file not found in \$PATH"
+            r"|^\S*sh: (\d+: )?\S+: not found$"
+            r"|Unable to initialize backend '|not in the list of known backends"
+            r"|VersionConflict|but you have \S+ \S+ which is incompatible"
+            r"|compiled with different CUDA (major )?versions|operator \S+::\S+ does not exist"
+            r"|No matching distribution found for|Could not find a version that satisfies"
+            r"|ResolutionImpossible|Failed building wheel for|exec format error",
             "broken install",
         ),
         (
             r"Max retries exceeded with url|Temporary failure in name resolution"
             r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError"
             r"|ReadTimeoutError|SSLError|ProxyError|Cannot assign requested address"
-            r"|429 Client Error|Too Many Requests|\b50[0234] Server Error",
+            r"|429 Client Error|Too Many Requests|\b50[0234] Server Error"
+            r"|Connection error, and we cannot find the requested files",
             "network",
         ),
         (_KILLED, "killed"),
@@ -191,7 +214,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"Initialization failed\. Please see the error messages above", "crashed"),
         (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
-        (r"Subprocess \S+ \(pid=\d+\) crashed", "crashed"),
+        (r"Subprocess \S+ \(pid=\d+\) crashed|Scheduler PP\d+ TP\d+ crashed: ", "crashed"),
         (
             r"Traceback \(most recent call last\):|^terminate called after throwing"
             r"|Segmentation fault|Fatal Python error|core dumped",
@@ -200,10 +223,17 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 
-#: The rules of FATAL_PATTERNS that name a cause only on an exception line or its continuation.
-_RAISED_ONLY = frozenset(
-    rule for rule, (pattern, _) in enumerate(FATAL_PATTERNS) if pattern.pattern == _GPU_REFUSAL
-)
+#: Causes that say what went wrong but not where, and the phase whose frames name them instead:
+#: a CUDA error raised inside CUDA-graph capture is a capture failure (SGLang's own headline
+#: says so when it prints one); a connection error in the warmup thread is the warmup failing
+#: (its request went to the server itself or a proxy in front of it, not to a download).
+_WHERE_IT_FAILED = {"CUDA error": "CUDA graph capture", "network": "warmup failed"}
+
+#: The rule a traceback whose ``Traceback (most recent call last):`` header is not shown (an
+#: excerpt that starts at its frames, Ray's relayed task error) counts as: a crash, to be placed.
+#: So does an exception line Python printed on its own (untimestamped, with a message): what an
+#: uncaught exception leaves when only its last line is kept.
+_HEADLESS = len(FATAL_PATTERNS) - 1
 
 #: Server arguments whose value chooses a component (a kernel backend, an algorithm, a
 #: quantization or dtype): SGLang's module for a choice is named after its value
@@ -238,9 +268,17 @@ _DISTRIBUTED_FRAME = re.compile(r"torch/distributed/|parallel_state\.py|/c10d|Pr
 #: first, so the frame that raised wins over the frames that called it.
 _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"configuration_auto\.py\", line \d+, in __getitem__"), "unsupported model"),
-    (re.compile(r"cuda_graph_runner|graph_buffers|in capture"), "CUDA graph capture"),
+    # capturing the graphs, not replaying them while serving (a fault there is the forward's)
+    (
+        re.compile(
+            r"graph_runner\w*\.py\", line \d+, in (?!replay|can_run)|graph_buffers|in capture"
+        ),
+        "CUDA graph capture",
+    ),
     (re.compile(r"_execute_server_warmup|_wait_and_warmup"), "warmup failed"),
-    (re.compile(r"tokenizer|hf_transformers_utils\.py.*in get_tokenizer"), "tokenizer"),
+    # the tokenizer being loaded, not the tokenizer manager's own request handling (a fault there
+    # is a crash like any other process's)
+    (re.compile(r"tokeniz(er|ation)(?!_manager\.py)|in get_tokenizer"), "tokenizer"),
     (
         re.compile(r"model_loader|weight_utils|in load_weights|in load_model|safetensors"),
         "model loading",
@@ -248,15 +286,45 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"server_args\.py|arg_groups|model_config\.py"), "invalid config"),
 )
 
-#: A frame of a module's top level: two of them in one traceback (the entry point's own, and one
-#: it imports) mean the exception was raised while importing, so the installed packages, not the
-#: config, are at fault.
-_MODULE_FRAME = re.compile(r'^\s*File ".*", line \d+, in <module>$')
+#: A frame of a module's top level: two of them of different files in one traceback (the entry
+#: point's own, and one it imports) mean the exception was raised while importing, so the
+#: installed packages, not the config, are at fault (one script's own ``raise e`` at its top
+#: level prints its ``<module>`` frame twice, and is no import).
+_MODULE_FRAME = re.compile(r'^\s*File "(?P<path>.*)", line \d+, in <module>$')
 
 #: Exceptions an SGLang start raises for a value combination it refuses, when no frame says more.
 #: Not ``TypeError``: Python raises it for a call that does not fit its function (a missing or
 #: unexpected argument), a fault of the code, unless a frame places it in argument handling.
+#: Only a refusal of what the config gave counts (:func:`_refusal`): the same type raised by the
+#: standard library, or by a state check once the server serves, is a crash.
 _CONFIG_EXCEPTION = re.compile(r"^(AssertionError|ValueError|NotImplementedError)(:|$)")
+#: The types a check of values raises (a ``TypeError`` too, for a value of the wrong type):
+#: below the argument-checking modules, they are the config refused (:func:`_hinted`).
+_REFUSAL_TYPE = re.compile(r"^(AssertionError|ValueError|NotImplementedError|TypeError|KeyError)\b")
+
+#: What an exception's type says, where its frames agree (type, frames that must be above it or
+#: None, cause): a package missing or unreadable is a broken install wherever it is found out;
+#: a model config that cannot be decoded is a path that holds no model (a checkpoint file, a
+#: directory of something else), since SGLang reads the config first.
+_TYPE_CAUSES: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, str], ...] = (
+    (
+        re.compile(
+            r"^([\w.]+\.)?(PackageNotFoundError|DistributionNotFound|ModuleNotFoundError"
+            r"|ImportError)\b"
+        ),
+        None,
+        "broken install",
+    ),
+    (
+        re.compile(r"^([\w.]+\.)?(\w*DecodeError|UnpicklingError)\b"),
+        re.compile(r"configuration_utils\.py|in (get_config|_dict_from_json_file|from_pretrained)"),
+        "model not found",
+    ),
+)
+
+#: A frame of Python's standard library (``multiprocessing``, ``json``, ``asyncio``), not of an
+#: installed package: a refusal it raises is about what the code handed it, never the config.
+_STDLIB_FRAME = re.compile(r'^\s*File "[^"]*/lib/python3\.\d+/(?!(site|dist)-packages/)')
 
 #: A refusal whose own words say it is about the quantization or model config given: it is an
 #: invalid config wherever it is raised. SGLang builds the quantization config inside weight
@@ -279,6 +347,7 @@ _FAULT_STACK = re.compile(r"^(Current thread \w+|Stack) \(most recent call first
 _SUMMARY = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
     r"|Subprocess \S+ \(pid=\d+\) crashed|\b\w+ hit an exception|Exit code: "
+    r"|Scheduler PP\d+ TP\d+ crashed: "
     r"|Initialization failed\. Please see the error messages above"
 )
 
@@ -288,11 +357,15 @@ _SUMMARY = re.compile(
 _IGNORED = re.compile(
     r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)|server_args="
 )
-#: A line saying the server goes on without a feature, and why (``multimem all-gather disabled
-#: (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling back to ...``): a
-#: warning, whatever cause it quotes; an exception line that says so is still read.
-_DEGRADED = re.compile(
+#: A line that only warns: the server goes on without a feature, and says why (``multimem
+#: all-gather disabled (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling
+#: back to ...``), or a kernel or backend says it does not support this GPU (:data:`_GPU_REFUSAL`:
+#: SGLang logs that when it picks another kernel by itself). Never a cause, whatever it quotes,
+#: unless it is raised: the same words on an exception line or the lines continuing it are the
+#: start's refusal, and are read.
+_WARNING_ONLY = re.compile(
     r"(?i:\b(?:disabled|skipped|skipping|falling back|fall back)\b\s*(?:\(|because\b|since\b))"
+    rf"|{_GPU_REFUSAL}"
 )
 
 #: Lines after which SGLang's parent kills its own process tree (SIGKILL): a shell's ``Killed``
@@ -315,7 +388,9 @@ _CHAIN = re.compile(
     r"^(The above exception was the direct cause of the following exception:"
     r"|During handling of the above exception, another exception occurred:)"
 )
-_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault)\b(: |:$|$)")
+_EXCEPTION = re.compile(
+    r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault)(\([\w.]+\))?(: |:$|$)"
+)
 
 _PHASES: tuple[tuple[str, str], ...] = (
     ("fired up and ready to roll", "ready"),
@@ -439,6 +514,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     ``Subprocess ... crashed``) names no cause: the exception or last words just before it do
     (:func:`_cause_of_crash`).
     """
+    given, lines = lines, [_unwrap(line) for line in lines]
     texts = [""] * start + [_strip_prefix(line) for line in lines[start:]]
     best: tuple[int, int] | None = None  # (rule, index)
     exceptions: list[int] = []
@@ -452,24 +528,26 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     best_raised = False  # whether the best match is on an exception or its continuation
     for index in range(start, len(texts)):
         text = texts[index]
-        if index in owner:
-            pass
-        elif (
+        head = index not in owner and (
+            bool(_EXCEPTION.match(text)) or index in ends or bool(_FAULTHANDLER.match(text))
+        )
+        raised = head or index in owner
+        bare = lines[index] == text and bool(text.partition(":")[2].strip())
+        if not raised and (
             _is_frame(text)
             or _IGNORED.search(text)
-            or (_DEGRADED.search(text) and not _EXCEPTION.match(text))
+            or _WARNING_ONLY.search(text)
             or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
         ):
             continue
-        elif _EXCEPTION.match(text) or index in ends or _FAULTHANDLER.match(text):
+        if head:
             exceptions.append(index)
             for more in _continuation(lines, texts, index):
                 owner[more] = index
         tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
-        raised = index in owner or (bool(exceptions) and exceptions[-1] == index)
-        rule = _better_rule(
-            text, None if best is None else best[0], raised and not best_raised, raised
-        )
+        rule = _better_rule(text, None if best is None else best[0], raised and not best_raised)
+        if rule is None and best is None and head and (_frames_above(texts, index) or bare):
+            rule = _HEADLESS  # a traceback whose header (or all but its last line) is not shown
         if rule is not None:
             best, best_raised = (rule, index), raised
     if best is None:
@@ -482,38 +560,47 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         if found is not None:
             index, reason = found
             message = texts[index].strip()
-    if reason == "crashed" and _EXCEPTION.match(texts[index]):
-        missing = _missing_requirement(texts[start:index]) or _clashing_choices(
-            texts[start:index], _frames_above(texts, index)
-        )
-        if missing is not None:
-            reason, message = "invalid config", f"{message} ({missing})"
-    elif reason == "CUDA error" and _hinted(_frames_above(texts, index)) == "CUDA graph capture":
-        reason = "CUDA graph capture"  # what SGLang's own headline says of it when it prints one
-    elif rule in _RAISED_ONLY:
-        chosen = _refused_choice(texts[start:index], [texts[index], *_frames_above(texts, index)])
-        if chosen is not None:
-            message = f"{message} ({chosen})"
+    reason, message = _refined(texts, start, index, rule, reason, message)
     return Fatal(
         reason=reason,
-        line=lines[index],
+        line=given[index],
         index=index,
         message=message,
         complete=traceback_complete(lines, start),
     )
 
 
-def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool, raised: bool) -> int | None:
+def _refined(
+    texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
+) -> tuple[str, str]:
+    """The cause and message of the exception on ``index`` once the rest of the record is read:
+    a crash through a flag without the flag it needs, or through two choices that cannot run
+    together, is the config; a cause that says what but not where takes the phase its frames
+    name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses."""
+    frames = _frames_above(texts, index)
+    if reason == "crashed" and _EXCEPTION.match(texts[index]):
+        missing = _missing_requirement(texts[start:index]) or _clashing_choices(
+            texts[start:index], frames
+        )
+        if missing is not None:
+            return "invalid config", f"{message} ({missing})"
+    elif reason in _WHERE_IT_FAILED and _hinted(frames) == _WHERE_IT_FAILED[reason]:
+        return _WHERE_IT_FAILED[reason], message  # as SGLang's own headline would name it
+    elif FATAL_PATTERNS[rule][0].pattern == _GPU_REFUSAL:
+        chosen = _refused_choice(texts[start:index], [texts[index], *frames])
+        if chosen is not None:
+            return reason, f"{message} ({chosen})"
+    return reason, message
+
+
+def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
     """The rule of FATAL_PATTERNS that ``text`` matches if it is more specific than ``best``
     (the rule matched so far), else None. On a tie, ``outranks_on_a_tie`` (the line is an
     exception, the best so far is not) wins: the exception that ended the start outranks a
-    warning before it that names the same cause (not so for crashes, placed by their frames).
-    A rule of :data:`_RAISED_ONLY` counts only on a ``raised`` line (an exception's)."""
+    warning before it that names the same cause (not so for crashes, placed by their frames)."""
     for rule, (pattern, reason) in enumerate(FATAL_PATTERNS):
         if best is not None and (rule > best or (rule == best and not outranks_on_a_tie)):
             return None
-        if rule in _RAISED_ONLY and not raised:
-            continue
         if (best is None or rule < best or reason != "crashed") and pattern.search(text):
             return rule
     return None
@@ -711,40 +798,85 @@ def _refused_choice(texts: Sequence[str], where: Sequence[str]) -> str | None:
 
 
 def _placed(texts: Sequence[str], index: int) -> str:
-    """What an exception no rule names is, by the frames above it: raised while importing a
-    module, a broken install; else by the innermost frame a hint knows; else by its type (SGLang
-    refuses a value combination with an AssertionError or ValueError). A refusal that says it is
-    about the quantization or model config is an invalid config wherever it was raised; a signal
-    faulthandler reports is placed by the frames of the thread it killed, else a crash."""
+    """What an exception no rule names is, read as an engineer reads it: a signal faulthandler
+    reports, by the frames of the thread it killed; raised while importing a module, a broken
+    install; then by what its type says where its frames agree (:data:`_TYPE_CAUSES`); a refusal
+    that says it is about the quantization or model config is an invalid config wherever it was
+    raised; a lost peer in collective code is NCCL; else by the innermost frame a hint knows;
+    else SGLang's own refusal by its type (:func:`_refusal`); else by the phase the start was
+    in (weight loading, CUDA-graph capture); else a crash."""
     if _FAULTHANDLER.match(texts[index]):
         return _hinted(_fault_frames(texts, index)) or "crashed"
-    frames = []
-    for back in range(index - 1, -1, -1):
-        if not _is_frame(texts[back]):
-            break
-        frames.append(texts[back])
-    modules = [frame for frame in frames if _MODULE_FRAME.search(frame)]
+    text, frames = texts[index], _frames_above(texts, index)
+    modules = {m.group("path") for frame in frames if (m := _MODULE_FRAME.search(frame))}
     if len(modules) >= 2:
         return "broken install"
-    if _CONFIG_MEANING.match(texts[index]):
+    for kind, where, cause in _TYPE_CAUSES:
+        if kind.match(text) and (where is None or any(where.search(f) for f in frames)):
+            return cause
+    if _CONFIG_MEANING.match(text):
         return "invalid config"
-    if _PEER_LOST.search(texts[index]) and any(_DISTRIBUTED_FRAME.search(f) for f in frames):
+    if _PEER_LOST.search(text) and any(_DISTRIBUTED_FRAME.search(f) for f in frames):
         return "NCCL"
-    hinted = _hinted(frames)
-    if hinted is not None:
-        return hinted
-    if _CONFIG_EXCEPTION.match(texts[index]):
-        return "invalid config"
-    return "crashed"
+    return (
+        _hinted(frames, bool(_REFUSAL_TYPE.match(text)))
+        or _refusal(texts, index, frames)
+        or _phase_cause(texts, index)
+        or "crashed"
+    )
 
 
-def _hinted(frames: Sequence[str]) -> str | None:
-    """What the innermost frame a hint knows says the failure is (frames innermost first)."""
-    for frame in frames:
-        if not frame.lstrip().startswith('File "'):
-            continue
+def _phase_cause(texts: Sequence[str], index: int) -> str | None:
+    """The cause an unplaced exception gets from the phase its process was in when it was
+    raised: between ``Load weight begin`` and its end, weight loading; between a CUDA-graph
+    capture's begin and its end, the capture (what SGLang's own headline calls it)."""
+    for back in range(index - 1, -1, -1):
+        text = texts[back]
+        if _PHASE_END.search(text):
+            return None
+        for pattern, cause in _PHASE_OPEN:
+            if pattern.search(text):
+                return cause
+    return None
+
+
+#: Milestones that open a phase whose failures have a name of their own (0.5.23
+#: ``model_runner`` and ``cuda_graph_setup`` write them), and the ones that close a phase.
+_PHASE_OPEN: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^Load weight begin\b"), "model loading"),
+    (re.compile(r"(?i)^Capture\b.*\bcuda graph begin\b"), "CUDA graph capture"),
+)
+_PHASE_END = re.compile(
+    r"(?i)^(Load weight end\b|Capture\b.*\bcuda graph end\b|.*\bKV Cache is allocated"
+    r"|.*fired up and ready to roll|.*Uvicorn running on)"
+)
+
+
+def _refusal(texts: Sequence[str], index: int, frames: Sequence[str]) -> str | None:
+    """``invalid config`` for a value combination refused, by the exception's type alone: an
+    ``AssertionError``/``ValueError``/``NotImplementedError`` raised before the server serves by
+    SGLang or a package it hands the config to (torch, transformers), or with no frames shown.
+    The same type raised by Python's standard library (``multiprocessing``), or once the server
+    is ready (a state check while serving), says nothing of the config: None."""
+    if not _CONFIG_EXCEPTION.match(texts[index]):
+        return None
+    raiser = next((f for f in frames if f.lstrip().startswith('File "')), None)
+    if raiser is not None and _STDLIB_FRAME.search(raiser):
+        return None
+    if any(READY_LINE in text for text in texts[:index]):
+        return None
+    return "invalid config"
+
+
+def _hinted(frames: Sequence[str], refusal: bool = True) -> str | None:
+    """What the innermost frame a hint knows says the failure is (frames innermost first). The
+    argument-checking modules place a value refused (``refusal``: the exception's type is one a
+    check raises) wherever it is raised below them, anything else only when they raise it
+    themselves: a library they call (a device query, a download) fails for its own reason."""
+    calls = [frame for frame in frames if frame.lstrip().startswith('File "')]
+    for depth, frame in enumerate(calls):
         for pattern, reason in _FRAME_HINTS:
-            if pattern.search(frame):
+            if pattern.search(frame) and (refusal or depth == 0 or reason != "invalid config"):
                 return reason
     return None
 
@@ -782,8 +914,25 @@ def phase_of(lines: Iterable[str]) -> str:
 _TS_PREFIX = re.compile(r"^\[(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Z0-9 ]+)?\] ")
 
 
+#: Prefixes that the stack carrying SGLang's output puts before every line it relays, whatever
+#: the line says: Ray's actor tag (``(WorkerDict pid=7, ip=10.0.0.1) ``), torch distributed's rank
+#: (``[rank0]: ``), docker compose's service (``sglang-1  | ``), syslog's as journald prints it
+#: (``Dec 03 10:00:00 gpu1 sglang[123]: ``). A traceback relayed this way is still a traceback:
+#: the tag is taken off before the line is read, and so are a terminal's colour codes.
+_CARRIER = re.compile(
+    r"^(\(\w+ pid=\d+(, ip=[\d.]+)?\) |\[rank\d+\]: ?|[\w.-]+-\d+ +\| "
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@/-]+(\[\d+\])?: )"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _unwrap(line: str) -> str:
+    """The line as SGLang wrote it, without a carrier's tag (:data:`_CARRIER`) or colours."""
+    return _CARRIER.sub("", _ANSI.sub("", line), count=1)
+
+
 def _strip_prefix(line: str) -> str:
-    return _TS_PREFIX.sub("", line, count=1)
+    return _TS_PREFIX.sub("", _unwrap(line), count=1)
 
 
 def same_value(expected: Any, logged: Any) -> bool:
