@@ -63,10 +63,17 @@ FIFTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh5_")]
 #: the README. The structural reading then read this batch too (26/26 since), so it is tainted like
 #: the others; the floor stays the clean figure.
 HELD_OUT_CLEAN_5 = (15, 26)
+#: The sixth fresh batch (``fresh6_*``, README), collected by a fixed search rule by someone who
+#: never read the classifier, while the structural reading was written (it never saw this batch);
+#: its expectations were committed before the classifier read it. Measured once with the rules
+#: frozen: 15 of 21 causes named (71%), under the 90% target (misses in the README). No rule has
+#: been changed for it: it is still clean.
+SIXTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh6_")]
+HELD_OUT_CLEAN_6 = (15, 21)
 FIRST_BATCH = [
     case
     for case in HELD_OUT
-    if not case["file"].startswith(("fresh2_", "fresh3_", "fresh4_", "fresh5_"))
+    if not case["file"].startswith(("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_"))
 ]
 #: Logs whose public excerpt stops inside a traceback (README): no reader can see it complete.
 CUT = {case["file"] for case in INDEX if case.get("excerpt_ends_in_traceback")}
@@ -91,10 +98,10 @@ def named(case: dict[str, Any]) -> bool:
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
-    assert len(FIFTH_BATCH) >= 25
+    assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
-        assert case["source"].startswith(("https://github.com/", REAL_TIER)), case["file"]
+        assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
         assert case["split"] in ("tuned", "held-out"), case["file"]
         assert all(key in text for key in case["key_lines"]), case["file"]
 
@@ -106,11 +113,13 @@ def figure(cases: list[dict[str, Any]]) -> tuple[int, int]:
 def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart() -> None:
     tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
     third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
+    sixth = figure(SIXTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
         f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch), "
-        f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch) "
+        f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch), "
+        f"{sixth[0]}/{sixth[1]} (sixth batch) "
         f"(missed: {misses})"
     )
     print(report)
@@ -121,6 +130,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert third[0] / third[1] >= HELD_OUT_CLEAN_3[0] / HELD_OUT_CLEAN_3[1], report
     assert fourth[0] / fourth[1] >= HELD_OUT_CLEAN_4[0] / HELD_OUT_CLEAN_4[1], report
     assert fifth[0] / fifth[1] >= HELD_OUT_CLEAN_5[0] / HELD_OUT_CLEAN_5[1], report
+    assert sixth[0] / sixth[1] >= HELD_OUT_CLEAN_6[0] / HELD_OUT_CLEAN_6[1], report
 
 
 @pytest.mark.parametrize("case", TUNED, ids=[c["file"] for c in TUNED])

@@ -71,6 +71,9 @@ READY_LINE = "The server is fired up and ready to roll!"
 _PARENT_KILLS = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
 )
+#: A scheduler found dead: at start the launcher raises (exit 1); after the ready line the
+#: serving watchdog of releases and forks that have one (ktransformers') ends the tree.
+_SCHEDULER_DEAD = re.compile(r"Rank \d+ scheduler is dead\. Please check")
 _ARGPARSE = re.compile(r"^\S+: error: ")
 
 
@@ -82,6 +85,9 @@ def replay_exit(lines: list[str]) -> str | int:
     a log that reaches the ready line is a server that came up.
     """
     if any(_PARENT_KILLS.search(line) for line in lines):
+        return "SIGKILL"
+    ready = next((i for i, line in enumerate(lines) if READY_LINE in line), None)
+    if ready is not None and any(_SCHEDULER_DEAD.search(line) for line in lines[ready:]):
         return "SIGKILL"
     if any(line.startswith("usage: ") for line in lines) and any(
         _ARGPARSE.match(line) for line in lines
