@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "GPT_OSS",
+    "NEMOTRON_H",
     "NGRAM_PAGED_ERROR",
     "QWEN3_5_HYBRID",
     "TRTLLM_MHA_GPU_ERROR",
@@ -32,6 +33,7 @@ __all__ = [
     "gpt_oss_attention",
     "gpu_facts",
     "gpu_refusal",
+    "nemotron_h_attention",
     "ngram_paged_refused",
     "snapped_page",
 ]
@@ -59,6 +61,11 @@ QWEN3_5_HYBRID = frozenset(
         "Qwen3_5MoeForConditionalGeneration",
         "Qwen3_5ForConditionalGeneration",
     }
+)
+#: ``_nemotron_h_overrides``' architectures (``model_overrides/nemotron_h.py``): on Blackwell
+#: their override picks the attention backend
+NEMOTRON_H = frozenset(
+    {"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Omni_Reasoning_V3"}
 )
 FLASHMLA_PAGE_WARNING = "FlashMLA only supports a page_size of 64, change page_size to 64."
 TRTLLM_MLA_PAGE_WARNING = (
@@ -124,6 +131,20 @@ def deepseek_attention(architecture: str, major: int) -> str | None:
 def gpt_oss_attention(major: int) -> str:
     """``model_overrides/gpt_oss.py``: gpt-oss's attention backend where none is set."""
     return "trtllm_mha" if major == 10 else ("fa3" if major == 9 else "triton")
+
+
+def nemotron_h_attention(
+    architecture: str, major: int, algo: str | None, explicit_topk: int | None
+) -> str | None:
+    """``model_overrides/nemotron_h.py``: Nemotron-H's attention backend where none is set, on
+    Blackwell (``is_blackwell``: sm10x-sm12x). Without speculation TRT-LLM MHA on sm100 only;
+    with it TRT-LLM MHA on sm100 where the topk is unset or 1, else Triton. None where the
+    override leaves the default to ``get_default_attn_backend``."""
+    if architecture not in NEMOTRON_H or major not in (10, 11, 12):
+        return None
+    if algo is None:
+        return "trtllm_mha" if major == 10 else None
+    return "trtllm_mha" if major == 10 and explicit_topk in (None, 1) else "triton"
 
 
 def snapped_page(

@@ -100,6 +100,8 @@ def _attention_backends(
         backend = gpu_rules.deepseek_attention(arch, major)
         if arch == gpu_rules.GPT_OSS:
             backend = gpu_rules.gpt_oss_attention(major)
+        topk = given.get("speculative_eagle_topk")
+        backend = gpu_rules.nemotron_h_attention(arch, major, algo, topk) or backend
     if backend is None and arch in gpu_rules.QWEN3_5_HYBRID and major == 10:
         return None
     if backend is None:

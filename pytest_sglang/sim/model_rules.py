@@ -172,6 +172,8 @@ def registry_overrides(
         warnings.append("Use trtllm_mla as attention backend on sm100 for DeepseekV3ForCausalLM")
     if arch == "GptOssForCausalLM":
         _gpt_oss(identity, args, gpu, warnings)
+    if arch in gpu_rules.NEMOTRON_H:
+        _nemotron_h(identity, args, gpu, warnings)
     if arch in QWEN3_5_HYBRID and sm == 10 and args.get("attention_backend") is None:
         # model_overrides/qwen3_5.py: trtllm_mha only where a page size above 1 is possible
         backend = "triton"
@@ -248,6 +250,45 @@ def _gpt_oss(
         # the triton_kernels package is installed with SGLang; the driver is below 595
         args["moe_runner_backend"] = "triton_kernel"
         warnings.append("Detected GPT-OSS model, enabling triton_kernels MOE kernel.")
+
+
+def _nemotron_h(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str]
+) -> None:
+    """model_overrides/nemotron_h.py for an unquantized checkpoint without expert remapping
+    (EPLB, redundant experts and ModelOpt checkpoints are not simulated): the MoE runner
+    (TRT-LLM on sm100, else CUTLASS), then the attention backend on Blackwell."""
+    arch = identity.architecture
+    sm = _sm(gpu)
+    quantization = args.get("quantization") or identity.quantization
+    if quantization is None and args.get("moe_runner_backend", "auto") == "auto":
+        if sm == 10 and args.get("moe_a2a_backend", "none") == "none":
+            args["moe_runner_backend"] = "flashinfer_trtllm"
+            warnings.append(f"Use flashinfer_trtllm as MoE runner backend on sm100 for {arch}")
+        else:
+            args["moe_runner_backend"] = "flashinfer_cutlass"
+    if not _attention_unset(args):
+        return
+    algo = args.get("speculative_algorithm")
+    algo = None if algo is None else str(algo).upper()
+    backend = gpu_rules.nemotron_h_attention(arch, sm, algo, args.get("speculative_eagle_topk"))
+    if backend is None:
+        return
+    args["attention_backend"] = backend
+    if algo is None:
+        return
+    draft_algos = ("EAGLE", "NEXTN", "DSPARK")
+    if backend == "trtllm_mha":
+        if args.get("page_size") is None:
+            args["page_size"] = 64
+        if args.get("mamba_radix_cache_strategy", "auto") == "auto":
+            args["mamba_radix_cache_strategy"] = "extra_buffer"
+    else:
+        draft_algos = ("EAGLE", "NEXTN", "DFLASH", "DSPARK")
+    if args.get("speculative_draft_attention_backend") is None and algo in draft_algos:
+        args["speculative_draft_attention_backend"] = (
+            "trtllm_mha" if backend == "trtllm_mha" else "flashinfer"
+        )
 
 
 def deepseek_adjustments(
