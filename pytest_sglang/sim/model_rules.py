@@ -277,7 +277,7 @@ def _nemotron_h(
     args["attention_backend"] = backend
     if algo is None:
         return
-    draft_algos = ("EAGLE", "NEXTN", "DSPARK")
+    draft_algos: tuple[str, ...] = ("EAGLE", "NEXTN", "DSPARK")
     if backend == "trtllm_mha":
         if args.get("page_size") is None:
             args["page_size"] = 64
