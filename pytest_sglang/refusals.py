@@ -21,6 +21,7 @@ from typing import Any
 from . import gpu_rules
 from .errors import ConfigError
 from .gpu_rules import GpuFacts
+from .model_config_rules import verify_quantization
 from .model_identity import ModelIdentity, missing_among_models
 
 __all__ = ["check_gpu_refusals", "check_refusals"]
@@ -65,6 +66,12 @@ def check_refusals(
             f"({requested}) is greater than the derived context_length "
             f"({model.context_length}); set {_LONGER_CONTEXT_ENV}=1 to allow it"
         )
+    quantization = given.get("quantization")
+    check = verify_quantization(
+        None if quantization is None else str(quantization), model.quantization
+    )
+    if check.error is not None:
+        raise ConfigError(f"quantization: SGLang would refuse {quantization}: {check.error}")
     dp = given.get("dp_size")
     tp = int(given.get("tp_size") or 1)
     if given.get("enable_dp_attention") and isinstance(dp, int) and dp > 1 and tp % dp:

@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import gpu_rules
 from ..aliases import rename_deprecated
+from ..model_config_rules import verify_quantization
 from ..model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
@@ -306,24 +307,37 @@ def _refuse_missing_model(path: str, draft: bool = False) -> None:
     )
 
 
-def _refuse_longer_context(args: dict[str, Any], derived: int | None) -> None:
-    """``ModelConfig._derive_context_length``: a --context-length above the model's own."""
+def _refuse_longer_context(args: dict[str, Any], derived: int | None, warnings: list[str]) -> None:
+    """``ModelConfig._derive_context_length``: a --context-length above the model's own is
+    refused, or, where the environment allows it, logged as the same message."""
     requested = args.get("context_length")
-    if (
-        requested is None
-        or derived is None
-        or int(requested) <= derived
-        or os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true")
-    ):
+    if requested is None or derived is None or int(requested) <= derived:
+        return
+    message = (
+        f"Warning: User-specified context_length ({requested}) is greater than the derived "
+        f"context_length ({derived}). This may lead to incorrect model outputs or CUDA errors. "
+        "Note that the derived context_length may differ from max_position_embeddings in the "
+        "model's config."
+    )
+    if os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true"):
+        warnings.append(message)
         return
     raise ResolutionError(
-        f"ValueError: Warning: User-specified context_length ({requested}) is greater than the "
-        f"derived context_length ({derived}). This may lead to incorrect model outputs or CUDA "
-        "errors. Note that the derived context_length may differ from max_position_embeddings "
-        "in the model's config. To allow overriding this maximum, set the env var "
+        f"ValueError: {message} To allow overriding this maximum, set the env var "
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
         tracebacks.frames("longer_context"),
     )
+
+
+def _verify_quantization(
+    args: dict[str, Any], identity: ModelIdentity, warnings: list[str]
+) -> None:
+    """``ModelConfig._verify_quantization``: --quantization against the checkpoint's method
+    (the rule is :mod:`pytest_sglang.model_config_rules`', shared with the predictor)."""
+    check = verify_quantization(args.get("quantization"), identity.quantization)
+    warnings.extend(check.messages)
+    if check.error is not None:
+        raise ResolutionError(check.error, tracebacks.frames("quantization_mismatch"))
 
 
 def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = None) -> Resolved:
@@ -428,7 +442,8 @@ def _build_model_config(
     args: dict[str, Any], identity: ModelIdentity, gpu: GpuSpec, warnings: list[str]
 ) -> tuple[ModelIdentity, ModelSpec]:
     """``ModelConfig``, first built after the deprecated args (``apply_inkling_prefill_...``)."""
-    _refuse_longer_context(args, identity.context_length)
+    _refuse_longer_context(args, identity.context_length, warnings)
+    _verify_quantization(args, identity, warnings)
     warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     model = parse_model(args["model_path"], args.get("quantization"), identity)
     if identity.architecture != model.architecture:  # by name: the cost model's family decides
