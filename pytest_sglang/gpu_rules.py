@@ -24,6 +24,7 @@ __all__ = [
     "GPT_OSS",
     "NEMOTRON_H",
     "NGRAM_PAGED_ERROR",
+    "OLMO2_FLASHINFER_ERROR",
     "QWEN3_5_HYBRID",
     "TRTLLM_MHA_GPU_ERROR",
     "TRTLLM_MLA_GPU_ERROR",
@@ -33,8 +34,11 @@ __all__ = [
     "gpt_oss_attention",
     "gpu_facts",
     "gpu_refusal",
+    "llama4_attention",
     "nemotron_h_attention",
     "ngram_paged_refused",
+    "olmo2_attention",
+    "override_attention",
     "snapped_page",
 ]
 
@@ -145,6 +149,60 @@ def nemotron_h_attention(
     if algo is None:
         return "trtllm_mha" if major == 10 else None
     return "trtllm_mha" if major == 10 and explicit_topk in (None, 1) else "triton"
+
+
+#: ``_llama4_overrides``' architectures
+LLAMA4 = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
+#: ``_olmo2_overrides``' architecture
+OLMO2 = "Olmo2ForCausalLM"
+#: ``handle_model_specific_adjustments``' OLMo 2 branch: the assertion on a FlashInfer backend
+OLMO2_FLASHINFER_ERROR = (
+    "AssertionError: FlashInfer backend can significantly degrade the performance of Olmo3 models."
+)
+
+
+def llama4_attention(major: int) -> tuple[str, str]:
+    """``model_overrides/llama4.py`` on a CUDA GPU: (backend, the platform its warning names)."""
+    if major == 10:
+        return "trtllm_mha", "sm100"
+    if major == 9:
+        return "fa3", "sm90"
+    return "triton", "other platforms"
+
+
+def olmo2_attention(capability: tuple[int, int]) -> str:
+    """``model_overrides/olmo2.py`` on a CUDA GPU: TRT-LLM MHA on sm100, FA3 from sm80 on."""
+    if capability[0] == 10:
+        return "trtllm_mha"
+    return "fa3" if capability[0] * 10 + capability[1] >= 80 else "triton"
+
+
+def override_attention(
+    architecture: str,
+    capability: tuple[int, int],
+    algo: str | None,
+    explicit_topk: int | None,
+    attention_unset: bool,
+    attention_backend: str | None,
+) -> str | None:
+    """The attention backend an architecture's registered override sets on a CUDA GPU (the
+    DeepSeek-V3, gpt-oss, Nemotron-H, Llama 4 and OLMo 2 overrides); None where it sets none.
+    ``attention_unset``: no attention, prefill or decode backend given; Llama 4's and OLMo 2's
+    overrides read only ``attention_backend``."""
+    major = capability[0]
+    if attention_unset:
+        for backend in (
+            deepseek_attention(architecture, major),
+            gpt_oss_attention(major) if architecture == GPT_OSS else None,
+            nemotron_h_attention(architecture, major, algo, explicit_topk),
+        ):
+            if backend is not None:
+                return backend
+    if attention_backend is None and architecture in LLAMA4:
+        return llama4_attention(major)[0]
+    if attention_backend is None and architecture == OLMO2:
+        return olmo2_attention(capability)
+    return None
 
 
 def snapped_page(

@@ -72,6 +72,11 @@ def check_refusals(
     )
     if check.error is not None:
         raise ConfigError(f"quantization: SGLang would refuse {quantization}: {check.error}")
+    if model.architecture == gpu_rules.OLMO2 and given.get("attention_backend") == "flashinfer":
+        raise ConfigError(
+            f"attention_backend: SGLang would refuse flashinfer for {model.architecture}: "
+            f"{gpu_rules.OLMO2_FLASHINFER_ERROR}"
+        )
     dp = given.get("dp_size")
     tp = int(given.get("tp_size") or 1)
     if given.get("enable_dp_attention") and isinstance(dp, int) and dp > 1 and tp % dp:
@@ -91,10 +96,10 @@ def check_refusals(
 
 
 def _attention_backends(
-    given: Mapping[str, Any], model: ModelIdentity, major: int, algo: str | None
+    given: Mapping[str, Any], model: ModelIdentity, capability: tuple[int, int], algo: str | None
 ) -> tuple[str | None, str | None, str | None] | None:
     """``(attention, decode, prefill)`` backends as 0.5.23 settles them on a GPU of compute
-    capability ``major`` (the architecture's override, else ``get_default_attn_backend``);
+    ``capability`` (the architecture's override, else ``get_default_attn_backend``);
     None where an override this predictor does not model decides (the hybrid Qwen3.5 family
     on sm100, whose choice reads the radix cache strategy)."""
     backend = given.get("attention_backend")
@@ -103,16 +108,13 @@ def _attention_backends(
     if prefill is not None and prefill == decode:
         backend = prefill
     arch = model.architecture
-    if backend is None and decode is None and prefill is None:
-        backend = gpu_rules.deepseek_attention(arch, major)
-        if arch == gpu_rules.GPT_OSS:
-            backend = gpu_rules.gpt_oss_attention(major)
-        topk = given.get("speculative_eagle_topk")
-        backend = gpu_rules.nemotron_h_attention(arch, major, algo, topk) or backend
+    unset = backend is None and decode is None and prefill is None
+    topk = given.get("speculative_eagle_topk")
+    backend = gpu_rules.override_attention(arch, capability, algo, topk, unset, backend) or backend
+    major = capability[0]
     if backend is None and arch in gpu_rules.QWEN3_5_HYBRID and major == 10:
         return None
     if backend is None:
-        topk = given.get("speculative_eagle_topk")
         sinks = arch == gpu_rules.GPT_OSS
         backend = gpu_rules.default_attention(major, model.mla, algo, topk, sinks)
     return backend, decode, prefill
@@ -125,7 +127,7 @@ def check_gpu_refusals(given: Mapping[str, Any], model: ModelIdentity, gpu: GpuF
     algo = given.get("speculative_algorithm")
     algo = None if algo is None else str(algo).upper()
     major = gpu.capability[0]
-    backends = _attention_backends(given, model, major, algo)
+    backends = _attention_backends(given, model, gpu.capability, algo)
     if backends is None:
         return
     backend, decode, prefill = backends

@@ -27,11 +27,46 @@ __all__ = [
     "deepseek_adjustments",
     "model_config_messages",
     "moe_runner_messages",
+    "multimodal_note",
+    "olmo2_adjustments",
     "registry_overrides",
 ]
 
 #: ``SWA_SINK_ARCHS`` members among the simulated families: hybrid SWA, attention sinks
 HYBRID_SWA_ARCHS = frozenset({"GptOssForCausalLM"})
+#: ``is_hybrid_swa_model``'s architectures (``configs/model_config.py``): building the model
+#: config notes them, unless hybrid SWA memory is disabled (Beam and Laguna, whose membership
+#: reads their layer types or sliding window, are left out)
+HYBRID_SWA_NOTE_ARCHS = frozenset(
+    {
+        "MiMoV2ForCausalLM",
+        "MiMoV2FlashForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "DeepseekV4ForCausalLM",
+        "DeepseekV4ForCausalLMNextN",
+        "DeepseekV4ForCausalLMDSpark",
+        "GptOssForCausalLM",
+        "GraniteSWAForCausalLM",
+        "GraniteMoeSWAForCausalLM",
+        "IQuestQ1ForCausalLM",
+        "IQuestQ1MTP",
+        "MiMoV2MTP",
+        "Step3p5ForCausalLM",
+        "Step3p5MTP",
+        "Step3p7ForConditionalGeneration",
+        "Gemma4ForCausalLM",
+        "Gemma4ForConditionalGeneration",
+        "EmbeddingGemma2Model",
+        "Gemma4UnifiedForConditionalGeneration",
+        "DiffusionGemmaForBlockDiffusion",
+        "MellumForCausalLM",
+        "MuseGlimmerForCausalLM",
+        "MuseGlimmerForConditionalGeneration",
+        "InklingForConditionalGeneration",
+        "InklingForConditionalGenerationMTP",
+        "UnlimitedOCRForCausalLM",
+    }
+)
 #: ``_FLASHINFER_ALLREDUCE_FUSION_ARCHS`` of 0.5.23 (``overrides.py``)
 ALLREDUCE_FUSION_ARCHS = frozenset(
     {
@@ -126,6 +161,46 @@ def attention_sinks(identity: ModelIdentity) -> bool:
     return identity.architecture in HYBRID_SWA_ARCHS
 
 
+#: ``ModelConfig.__init__``'s ``mm_disabled_models``: multimodal off unless asked for
+MM_DISABLED = frozenset(
+    {
+        "Gemma3ForConditionalGeneration",
+        "Llama4ForConditionalGeneration",
+        "Step3VLForConditionalGeneration",
+        "InklingForConditionalGeneration",
+    }
+)
+
+
+def multimodal_note(identity: ModelIdentity, args: dict[str, Any]) -> list[str]:
+    """``ModelConfig.__init__``'s first note (before the context length is derived): these
+    multimodal architectures serve text only unless ``--enable-multimodal`` is given."""
+    if (
+        identity.architecture in MM_DISABLED
+        and args.get("enable_multimodal") is None
+        and args.get("model_impl", "auto") != "transformers"
+    ):
+        return [
+            f"Multimodal is disabled for {identity.model_type}. To enable it, set "
+            "--enable-multimodal."
+        ]
+    return []
+
+
+def olmo2_adjustments(
+    identity: ModelIdentity, args: dict[str, Any], warnings: list[str]
+) -> str | None:
+    """``handle_model_specific_adjustments``' OLMo 2 branch: the backend its override chose is
+    logged; FlashInfer is refused (returns the error line)."""
+    if identity.architecture != gpu_rules.OLMO2:
+        return None
+    backend = args.get("attention_backend")
+    if backend == "flashinfer":
+        return gpu_rules.OLMO2_FLASHINFER_ERROR
+    warnings.append(f"Using {backend} as attention backend for {identity.architecture}.")
+    return None
+
+
 def model_config_messages(identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec) -> list[str]:
     """What building ``ModelConfig`` logs (the first thing resolution logs about a model):
     ``_verify_quantization``'s not-optimized warning, then ``model_config_of``'s hybrid SWA note."""
@@ -140,7 +215,7 @@ def model_config_messages(identity: ModelIdentity, args: dict[str, Any], gpu: Gp
             f"{quantization} quantization is not fully optimized yet. The speed can be slower "
             "than non-quantized models."
         )
-    if identity.architecture in HYBRID_SWA_ARCHS and not args.get("disable_hybrid_swa_memory"):
+    if identity.architecture in HYBRID_SWA_NOTE_ARCHS and not args.get("disable_hybrid_swa_memory"):
         messages.append(f"Hybrid SWA model detected. architectures=['{identity.architecture}']")
     return messages
 
@@ -174,6 +249,7 @@ def registry_overrides(
         _gpt_oss(identity, args, gpu, warnings)
     if arch in gpu_rules.NEMOTRON_H:
         _nemotron_h(identity, args, gpu, warnings)
+    _small_overrides(identity, args, gpu, warnings)
     if arch in QWEN3_5_HYBRID and sm == 10 and args.get("attention_backend") is None:
         # model_overrides/qwen3_5.py: trtllm_mha only where a page size above 1 is possible
         backend = "triton"
@@ -250,6 +326,61 @@ def _gpt_oss(
         # the triton_kernels package is installed with SGLang; the driver is below 595
         args["moe_runner_backend"] = "triton_kernel"
         warnings.append("Detected GPT-OSS model, enabling triton_kernels MOE kernel.")
+
+
+#: ``_gemma2_gemma3_overrides``' architectures
+GEMMA2_GEMMA3 = frozenset(
+    {
+        "Gemma2ForCausalLM",
+        "Gemma3ForCausalLM",
+        "Gemma3ForConditionalGeneration",
+        "Gemma3nForCausalLM",
+        "Gemma3nForConditionalGeneration",
+    }
+)
+
+
+def _small_overrides(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str]
+) -> None:
+    """The registry's one-rule overrides on a CUDA GPU: Gemma 2/3 and OLMo 2 (no hybrid SWA
+    memory; OLMo 2's attention backend), MiniMax-M2 (TF32, the sm100 ModelOpt FP4 MoE runner)
+    and Llama 4 (attention backend by GPU, the sm100 FP8 MoE runner)."""
+    arch = identity.architecture
+    if arch in GEMMA2_GEMMA3 or arch == gpu_rules.OLMO2:
+        verb = "Disable" if arch in GEMMA2_GEMMA3 else "Disabling"
+        warnings.append(f"{verb} hybrid SWA memory for {arch} as it is not yet supported.")
+        args["disable_hybrid_swa_memory"] = True
+    if arch == gpu_rules.OLMO2 and args.get("attention_backend") is None:
+        args["attention_backend"] = gpu_rules.olmo2_attention(gpu.capability)
+    if arch == "MiniMaxM2ForCausalLM":
+        args["enable_tf32_matmul"] = True
+        warnings.append(
+            "Enable TF32 matmul for MiniMaxM2ForCausalLM model to improve gate gemm performance."
+        )
+        quantization = args.get("quantization") or identity.quantization
+        if (
+            _sm(gpu) == 10
+            and args.get("moe_runner_backend", "auto") == "auto"
+            and quantization == "modelopt_fp4"
+        ):
+            args["moe_runner_backend"] = "flashinfer_trtllm_routed"
+            warnings.append(
+                "Use flashinfer_trtllm_routed as MoE runner backend on SM10X for "
+                "MiniMaxM2ForCausalLM with modelopt_fp4."
+            )
+    if arch in gpu_rules.LLAMA4:
+        if args.get("attention_backend") is None:
+            backend, platform = gpu_rules.llama4_attention(_sm(gpu))
+            warnings.append(f"Use {backend} as attention backend on {platform} for Llama4 model")
+            args["attention_backend"] = backend
+        if (
+            _sm(gpu) == 10
+            and args.get("moe_runner_backend", "auto") == "auto"
+            and args.get("quantization") in ("fp8", "modelopt_fp8")
+        ):
+            args["moe_runner_backend"] = "flashinfer_trtllm"
+            warnings.append("Use flashinfer_trtllm as MoE runner backend on SM100 for Llama4")
 
 
 def _nemotron_h(
@@ -351,6 +482,12 @@ def moe_runner_messages(args: dict[str, Any], warnings: list[str]) -> None:
     """``_moe_runner_fusion_disable``: the MoE runners that keep shared experts apart."""
     if args.get("moe_runner_backend") in ("flashinfer_trtllm", "experimental_sgl_trtllm"):
         warnings.append(FLASHINFER_TRTLLM_MOE)
+        args["disable_shared_experts_fusion"] = True
+    elif args.get("moe_runner_backend") == "flashinfer_trtllm_routed":
+        warnings.append(
+            "FlashInfer TRTLLM routed MoE is enabled. --disable-shared-experts-fusion is "
+            "automatically set."
+        )
         args["disable_shared_experts_fusion"] = True
 
 

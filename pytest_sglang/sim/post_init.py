@@ -387,6 +387,9 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     # branch, the all-reduce fusion (model_rules)
     model_rules.registry_overrides(identity, args, gpu, warnings, default_backend)
     model_rules.deepseek_adjustments(identity, args, gpu, warnings, not graphs_off)
+    refused = model_rules.olmo2_adjustments(identity, args, warnings)
+    if refused is not None:
+        raise ResolutionError(refused, tracebacks.frames("olmo2_flashinfer"))
     model_rules.allreduce_fusion(identity, args, gpu, warnings, attn_dp)
     _handle_attention_backend_compatibility(args, gpu, graph, warnings, default_backend)
     _disable_prefill_cuda_graph_for_deepseek_trtllm_mla(args, arch, graph, warnings)
@@ -442,6 +445,7 @@ def _build_model_config(
     args: dict[str, Any], identity: ModelIdentity, gpu: GpuSpec, warnings: list[str]
 ) -> tuple[ModelIdentity, ModelSpec]:
     """``ModelConfig``, first built after the deprecated args (``apply_inkling_prefill_...``)."""
+    warnings.extend(model_rules.multimodal_note(identity, args))
     _refuse_longer_context(args, identity.context_length, warnings)
     _verify_quantization(args, identity, warnings)
     warnings.extend(model_rules.model_config_messages(identity, args, gpu))

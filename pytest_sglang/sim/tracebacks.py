@@ -146,6 +146,22 @@ _TABLE: dict[str, list[Frame]] = {
         ("sglang/srt/configs/model_config.py", 891, "__init__", "self._verify_quantization()"),
         ("sglang/srt/configs/model_config.py", 2143, "_verify_quantization", "raise ValueError("),
     ],
+    # handle_model_specific_adjustments' OLMo 2 branch
+    "olmo2_flashinfer": [
+        (
+            _PIPELINE,
+            225,
+            "run_resolution_pipeline",
+            "run_hook(handle_model_specific_adjustments, server_args)",
+        ),
+        _RUN_HOOK,
+        (
+            "sglang/srt/arg_groups/model_hook.py",
+            690,
+            "handle_model_specific_adjustments",
+            'assert attention_backend != "flashinfer", (',
+        ),
+    ],
     "dp_not_dividing_tp": [
         (
             _PIPELINE,

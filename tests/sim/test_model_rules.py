@@ -1,8 +1,10 @@
 """The simulator's per-architecture rules, each built from 0.5.23's source condition.
 
 Why: the conformance goldens reach these rules only on the configs someone chose; these tests
-hold each branch of the source (``arg_groups/model_overrides/nemotron_h.py``) on the GPU
-generations and speculative settings that decide it, messages and order included.
+hold each branch of the source (``arg_groups/model_overrides/nemotron_h.py``, ``olmo2.py``,
+``gemma2_gemma3.py``, ``minimax_m2.py``, ``llama4.py``, ``ModelConfig``'s notes) on the GPU
+generations and settings that decide it, messages and order included; the probes of
+conformance/probes.py hold them to what the real package logged for the same command lines.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_sglang import gpu_rules
+from pytest_sglang.config import ServerConfig
+from pytest_sglang.errors import ConfigError
 from pytest_sglang.sim import cli, post_init
 from pytest_sglang.sim.perf import GpuSpec
 
@@ -144,3 +148,60 @@ def test_nemotron_h_attention_rule_is_the_one_the_predictor_reads() -> None:
     assert rule("NemotronHPuzzleForCausalLM", 10, "NGRAM", None) == "trtllm_mha"
     assert rule("NemotronHForCausalLM", 10, "EAGLE", 4) == "triton"
     assert rule("LlamaForCausalLM", 10, None, None) is None
+
+
+# -- hand-written probes run through the real package (conformance/probes.py) ---------------
+
+PROBES = json.loads(
+    (Path(__file__).resolve().parent.parent / "data" / "real_probes_0.5.23.json").read_text()
+)
+PROBE_GPUS = {
+    "b200x8": GPUS["b200"],
+    "a100x8": GpuSpec(
+        name="NVIDIA A100-SXM4-80GB", memory_gb=80, total_mib=81920, capability=(8, 0)
+    ),
+    "h200x8": GpuSpec(name="NVIDIA H200", memory_gb=141, total_mib=143771, capability=(9, 0)),
+}
+
+
+@pytest.fixture(scope="module")
+def probe_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("probe-models")
+    for name, config in PROBES["models"].items():
+        (root / name).mkdir()
+        (root / name / "config.json").write_text(json.dumps(config))
+    return root
+
+
+@pytest.mark.parametrize(
+    ("profile", "probe"),
+    [(p, n) for p, runs in sorted(PROBES["probes"].items()) for n in sorted(runs)],
+)
+def test_the_simulator_logs_and_refuses_what_real_does_on_the_probes(
+    probe_models: Path, profile: str, probe: str
+) -> None:
+    """OLMo 2, Gemma 3, MiniMax-M2, Llama 4 and ``_verify_quantization``, each probe chosen
+    from the source's condition and run through the real 0.5.23: messages in order, the
+    refusal's line, and the backends the rules set; the predictor refuses what real refuses
+    (knowing the GPU)."""
+    real = PROBES["probes"][profile][probe]
+    argv = [a.replace("{models}", str(probe_models)) for a in PROBES["argv"][probe]]
+    parsed = cli.parse_args(argv, "0.5.23")
+    gpu = PROBE_GPUS[profile]
+    try:
+        resolved = post_init.resolve_args(parsed, "0.5.23", gpu)
+    except post_init.ResolutionError as exc:
+        assert real["exit_code"] == 1 and exc.line == real["last_line"]
+        assert exc.warnings == real["log_before_server_args"]
+    else:
+        assert real["exit_code"] == 0, real["last_line"]
+        assert resolved.warnings == real["log_before_server_args"]
+        for key, value in real["resolved"].items():
+            assert resolved.args.get(key) == value, key
+    facts = gpu_rules.GpuFacts(gpu.name, gpu.capability)
+    config = ServerConfig.from_argv(argv, "0.5.23")
+    if real["exit_code"]:
+        with pytest.raises(ConfigError):
+            config.resolved("0.5.23", gpu=facts)
+    else:
+        config.resolved("0.5.23", gpu=facts)
