@@ -3,7 +3,8 @@ package (the harness's stubs), written to tests/data/real_probes_0.5.23.json.
 
 Why apart from the matrices: each probe is chosen from the source's condition of one rule the
 coverage table (conformance/coverage.py) lists as modelled (OLMo 2, Gemma 2/3, MiniMax-M2 and
-Llama 4's overrides, the multimodal and hybrid-SWA notes, ``_verify_quantization``), to check
+Llama 4's overrides, the multimodal, hybrid-SWA and Gemma dtype notes, ``_verify_quantization``,
+``_handle_eagle_family``'s mixed-chunk and MTP draft-path notes), to check
 that the port logs and refuses what the real package does. The models are minimal config.json
 files (the fields the rules read); the wide matrix's models are reused for the quantized
 checkpoints. tests/sim/test_model_rules.py replays them through the simulator and the predictor.
@@ -82,6 +83,32 @@ MODELS: dict[str, dict[str, Any]] = {
         "vision_config": {"model_type": "llama4_vision_model"},
         "torch_dtype": "bfloat16",
     },
+    "gemma-2-9b": {
+        "architectures": ["Gemma2ForCausalLM"],
+        "model_type": "gemma2",
+        "hidden_size": 3584,
+        "num_hidden_layers": 42,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 256,
+        "intermediate_size": 14336,
+        "max_position_embeddings": 8192,
+        "sliding_window": 4096,
+        "vocab_size": 256000,
+        "torch_dtype": "float32",
+    },
+    "Llama-3.2-1B": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 8192,
+        "max_position_embeddings": 131072,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
+    },
     "R1-fp8": {
         "architectures": ["DeepseekV3ForCausalLM"],
         "model_type": "deepseek_v3",
@@ -138,6 +165,36 @@ ARGVS: dict[str, list[str]] = {
         "4",
         "--speculative-algorithm",
         "NGRAM",
+    ],
+    "gemma2_fp32": ["--model-path", "{models}/gemma-2-9b"],
+    "gemma2_fp32_dtype": ["--model-path", "{models}/gemma-2-9b", "--dtype", "float16"],
+    "standalone_mixed": [
+        "--model-path",
+        "{models}/Llama-3.2-1B",
+        "--speculative-algorithm",
+        "STANDALONE",
+        "--speculative-draft-model-path",
+        "{models}/Llama-3.2-1B",
+        "--enable-mixed-chunk",
+    ],
+    "eagle_mixed": [
+        "--model-path",
+        "{models}/R1-fp8",
+        "--tp-size",
+        "8",
+        "--speculative-algorithm",
+        "EAGLE",
+        "--enable-mixed-chunk",
+    ],
+    "r1_mtp_draft_path": [
+        "--model-path",
+        "{models}/R1-fp8",
+        "--tp-size",
+        "8",
+        "--speculative-algorithm",
+        "NEXTN",
+        "--speculative-draft-model-path",
+        "{models}/R1-fp8",
     ],
     "r1_awq": ["--model-path", "{models}/R1-fp8", "--tp-size", "8", "--quantization", "awq"],
     "r1_modelopt_fp4": [

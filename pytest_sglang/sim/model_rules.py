@@ -25,6 +25,7 @@ __all__ = [
     "allreduce_fusion",
     "attention_sinks",
     "deepseek_adjustments",
+    "gemma_dtype_note",
     "model_config_messages",
     "moe_runner_messages",
     "multimodal_note",
@@ -185,6 +186,35 @@ def multimodal_note(identity: ModelIdentity, args: dict[str, Any]) -> list[str]:
             "--enable-multimodal."
         ]
     return []
+
+
+#: dtypes ``_STR_DTYPE_TO_TORCH_DTYPE`` reads as something other than float32
+_NOT_FP32 = frozenset({"float16", "half", "bfloat16"})
+
+
+def gemma_dtype_note(identity: ModelIdentity, args: dict[str, Any]) -> list[str]:
+    """``_get_and_verify_dtype`` (``ModelConfig.__init__``, after the multimodal note): a Gemma
+    checkpoint stored in float32 (or naming no dtype) is served in bfloat16 under
+    ``--dtype auto``. Read for a config without a nested text config only (whether a nested
+    one inherits the outer dtype is transformers' business)."""
+    text = identity.text_config or {}
+    model_type = text.get("model_type")
+    if (
+        not identity.from_config
+        or model_type != identity.model_type
+        or not isinstance(model_type, str)
+        or not model_type.startswith("gemma")
+        or str(args.get("dtype") or "auto").lower() != "auto"
+    ):
+        return []
+    dtype = text.get("dtype") or text.get("torch_dtype")
+    if isinstance(dtype, str) and dtype in _NOT_FP32:
+        return []
+    version = "" if model_type == "gemma" else model_type[5]
+    return [
+        f"For Gemma {version}, we downcast float32 to bfloat16 instead of float16 by default. "
+        "Please specify `dtype` if you want to use float16."
+    ]
 
 
 def olmo2_adjustments(

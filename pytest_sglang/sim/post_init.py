@@ -68,6 +68,14 @@ FA3_FP8_WARNING = (
 )
 DP_CHUNK_WARNING = "DP attention is enabled. chunked prefill size is adjusted from {old} to {new}."
 
+MIXED_CHUNK_SPEC_WARNING = (
+    "Mixed chunked prefill is disabled: {algo} speculative decoding does not support it."
+)
+#: ``SpeculativeAlgorithm.supports_mixed_chunk``
+MIXED_CHUNK_ALGORITHMS = frozenset({"EAGLE", "EAGLE3", "DFLASH", "DSPARK"})
+MTP_DRAFT_WARNING = "DeepSeek MTP does not require setting speculative_draft_model_path."
+#: self-drafting architectures that take a draft path without the MTP note
+MTP_NO_DRAFT_NOTE = frozenset({"MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})
 #: ``SpeculativeAlgorithm`` members of 0.5.23 (``from_string`` upper-cases; NEXTN is an alias)
 SPEC_ALGORITHMS = frozenset(
     {"DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM"}
@@ -446,6 +454,7 @@ def _build_model_config(
 ) -> tuple[ModelIdentity, ModelSpec]:
     """``ModelConfig``, first built after the deprecated args (``apply_inkling_prefill_...``)."""
     warnings.extend(model_rules.multimodal_note(identity, args))
+    warnings.extend(model_rules.gemma_dtype_note(identity, args))
     _refuse_longer_context(args, identity.context_length, warnings)
     _verify_quantization(args, identity, warnings)
     warnings.extend(model_rules.model_config_messages(identity, args, gpu))
@@ -700,12 +709,15 @@ def _handle_eagle_family(
         warnings.append(MAX_RUNNING_WARNING)
     if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
         warnings.append(NON_OVERLAP_WARNING)
-    if (
-        model.architecture in SELF_DRAFT_ARCHITECTURES
-        and args.get("speculative_draft_model_path") is None
-    ):
-        args["speculative_draft_model_path"] = args["model_path"]
-        args["speculative_draft_model_revision"] = args.get("revision")
+    if args.get("enable_mixed_chunk") and algo not in MIXED_CHUNK_ALGORITHMS:
+        args["enable_mixed_chunk"] = False
+        warnings.append(MIXED_CHUNK_SPEC_WARNING.format(algo=args["speculative_algorithm"]))
+    if model.architecture in SELF_DRAFT_ARCHITECTURES:
+        if args.get("speculative_draft_model_path") is None:
+            args["speculative_draft_model_path"] = args["model_path"]
+            args["speculative_draft_model_revision"] = args.get("revision")
+        elif model.architecture not in MTP_NO_DRAFT_NOTE:
+            warnings.append(MTP_DRAFT_WARNING)
     if args.get("speculative_num_steps") is None:
         if (
             args.get("speculative_eagle_topk") is not None
