@@ -10,7 +10,8 @@ and lists each ``logger.warning``/``info``/``warning_once``/``error``, ``warning
 its text's constant parts (8 characters or more; the longest 16 or more) are all strings of
 one of the simulator's or the predictor's modules, or, for a bare ``assert``/``raise``, where their
 traceback tables name its file and line. Not modelled: the module's reason
-(``REASONS``). Writes conformance/coverage_0.5.23.md.
+(``REASONS``). Writes conformance/coverage_0.5.23.md and its per-file summary into
+conformance/README.md (between the coverage markers).
 
     python conformance/coverage.py [--site <the real venv's site-packages>]
 """
@@ -78,6 +79,11 @@ REASONS = {
     "arg_groups/model_overrides/qwen3_moe.py": "modelled: sm100 MoE runner; not: ROCm, "
     "quantized variants",
     "arg_groups/model_overrides/glm4_moe.py": "modelled: TF32 and the sm100 MoE runner",
+    "arg_groups/model_overrides/gemma2_gemma3.py": "modelled",
+    "arg_groups/model_overrides/olmo2.py": "modelled",
+    "arg_groups/model_overrides/minimax_m2.py": "modelled: TF32 and the sm100 ModelOpt FP4 "
+    "MoE runner",
+    "arg_groups/model_overrides/llama4.py": "modelled on CUDA; not: ROCm/XPU/CPU",
     "arg_groups/fields": "the parser's own checks (argparse, typed fields)",
     "arg_groups/argparse_actions.py": "deprecated actions (aliases table) and the parser",
     "arg_groups/serving_hook.py": "serving options beyond the seeds' (grammar, tokenizer, "
@@ -99,8 +105,9 @@ REASONS = {
     "arg_groups/overrides.py": "overrides of architectures, quantizations and backends not "
     "simulated",
     "arg_groups": "options the simulator does not resolve",
-    "configs/model_config.py": "config.json fields the simulator does not read (multimodal, "
-    "encoder-only, quantization configs beyond the method)",
+    "configs/model_config.py": "modelled: multimodal and Gemma dtype notes, context length, "
+    "FP8/MXFP4 checkpoints' quantization checks; not: other checkpoint formats (AWQ/GPTQ, "
+    "ModelOpt, GGUF), drafts, encoder-only, remote configs",
     "speculative/spec_info.py": "speculative algorithms not simulated",
     "utils/hf_transformers/config.py": "remote and GGUF configs: the simulator reads a "
     "local config.json",
@@ -303,6 +310,20 @@ def render(sites: list[Site]) -> str:
     return "\n".join(lines) + "\n"
 
 
+README = ROOT / "conformance" / "README.md"
+BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
+
+
+def update_readme(markdown: str, readme: Path = README) -> None:
+    """Put the per-file summary (the generated file's first table) between the README's
+    markers, so the README's coverage table is the generated one."""
+    summary = markdown.split("\n## Every site")[0].split("\n\n", 2)[2].strip()
+    text = readme.read_text()
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    readme.write_text(f"{head}{BEGIN}\n{summary}\n{END}{tail}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, default=SITE, help="the real package's site-packages")
@@ -310,7 +331,10 @@ def main() -> None:
     args = parser.parse_args()
     sites = enumerate_sites(args.site)
     mark_modelled(sites)
-    args.out.write_text(render(sites))
+    markdown = render(sites)
+    args.out.write_text(markdown)
+    if BEGIN in README.read_text():
+        update_readme(markdown)
     modelled = sum(bool(s.modelled_in) for s in sites)
     print(f"{len(sites)} sites, {modelled} modelled -> {args.out}")
 
