@@ -378,8 +378,10 @@ def _small_overrides(
     and Llama 4 (attention backend by GPU, the sm100 FP8 MoE runner)."""
     arch = identity.architecture
     if arch in GEMMA2_GEMMA3 or arch == gpu_rules.OLMO2:
-        verb = "Disable" if arch in GEMMA2_GEMMA3 else "Disabling"
-        warnings.append(f"{verb} hybrid SWA memory for {arch} as it is not yet supported.")
+        if arch in GEMMA2_GEMMA3:
+            warnings.append(f"Disable hybrid SWA memory for {arch} as it is not yet supported.")
+        else:
+            warnings.append(f"Disabling hybrid SWA memory for {arch} as it is not yet supported.")
         args["disable_hybrid_swa_memory"] = True
     if arch == gpu_rules.OLMO2 and args.get("attention_backend") is None:
         args["attention_backend"] = gpu_rules.olmo2_attention(gpu.capability)
