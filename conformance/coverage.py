@@ -84,6 +84,9 @@ REASONS = {
     "arg_groups/model_overrides/minimax_m2.py": "modelled: TF32 and the sm100 ModelOpt FP4 "
     "MoE runner",
     "arg_groups/model_overrides/llama4.py": "modelled on CUDA; not: ROCm/XPU/CPU",
+    "arg_groups/model_overrides/gemma4.py": "modelled (not the diffusion variant)",
+    "arg_groups/model_overrides/cohere2_moe.py": "modelled for unquantized checkpoints; not: "
+    "NVFP4-packed ones",
     "arg_groups/fields": "the parser's own checks (argparse, typed fields)",
     "arg_groups/argparse_actions.py": "deprecated actions (aliases table) and the parser",
     "arg_groups/serving_hook.py": "serving options beyond the seeds' (grammar, tokenizer, "

@@ -109,6 +109,12 @@ MODELS: dict[str, dict[str, Any]] = {
         "vocab_size": 128256,
         "torch_dtype": "bfloat16",
     },
+    "command-a-moe": {
+        "architectures": ["Cohere2MoeForCausalLM"],
+        "model_type": "cohere2_moe",
+        "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16",
+    },
     "R1-fp8": {
         "architectures": ["DeepseekV3ForCausalLM"],
         "model_type": "deepseek_v3",
@@ -196,6 +202,7 @@ ARGVS: dict[str, list[str]] = {
         "--speculative-draft-model-path",
         "{models}/R1-fp8",
     ],
+    "command_a": ["--model-path", "{models}/command-a-moe", "--tp-size", "4"],
     "r1_awq": ["--model-path", "{models}/R1-fp8", "--tp-size", "8", "--quantization", "awq"],
     "r1_modelopt_fp4": [
         "--model-path",

@@ -31,6 +31,7 @@ __all__ = [
     "GpuFacts",
     "deepseek_attention",
     "default_attention",
+    "gemma4_attention",
     "gpt_oss_attention",
     "gpu_facts",
     "gpu_refusal",
@@ -177,6 +178,17 @@ def olmo2_attention(capability: tuple[int, int]) -> str:
     return "fa3" if capability[0] * 10 + capability[1] >= 80 else "triton"
 
 
+#: ``_gemma4_overrides``' architectures (the diffusion one aside: not simulated)
+GEMMA4 = frozenset(
+    {"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration"}
+)
+
+
+def gemma4_attention(major: int) -> str:
+    """``model_overrides/gemma4.py``: TRT-LLM MHA on sm100, else Triton."""
+    return "trtllm_mha" if major == 10 else "triton"
+
+
 def override_attention(
     architecture: str,
     capability: tuple[int, int],
@@ -186,9 +198,11 @@ def override_attention(
     attention_backend: str | None,
 ) -> str | None:
     """The attention backend an architecture's registered override sets on a CUDA GPU (the
-    DeepSeek-V3, gpt-oss, Nemotron-H, Llama 4 and OLMo 2 overrides); None where it sets none.
-    ``attention_unset``: no attention, prefill or decode backend given; Llama 4's and OLMo 2's
-    overrides read only ``attention_backend``."""
+    DeepSeek-V3, gpt-oss, Nemotron-H, Gemma 4, Llama 4 and OLMo 2 overrides); None where it
+    sets none.
+    ``attention_unset``: no attention, prefill or decode backend given; Gemma 4's, Llama 4's
+    and OLMo 2's overrides read ``attention_backend`` (Gemma 4 also sets it where only a
+    prefill or decode backend is given)."""
     major = capability[0]
     if attention_unset:
         for backend in (
@@ -198,6 +212,8 @@ def override_attention(
         ):
             if backend is not None:
                 return backend
+    if attention_backend is None and architecture in GEMMA4:
+        return gemma4_attention(major)
     if attention_backend is None and architecture in LLAMA4:
         return llama4_attention(major)[0]
     if attention_backend is None and architecture == OLMO2:

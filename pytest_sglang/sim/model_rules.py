@@ -401,6 +401,17 @@ def _small_overrides(
                 "Use flashinfer_trtllm_routed as MoE runner backend on SM10X for "
                 "MiniMaxM2ForCausalLM with modelopt_fp4."
             )
+    if arch in gpu_rules.GEMMA4:
+        _gemma4(identity, args, gpu, warnings)
+    if arch in ("Cohere2VisionForConditionalGeneration", "Cohere2MoeForCausalLM"):
+        quantization = args.get("quantization") or identity.quantization
+        if args.get("moe_runner_backend", "auto") == "auto" and _sm(gpu) == 10 and not quantization:
+            # a quantized checkpoint keeps its runner unless NVFP4-packed (not read here)
+            warnings.append(
+                "Command-A-Plus on SM10X: moe_runner_backend=flashinfer_trtllm "
+                "(trtllm-gen fused MoE)."
+            )
+            args["moe_runner_backend"] = "flashinfer_trtllm"
     if arch in gpu_rules.LLAMA4:
         if args.get("attention_backend") is None:
             backend, platform = gpu_rules.llama4_attention(_sm(gpu))
@@ -413,6 +424,30 @@ def _small_overrides(
         ):
             args["moe_runner_backend"] = "flashinfer_trtllm"
             warnings.append("Use flashinfer_trtllm as MoE runner backend on SM100 for Llama4")
+
+
+def _gemma4(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str]
+) -> None:
+    """model_overrides/gemma4.py: its attention backend (noted where none is set), and the
+    sm100 TRT-LLM MoE runner for a ModelOpt FP4 checkpoint."""
+    backend = gpu_rules.gemma4_attention(_sm(gpu))
+    if _attention_unset(args):
+        warnings.append(f"Use {backend} as default attention backend for Gemma4")
+        args["attention_backend"] = backend
+    elif args.get("attention_backend") is None:
+        args["attention_backend"] = backend
+    quantization = args.get("quantization") or identity.quantization
+    if (
+        _sm(gpu) == 10
+        and args.get("moe_runner_backend", "auto") == "auto"
+        and quantization == "modelopt_fp4"
+    ):
+        args["quantization"] = "modelopt_fp4"
+        args["moe_runner_backend"] = "flashinfer_trtllm"
+        warnings.append(
+            "Use flashinfer_trtllm as MoE runner backend on SM100 for Gemma-4 (modelopt_fp4)"
+        )
 
 
 def _nemotron_h(

@@ -205,3 +205,36 @@ def test_the_simulator_logs_and_refuses_what_real_does_on_the_probes(
             config.resolved("0.5.23", gpu=facts)
     else:
         config.resolved("0.5.23", gpu=facts)
+
+
+@pytest.fixture
+def gemma4(tmp_path: Path) -> str:
+    model = tmp_path / "gemma-4-31b"
+    model.mkdir()
+    config = {
+        "architectures": ["Gemma4ForCausalLM"],
+        "model_type": "gemma4_text",
+        "torch_dtype": "bfloat16",
+    }
+    (model / "config.json").write_text(json.dumps(config))
+    return str(model)
+
+
+def test_gemma4_attention_backend_from_its_override(gemma4: str) -> None:
+    """model_overrides/gemma4.py: none set -> TRT-LLM MHA on sm100, else Triton, noted (and
+    no "not specified" note); only a decode backend set -> the same, silently. Hybrid SWA
+    (``is_hybrid_swa_model``) is noted first. (Not probed: a minimal Gemma 4 config.json does
+    not load in transformers 5.19, a published one was not at hand.)"""
+    b200 = _resolve(gemma4, "b200")
+    assert b200.args["attention_backend"] == "trtllm_mha"
+    assert b200.warnings[:2] == [
+        "Hybrid SWA model detected. architectures=['Gemma4ForCausalLM']",
+        "Use trtllm_mha as default attention backend for Gemma4",
+    ]
+    h100 = _resolve(gemma4, "h100", "--decode-attention-backend", "fa3")
+    assert h100.args["attention_backend"] == "triton"
+    assert not any("Gemma4" in w and "attention" in w for w in h100.warnings)
+    facts = gpu_rules.GpuFacts("NVIDIA B200", (10, 0))
+    ngram = ServerConfig(model_path=gemma4, speculative_algorithm="NGRAM")
+    with pytest.raises(ConfigError, match="trtllm_mha attention backend at page size 64"):
+        ngram.resolved(gpu=facts)
