@@ -25,12 +25,15 @@ __all__ = [
     "NEMOTRON_H",
     "NGRAM_PAGED_ERROR",
     "OLMO2_FLASHINFER_ERROR",
+    "PAGE_TREE_ERROR",
     "QWEN3_5_HYBRID",
     "TRTLLM_MHA_GPU_ERROR",
+    "TRTLLM_MHA_TOPK_ERROR",
     "TRTLLM_MLA_GPU_ERROR",
     "GpuFacts",
     "deepseek_attention",
     "default_attention",
+    "eagle_backend_refusal",
     "gemma4_attention",
     "gpt_oss_attention",
     "gpu_facts",
@@ -250,6 +253,36 @@ def gpu_refusal(
     if (prefill or backend) == "trtllm_mha" and major not in (9, 10, 12):
         field = "prefill_attention_backend" if prefill else "attention_backend"
         return field, "trtllm_mha", TRTLLM_MHA_GPU_ERROR
+    return None
+
+
+TRTLLM_MHA_TOPK_ERROR = (
+    "ValueError: trtllm_mha backend only supports topk = 1 for speculative decoding."
+)
+#: ``_PAGE_TREE_SPEC_BACKENDS``: the backends that draft a tree (topk > 1) on pages
+PAGE_TREE_SPEC_BACKENDS = ("flashinfer", "fa3", "triton")
+PAGE_TREE_ERROR = (
+    "ValueError: speculative_eagle_topk > 1 with page_size > 1 is only supported on "
+    "('flashinfer', 'fa3', 'triton'); got attention_backend={backend!r}. Use page_size == 1 "
+    "or one of those backends."
+)
+
+
+def eagle_backend_refusal(
+    topk: int,
+    page: int,
+    backend: str | None,
+    decode: str | None,
+    prefill: str | None,
+) -> tuple[str, str] | None:
+    """``_handle_eagle_family``'s checks of the EAGLE tree's breadth against the attention
+    backends: TRT-LLM MHA (prefill or decode, ``attention_backends_of``) only drafts a chain,
+    and a paged tree needs FlashInfer, FA3 or Triton. ``(which, error line)``; None where it
+    runs."""
+    if "trtllm_mha" in (prefill or backend, decode or backend) and topk > 1:
+        return "trtllm_mha_topk", TRTLLM_MHA_TOPK_ERROR
+    if topk > 1 and page > 1 and backend not in PAGE_TREE_SPEC_BACKENDS:
+        return "page_tree", PAGE_TREE_ERROR.format(backend=backend)
     return None
 
 

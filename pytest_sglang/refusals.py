@@ -79,6 +79,14 @@ def check_refusals(
         )
     dp = given.get("dp_size")
     tp = int(given.get("tp_size") or 1)
+    algo = str(given.get("speculative_algorithm") or "").upper()
+    dp_attention = given.get("enable_dp_attention") and isinstance(dp, int) and dp > 1
+    if dp_attention and algo in ("STANDALONE", "NGRAM"):
+        name = algo.lower()
+        raise ConfigError(
+            f"speculative_algorithm: SGLang would refuse {algo} with DP attention: "
+            f"ValueError: Currently {name} speculative decoding does not support dp attention."
+        )
     if given.get("enable_dp_attention") and isinstance(dp, int) and dp > 1 and tp % dp:
         raise ConfigError(
             f"dp_size: SGLang would refuse it: with DP attention tp_size ({tp}) must be a "
@@ -138,6 +146,16 @@ def check_gpu_refusals(given: Mapping[str, Any], model: ModelIdentity, gpu: GpuF
     page, _warnings = gpu_rules.snapped_page(backend, decode, prefill, given.get("page_size"))
     if backend == "fa3" and given.get("kv_cache_dtype") == "fp8_e5m2":
         backend = "triton"  # _attention_backend_fa3_fp8_fallback
+    topk_given = given.get("speculative_eagle_topk")
+    if algo in ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE") and topk_given is not None:
+        eagle = gpu_rules.eagle_backend_refusal(
+            int(topk_given), int(page or 1), backend, decode, prefill
+        )
+        if eagle is not None:
+            raise ConfigError(
+                f"speculative_eagle_topk: SGLang would refuse {topk_given} with the {backend} "
+                f"attention backend at page size {page} on {gpu.label}: {eagle[1]}"
+            )
     if algo == "NGRAM":
         topk = int(given.get("speculative_ngram_max_bfs_breadth") or NGRAM_BFS_BREADTH)
         if gpu_rules.ngram_paged_refused(topk, int(page or 1), backend):

@@ -119,6 +119,10 @@ _EAGLE_FRAMES = [
 ]
 
 
+_HOOK = _SITE + "sglang/srt/arg_groups/speculative_hook.py"
+_RAISE = "raise ValueError("
+
+
 class ResolutionError(Exception):
     """Resolution raised: the exception line and the real frames of the traceback SGLang prints."""
 
@@ -693,6 +697,11 @@ def _handle_ngram(args: dict[str, Any], warnings: list[str]) -> SpecConfig:
                 ),
             ],
         )
+    if int(args.get("attn_dp_size") or 1) > 1:
+        raise ResolutionError(
+            "ValueError: Currently ngram speculative decoding does not support dp attention.",
+            [*_spec_frames(266, "_handle_ngram"), (_HOOK, 1369, "_handle_ngram", _RAISE)],
+        )
     draft = int(args["speculative_num_draft_tokens"])
     return SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
 
@@ -702,6 +711,11 @@ def _handle_eagle_family(
 ) -> SpecConfig:
     """``_handle_eagle_family``: EAGLE, EAGLE3 and STANDALONE's draft model and step shape."""
     draft_path = args.get("speculative_draft_model_path")
+    if algo == "STANDALONE" and int(args.get("attn_dp_size") or 1) > 1:
+        raise ResolutionError(
+            "ValueError: Currently standalone speculative decoding does not support dp attention.",
+            [*_PIPELINE_FRAMES, *_EAGLE_FRAMES, (_HOOK, 1082, "_handle_eagle_family", _RAISE)],
+        )
     if draft_path is not None:
         _refuse_missing_model(str(draft_path), draft=True)
     if args.get("max_running_requests") is None:
@@ -742,6 +756,22 @@ def _handle_eagle_family(
         args["speculative_num_draft_tokens"] = draft
     steps = int(args["speculative_num_steps"])
     topk_value = args.get("speculative_eagle_topk")
+    backends = (
+        args.get("attention_backend"),
+        args.get("decode_attention_backend"),
+        args.get("prefill_attention_backend"),
+    )
+    trtllm_mha = "trtllm_mha" in (backends[2] or backends[0], backends[1] or backends[0])
+    if trtllm_mha and topk_value is None:
+        # 0.5.23 compares the unset topk with 1 here first
+        raise ResolutionError(
+            "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+            [
+                *_PIPELINE_FRAMES,
+                *_EAGLE_FRAMES,
+                (_HOOK, 1178, "_handle_eagle_family", "if cfg.speculative_eagle_topk > 1:"),
+            ],
+        )
     if topk_value == 1 and args.get("speculative_num_draft_tokens") != steps + 1:
         warnings.append(ADJUST_WARNING)
         args["speculative_num_draft_tokens"] = steps + 1
@@ -760,6 +790,14 @@ def _handle_eagle_family(
                 ),
             ],
         )
+    refusal = gpu_rules.eagle_backend_refusal(
+        int(topk_value), int(args.get("page_size") or 1), *backends
+    )
+    if refusal is not None:
+        which, line = refusal
+        lineno = 1178 if which == "trtllm_mha_topk" else 1278
+        frame = (_HOOK, lineno, "_handle_eagle_family", _RAISE)
+        raise ResolutionError(line, [*_PIPELINE_FRAMES, *_EAGLE_FRAMES, frame])
     if args.get("speculative_num_draft_tokens") is None:
         args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
     return SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))

@@ -2,7 +2,8 @@
 
 Why: the conformance goldens reach these rules only on the configs someone chose; these tests
 hold each branch of the source (``arg_groups/model_overrides/nemotron_h.py``, ``olmo2.py``,
-``gemma2_gemma3.py``, ``minimax_m2.py``, ``llama4.py``, ``ModelConfig``'s notes) on the GPU
+``gemma2_gemma3.py``, ``minimax_m2.py``, ``llama4.py``, ``gemma4.py``, ``cohere2_moe.py``,
+``ModelConfig``'s notes, ``_handle_eagle_family``'s and ``_handle_ngram``'s refusals) on the GPU
 generations and settings that decide it, messages and order included; the probes of
 conformance/probes.py hold them to what the real package logged for the same command lines.
 """
@@ -199,12 +200,11 @@ def test_the_simulator_logs_and_refuses_what_real_does_on_the_probes(
         for key, value in real["resolved"].items():
             assert resolved.args.get(key) == value, key
     facts = gpu_rules.GpuFacts(gpu.name, gpu.capability)
-    config = ServerConfig.from_argv(argv, "0.5.23")
     if real["exit_code"]:
         with pytest.raises(ConfigError):
-            config.resolved("0.5.23", gpu=facts)
+            ServerConfig.from_argv(argv, "0.5.23").resolved("0.5.23", gpu=facts)
     else:
-        config.resolved("0.5.23", gpu=facts)
+        ServerConfig.from_argv(argv, "0.5.23").resolved("0.5.23", gpu=facts)
 
 
 @pytest.fixture
