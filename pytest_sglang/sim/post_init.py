@@ -756,22 +756,7 @@ def _handle_eagle_family(
         args["speculative_num_draft_tokens"] = draft
     steps = int(args["speculative_num_steps"])
     topk_value = args.get("speculative_eagle_topk")
-    backends = (
-        args.get("attention_backend"),
-        args.get("decode_attention_backend"),
-        args.get("prefill_attention_backend"),
-    )
-    trtllm_mha = "trtllm_mha" in (backends[2] or backends[0], backends[1] or backends[0])
-    if trtllm_mha and topk_value is None:
-        # 0.5.23 compares the unset topk with 1 here first
-        raise ResolutionError(
-            "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
-            [
-                *_PIPELINE_FRAMES,
-                *_EAGLE_FRAMES,
-                (_HOOK, 1178, "_handle_eagle_family", "if cfg.speculative_eagle_topk > 1:"),
-            ],
-        )
+    _refuse_eagle_backends(args, topk_value)
     if topk_value == 1 and args.get("speculative_num_draft_tokens") != steps + 1:
         warnings.append(ADJUST_WARNING)
         args["speculative_num_draft_tokens"] = steps + 1
@@ -790,17 +775,38 @@ def _handle_eagle_family(
                 ),
             ],
         )
-    refusal = gpu_rules.eagle_backend_refusal(
-        int(topk_value), int(args.get("page_size") or 1), *backends
-    )
-    if refusal is not None:
-        which, line = refusal
-        lineno = 1178 if which == "trtllm_mha_topk" else 1278
-        frame = (_HOOK, lineno, "_handle_eagle_family", _RAISE)
-        raise ResolutionError(line, [*_PIPELINE_FRAMES, *_EAGLE_FRAMES, frame])
     if args.get("speculative_num_draft_tokens") is None:
         args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
     return SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))
+
+
+def _refuse_eagle_backends(args: dict[str, Any], topk: Any) -> None:
+    """``_handle_eagle_family``'s checks of the tree's breadth against the attention backends
+    (:func:`pytest_sglang.gpu_rules.eagle_backend_refusal`, shared with the predictor): an
+    unset topk on TRT-LLM MHA dies comparing None with 1 (line 1178), a tree on TRT-LLM MHA
+    and a paged tree off FlashInfer/FA3/Triton are refused. Played before the draft-token
+    adjustment, which logs only for a topk of 1, where neither refuses."""
+    backends = (
+        args.get("attention_backend"),
+        args.get("decode_attention_backend"),
+        args.get("prefill_attention_backend"),
+    )
+    frames = [*_PIPELINE_FRAMES, *_EAGLE_FRAMES]
+    if topk is None:
+        if "trtllm_mha" in (backends[2] or backends[0], backends[1] or backends[0]):
+            raise ResolutionError(
+                "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+                [
+                    *frames,
+                    (_HOOK, 1178, "_handle_eagle_family", "if cfg.speculative_eagle_topk > 1:"),
+                ],
+            )
+        return
+    refusal = gpu_rules.eagle_backend_refusal(int(topk), int(args.get("page_size") or 1), *backends)
+    if refusal is not None:
+        which, line = refusal
+        lineno = 1178 if which == "trtllm_mha_topk" else 1278
+        raise ResolutionError(line, [*frames, (_HOOK, lineno, "_handle_eagle_family", _RAISE)])
 
 
 def format_server_args(args: dict[str, Any], version: str) -> str:
