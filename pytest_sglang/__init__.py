@@ -16,9 +16,11 @@ ready → verify → bench → compare → report):
   :mod:`.cmdline` (the one codec for command lines and unit values), :mod:`.aliases` (deprecated
   spellings), :mod:`.resolution` (what SGLang will resolve a config to, offline),
   :mod:`.refusals` (what real SGLang refuses, said before deploy), :mod:`.gpu_rules` (SGLang's
-  attention rules that depend on the GPU, shared with the simulator), :mod:`.model_identity` (a
-  model from its config.json), :mod:`.versions` (what differs between SGLang releases),
-  :mod:`.container` (SGLang run by a container engine), :mod:`.secrets` (the redactor);
+  attention rules that depend on the GPU, shared with the simulator), :mod:`.model_config_rules`
+  (ModelConfig's check of --quantization against the checkpoint, shared too),
+  :mod:`.model_identity` (a model from its config.json), :mod:`.versions` (what differs
+  between SGLang releases), :mod:`.container` (SGLang run by a container engine),
+  :mod:`.secrets` (the redactor);
 - :mod:`.lifecycle`: one deployment, from the host spec to the restore; :mod:`.transport`: how a
   host is reached;
 - measurement, layered (each imports only those before it): :mod:`.sim` (the simulator),

@@ -22,17 +22,27 @@ from dataclasses import dataclass
 
 __all__ = [
     "GPT_OSS",
+    "NEMOTRON_H",
     "NGRAM_PAGED_ERROR",
+    "OLMO2_FLASHINFER_ERROR",
+    "PAGE_TREE_ERROR",
     "QWEN3_5_HYBRID",
     "TRTLLM_MHA_GPU_ERROR",
+    "TRTLLM_MHA_TOPK_ERROR",
     "TRTLLM_MLA_GPU_ERROR",
     "GpuFacts",
     "deepseek_attention",
     "default_attention",
+    "eagle_backend_refusal",
+    "gemma4_attention",
     "gpt_oss_attention",
     "gpu_facts",
     "gpu_refusal",
+    "llama4_attention",
+    "nemotron_h_attention",
     "ngram_paged_refused",
+    "olmo2_attention",
+    "override_attention",
     "snapped_page",
 ]
 
@@ -59,6 +69,11 @@ QWEN3_5_HYBRID = frozenset(
         "Qwen3_5MoeForConditionalGeneration",
         "Qwen3_5ForConditionalGeneration",
     }
+)
+#: ``_nemotron_h_overrides``' architectures (``model_overrides/nemotron_h.py``): on Blackwell
+#: their override picks the attention backend
+NEMOTRON_H = frozenset(
+    {"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Omni_Reasoning_V3"}
 )
 FLASHMLA_PAGE_WARNING = "FlashMLA only supports a page_size of 64, change page_size to 64."
 TRTLLM_MLA_PAGE_WARNING = (
@@ -126,6 +141,89 @@ def gpt_oss_attention(major: int) -> str:
     return "trtllm_mha" if major == 10 else ("fa3" if major == 9 else "triton")
 
 
+def nemotron_h_attention(
+    architecture: str, major: int, algo: str | None, explicit_topk: int | None
+) -> str | None:
+    """``model_overrides/nemotron_h.py``: Nemotron-H's attention backend where none is set, on
+    Blackwell (``is_blackwell``: sm10x-sm12x). Without speculation TRT-LLM MHA on sm100 only;
+    with it TRT-LLM MHA on sm100 where the topk is unset or 1, else Triton. None where the
+    override leaves the default to ``get_default_attn_backend``."""
+    if architecture not in NEMOTRON_H or major not in (10, 11, 12):
+        return None
+    if algo is None:
+        return "trtllm_mha" if major == 10 else None
+    return "trtllm_mha" if major == 10 and explicit_topk in (None, 1) else "triton"
+
+
+#: ``_llama4_overrides``' architectures
+LLAMA4 = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
+#: ``_olmo2_overrides``' architecture
+OLMO2 = "Olmo2ForCausalLM"
+#: ``handle_model_specific_adjustments``' OLMo 2 branch: the assertion on a FlashInfer backend
+OLMO2_FLASHINFER_ERROR = (
+    "AssertionError: FlashInfer backend can significantly degrade the performance of Olmo3 models."
+)
+
+
+def llama4_attention(major: int) -> tuple[str, str]:
+    """``model_overrides/llama4.py`` on a CUDA GPU: (backend, the platform its warning names)."""
+    if major == 10:
+        return "trtllm_mha", "sm100"
+    if major == 9:
+        return "fa3", "sm90"
+    return "triton", "other platforms"
+
+
+def olmo2_attention(capability: tuple[int, int]) -> str:
+    """``model_overrides/olmo2.py`` on a CUDA GPU: TRT-LLM MHA on sm100, FA3 from sm80 on."""
+    if capability[0] == 10:
+        return "trtllm_mha"
+    return "fa3" if capability[0] * 10 + capability[1] >= 80 else "triton"
+
+
+#: ``_gemma4_overrides``' architectures (the diffusion one aside: not simulated)
+GEMMA4 = frozenset(
+    {"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration"}
+)
+
+
+def gemma4_attention(major: int) -> str:
+    """``model_overrides/gemma4.py``: TRT-LLM MHA on sm100, else Triton."""
+    return "trtllm_mha" if major == 10 else "triton"
+
+
+def override_attention(
+    architecture: str,
+    capability: tuple[int, int],
+    algo: str | None,
+    explicit_topk: int | None,
+    attention_unset: bool,
+    attention_backend: str | None,
+) -> str | None:
+    """The attention backend an architecture's registered override sets on a CUDA GPU (the
+    DeepSeek-V3, gpt-oss, Nemotron-H, Gemma 4, Llama 4 and OLMo 2 overrides); None where it
+    sets none.
+    ``attention_unset``: no attention, prefill or decode backend given; Gemma 4's, Llama 4's
+    and OLMo 2's overrides read ``attention_backend`` (Gemma 4 also sets it where only a
+    prefill or decode backend is given)."""
+    major = capability[0]
+    if attention_unset:
+        for backend in (
+            deepseek_attention(architecture, major),
+            gpt_oss_attention(major) if architecture == GPT_OSS else None,
+            nemotron_h_attention(architecture, major, algo, explicit_topk),
+        ):
+            if backend is not None:
+                return backend
+    if attention_backend is None and architecture in GEMMA4:
+        return gemma4_attention(major)
+    if attention_backend is None and architecture in LLAMA4:
+        return llama4_attention(major)[0]
+    if attention_backend is None and architecture == OLMO2:
+        return olmo2_attention(capability)
+    return None
+
+
 def snapped_page(
     backend: str | None, decode: str | None, prefill: str | None, page: int | None
 ) -> tuple[int | None, list[str]]:
@@ -155,6 +253,36 @@ def gpu_refusal(
     if (prefill or backend) == "trtllm_mha" and major not in (9, 10, 12):
         field = "prefill_attention_backend" if prefill else "attention_backend"
         return field, "trtllm_mha", TRTLLM_MHA_GPU_ERROR
+    return None
+
+
+TRTLLM_MHA_TOPK_ERROR = (
+    "ValueError: trtllm_mha backend only supports topk = 1 for speculative decoding."
+)
+#: ``_PAGE_TREE_SPEC_BACKENDS``: the backends that draft a tree (topk > 1) on pages
+PAGE_TREE_SPEC_BACKENDS = ("flashinfer", "fa3", "triton")
+PAGE_TREE_ERROR = (
+    "ValueError: speculative_eagle_topk > 1 with page_size > 1 is only supported on "
+    "('flashinfer', 'fa3', 'triton'); got attention_backend={backend!r}. Use page_size == 1 "
+    "or one of those backends."
+)
+
+
+def eagle_backend_refusal(
+    topk: int,
+    page: int,
+    backend: str | None,
+    decode: str | None,
+    prefill: str | None,
+) -> tuple[str, str] | None:
+    """``_handle_eagle_family``'s checks of the EAGLE tree's breadth against the attention
+    backends: TRT-LLM MHA (prefill or decode, ``attention_backends_of``) only drafts a chain,
+    and a paged tree needs FlashInfer, FA3 or Triton. ``(which, error line)``; None where it
+    runs."""
+    if "trtllm_mha" in (prefill or backend, decode or backend) and topk > 1:
+        return "trtllm_mha_topk", TRTLLM_MHA_TOPK_ERROR
+    if topk > 1 and page > 1 and backend not in PAGE_TREE_SPEC_BACKENDS:
+        return "page_tree", PAGE_TREE_ERROR.format(backend=backend)
     return None
 
 

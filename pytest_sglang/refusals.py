@@ -21,6 +21,7 @@ from typing import Any
 from . import gpu_rules
 from .errors import ConfigError
 from .gpu_rules import GpuFacts
+from .model_config_rules import verify_quantization
 from .model_identity import ModelIdentity, missing_among_models
 
 __all__ = ["check_gpu_refusals", "check_refusals"]
@@ -65,8 +66,27 @@ def check_refusals(
             f"({requested}) is greater than the derived context_length "
             f"({model.context_length}); set {_LONGER_CONTEXT_ENV}=1 to allow it"
         )
+    quantization = given.get("quantization")
+    check = verify_quantization(
+        None if quantization is None else str(quantization), model.quantization
+    )
+    if check.error is not None:
+        raise ConfigError(f"quantization: SGLang would refuse {quantization}: {check.error}")
+    if model.architecture == gpu_rules.OLMO2 and given.get("attention_backend") == "flashinfer":
+        raise ConfigError(
+            f"attention_backend: SGLang would refuse flashinfer for {model.architecture}: "
+            f"{gpu_rules.OLMO2_FLASHINFER_ERROR}"
+        )
     dp = given.get("dp_size")
     tp = int(given.get("tp_size") or 1)
+    algo = str(given.get("speculative_algorithm") or "").upper()
+    dp_attention = given.get("enable_dp_attention") and isinstance(dp, int) and dp > 1
+    if dp_attention and algo in ("STANDALONE", "NGRAM"):
+        name = algo.lower()
+        raise ConfigError(
+            f"speculative_algorithm: SGLang would refuse {algo} with DP attention: "
+            f"ValueError: Currently {name} speculative decoding does not support dp attention."
+        )
     if given.get("enable_dp_attention") and isinstance(dp, int) and dp > 1 and tp % dp:
         raise ConfigError(
             f"dp_size: SGLang would refuse it: with DP attention tp_size ({tp}) must be a "
@@ -84,10 +104,10 @@ def check_refusals(
 
 
 def _attention_backends(
-    given: Mapping[str, Any], model: ModelIdentity, major: int, algo: str | None
+    given: Mapping[str, Any], model: ModelIdentity, capability: tuple[int, int], algo: str | None
 ) -> tuple[str | None, str | None, str | None] | None:
     """``(attention, decode, prefill)`` backends as 0.5.23 settles them on a GPU of compute
-    capability ``major`` (the architecture's override, else ``get_default_attn_backend``);
+    ``capability`` (the architecture's override, else ``get_default_attn_backend``);
     None where an override this predictor does not model decides (the hybrid Qwen3.5 family
     on sm100, whose choice reads the radix cache strategy)."""
     backend = given.get("attention_backend")
@@ -96,14 +116,13 @@ def _attention_backends(
     if prefill is not None and prefill == decode:
         backend = prefill
     arch = model.architecture
-    if backend is None and decode is None and prefill is None:
-        backend = gpu_rules.deepseek_attention(arch, major)
-        if arch == gpu_rules.GPT_OSS:
-            backend = gpu_rules.gpt_oss_attention(major)
+    unset = backend is None and decode is None and prefill is None
+    topk = given.get("speculative_eagle_topk")
+    backend = gpu_rules.override_attention(arch, capability, algo, topk, unset, backend) or backend
+    major = capability[0]
     if backend is None and arch in gpu_rules.QWEN3_5_HYBRID and major == 10:
         return None
     if backend is None:
-        topk = given.get("speculative_eagle_topk")
         sinks = arch == gpu_rules.GPT_OSS
         backend = gpu_rules.default_attention(major, model.mla, algo, topk, sinks)
     return backend, decode, prefill
@@ -116,7 +135,7 @@ def check_gpu_refusals(given: Mapping[str, Any], model: ModelIdentity, gpu: GpuF
     algo = given.get("speculative_algorithm")
     algo = None if algo is None else str(algo).upper()
     major = gpu.capability[0]
-    backends = _attention_backends(given, model, major, algo)
+    backends = _attention_backends(given, model, gpu.capability, algo)
     if backends is None:
         return
     backend, decode, prefill = backends
@@ -127,6 +146,16 @@ def check_gpu_refusals(given: Mapping[str, Any], model: ModelIdentity, gpu: GpuF
     page, _warnings = gpu_rules.snapped_page(backend, decode, prefill, given.get("page_size"))
     if backend == "fa3" and given.get("kv_cache_dtype") == "fp8_e5m2":
         backend = "triton"  # _attention_backend_fa3_fp8_fallback
+    topk_given = given.get("speculative_eagle_topk")
+    if algo in ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE") and topk_given is not None:
+        eagle = gpu_rules.eagle_backend_refusal(
+            int(topk_given), int(page or 1), backend, decode, prefill
+        )
+        if eagle is not None:
+            raise ConfigError(
+                f"speculative_eagle_topk: SGLang would refuse {topk_given} with the {backend} "
+                f"attention backend at page size {page} on {gpu.label}: {eagle[1]}"
+            )
     if algo == "NGRAM":
         topk = int(given.get("speculative_ngram_max_bfs_breadth") or NGRAM_BFS_BREADTH)
         if gpu_rules.ngram_paged_refused(topk, int(page or 1), backend):

@@ -198,3 +198,19 @@ def test_a_launch_plan_on_a_known_gpu_refuses_what_it_cannot_run(models: Path) -
     plan()
     with pytest.raises(ConfigError, match="on NVIDIA H100"):
         plan(gpu=H100)
+
+
+def test_nemotron_h_ngram_on_sm100_is_refused_where_its_override_picks_trtllm_mha(
+    tmp_path: Path,
+) -> None:
+    """``model_overrides/nemotron_h.py``: on sm100 Nemotron-H gets TRT-LLM MHA (page 64), where
+    NGRAM's breadth of 10 is refused; on sm120 it gets Triton at page 1, which runs."""
+    model = tmp_path / "NVIDIA-Nemotron-Nano-9B-v2"
+    model.mkdir()
+    config = {"architectures": ["NemotronHForCausalLM"], "max_position_embeddings": 131072}
+    (model / "config.json").write_text(json.dumps(config))
+    ngram = ServerConfig(model_path=str(model), speculative_algorithm="NGRAM")
+    with pytest.raises(ConfigError, match=r"NGRAM with the trtllm_mha attention backend at page"):
+        ngram.resolved(gpu=B200)
+    ngram.resolved(gpu=GpuFacts("NVIDIA RTX PRO 6000 Blackwell Server Edition", (12, 0)))
+    ngram.resolved(gpu=H100)

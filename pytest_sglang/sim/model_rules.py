@@ -25,13 +25,49 @@ __all__ = [
     "allreduce_fusion",
     "attention_sinks",
     "deepseek_adjustments",
+    "gemma_dtype_note",
     "model_config_messages",
     "moe_runner_messages",
+    "multimodal_note",
+    "olmo2_adjustments",
     "registry_overrides",
 ]
 
 #: ``SWA_SINK_ARCHS`` members among the simulated families: hybrid SWA, attention sinks
 HYBRID_SWA_ARCHS = frozenset({"GptOssForCausalLM"})
+#: ``is_hybrid_swa_model``'s architectures (``configs/model_config.py``): building the model
+#: config notes them, unless hybrid SWA memory is disabled (Beam and Laguna, whose membership
+#: reads their layer types or sliding window, are left out)
+HYBRID_SWA_NOTE_ARCHS = frozenset(
+    {
+        "MiMoV2ForCausalLM",
+        "MiMoV2FlashForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "DeepseekV4ForCausalLM",
+        "DeepseekV4ForCausalLMNextN",
+        "DeepseekV4ForCausalLMDSpark",
+        "GptOssForCausalLM",
+        "GraniteSWAForCausalLM",
+        "GraniteMoeSWAForCausalLM",
+        "IQuestQ1ForCausalLM",
+        "IQuestQ1MTP",
+        "MiMoV2MTP",
+        "Step3p5ForCausalLM",
+        "Step3p5MTP",
+        "Step3p7ForConditionalGeneration",
+        "Gemma4ForCausalLM",
+        "Gemma4ForConditionalGeneration",
+        "EmbeddingGemma2Model",
+        "Gemma4UnifiedForConditionalGeneration",
+        "DiffusionGemmaForBlockDiffusion",
+        "MellumForCausalLM",
+        "MuseGlimmerForCausalLM",
+        "MuseGlimmerForConditionalGeneration",
+        "InklingForConditionalGeneration",
+        "InklingForConditionalGenerationMTP",
+        "UnlimitedOCRForCausalLM",
+    }
+)
 #: ``_FLASHINFER_ALLREDUCE_FUSION_ARCHS`` of 0.5.23 (``overrides.py``)
 ALLREDUCE_FUSION_ARCHS = frozenset(
     {
@@ -126,6 +162,75 @@ def attention_sinks(identity: ModelIdentity) -> bool:
     return identity.architecture in HYBRID_SWA_ARCHS
 
 
+#: ``ModelConfig.__init__``'s ``mm_disabled_models``: multimodal off unless asked for
+MM_DISABLED = frozenset(
+    {
+        "Gemma3ForConditionalGeneration",
+        "Llama4ForConditionalGeneration",
+        "Step3VLForConditionalGeneration",
+        "InklingForConditionalGeneration",
+    }
+)
+
+
+def multimodal_note(identity: ModelIdentity, args: dict[str, Any]) -> list[str]:
+    """``ModelConfig.__init__``'s first note (before the context length is derived): these
+    multimodal architectures serve text only unless ``--enable-multimodal`` is given."""
+    if (
+        identity.architecture in MM_DISABLED
+        and args.get("enable_multimodal") is None
+        and args.get("model_impl", "auto") != "transformers"
+    ):
+        return [
+            f"Multimodal is disabled for {identity.model_type}. To enable it, set "
+            "--enable-multimodal."
+        ]
+    return []
+
+
+#: dtypes ``_STR_DTYPE_TO_TORCH_DTYPE`` reads as something other than float32
+_NOT_FP32 = frozenset({"float16", "half", "bfloat16"})
+
+
+def gemma_dtype_note(identity: ModelIdentity, args: dict[str, Any]) -> list[str]:
+    """``_get_and_verify_dtype`` (``ModelConfig.__init__``, after the multimodal note): a Gemma
+    checkpoint stored in float32 (or naming no dtype) is served in bfloat16 under
+    ``--dtype auto``. Read for a config without a nested text config only (whether a nested
+    one inherits the outer dtype is transformers' business)."""
+    text = identity.text_config or {}
+    model_type = text.get("model_type")
+    if (
+        not identity.from_config
+        or model_type != identity.model_type
+        or not isinstance(model_type, str)
+        or not model_type.startswith("gemma")
+        or str(args.get("dtype") or "auto").lower() != "auto"
+    ):
+        return []
+    dtype = text.get("dtype") or text.get("torch_dtype")
+    if isinstance(dtype, str) and dtype in _NOT_FP32:
+        return []
+    version = "" if model_type == "gemma" else model_type[5]
+    return [
+        f"For Gemma {version}, we downcast float32 to bfloat16 instead of float16 by default. "
+        "Please specify `dtype` if you want to use float16."
+    ]
+
+
+def olmo2_adjustments(
+    identity: ModelIdentity, args: dict[str, Any], warnings: list[str]
+) -> str | None:
+    """``handle_model_specific_adjustments``' OLMo 2 branch: the backend its override chose is
+    logged; FlashInfer is refused (returns the error line)."""
+    if identity.architecture != gpu_rules.OLMO2:
+        return None
+    backend = args.get("attention_backend")
+    if backend == "flashinfer":
+        return gpu_rules.OLMO2_FLASHINFER_ERROR
+    warnings.append(f"Using {backend} as attention backend for {identity.architecture}.")
+    return None
+
+
 def model_config_messages(identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec) -> list[str]:
     """What building ``ModelConfig`` logs (the first thing resolution logs about a model):
     ``_verify_quantization``'s not-optimized warning, then ``model_config_of``'s hybrid SWA note."""
@@ -140,7 +245,7 @@ def model_config_messages(identity: ModelIdentity, args: dict[str, Any], gpu: Gp
             f"{quantization} quantization is not fully optimized yet. The speed can be slower "
             "than non-quantized models."
         )
-    if identity.architecture in HYBRID_SWA_ARCHS and not args.get("disable_hybrid_swa_memory"):
+    if identity.architecture in HYBRID_SWA_NOTE_ARCHS and not args.get("disable_hybrid_swa_memory"):
         messages.append(f"Hybrid SWA model detected. architectures=['{identity.architecture}']")
     return messages
 
@@ -172,6 +277,9 @@ def registry_overrides(
         warnings.append("Use trtllm_mla as attention backend on sm100 for DeepseekV3ForCausalLM")
     if arch == "GptOssForCausalLM":
         _gpt_oss(identity, args, gpu, warnings)
+    if arch in gpu_rules.NEMOTRON_H:
+        _nemotron_h(identity, args, gpu, warnings)
+    _small_overrides(identity, args, gpu, warnings)
     if arch in QWEN3_5_HYBRID and sm == 10 and args.get("attention_backend") is None:
         # model_overrides/qwen3_5.py: trtllm_mha only where a page size above 1 is possible
         backend = "triton"
@@ -250,6 +358,137 @@ def _gpt_oss(
         warnings.append("Detected GPT-OSS model, enabling triton_kernels MOE kernel.")
 
 
+#: ``_gemma2_gemma3_overrides``' architectures
+GEMMA2_GEMMA3 = frozenset(
+    {
+        "Gemma2ForCausalLM",
+        "Gemma3ForCausalLM",
+        "Gemma3ForConditionalGeneration",
+        "Gemma3nForCausalLM",
+        "Gemma3nForConditionalGeneration",
+    }
+)
+
+
+def _small_overrides(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str]
+) -> None:
+    """The registry's one-rule overrides on a CUDA GPU: Gemma 2/3 and OLMo 2 (no hybrid SWA
+    memory; OLMo 2's attention backend), MiniMax-M2 (TF32, the sm100 ModelOpt FP4 MoE runner)
+    and Llama 4 (attention backend by GPU, the sm100 FP8 MoE runner)."""
+    arch = identity.architecture
+    if arch in GEMMA2_GEMMA3 or arch == gpu_rules.OLMO2:
+        if arch in GEMMA2_GEMMA3:
+            warnings.append(f"Disable hybrid SWA memory for {arch} as it is not yet supported.")
+        else:
+            warnings.append(f"Disabling hybrid SWA memory for {arch} as it is not yet supported.")
+        args["disable_hybrid_swa_memory"] = True
+    if arch == gpu_rules.OLMO2 and args.get("attention_backend") is None:
+        args["attention_backend"] = gpu_rules.olmo2_attention(gpu.capability)
+    if arch == "MiniMaxM2ForCausalLM":
+        args["enable_tf32_matmul"] = True
+        warnings.append(
+            "Enable TF32 matmul for MiniMaxM2ForCausalLM model to improve gate gemm performance."
+        )
+        quantization = args.get("quantization") or identity.quantization
+        if (
+            _sm(gpu) == 10
+            and args.get("moe_runner_backend", "auto") == "auto"
+            and quantization == "modelopt_fp4"
+        ):
+            args["moe_runner_backend"] = "flashinfer_trtllm_routed"
+            warnings.append(
+                "Use flashinfer_trtllm_routed as MoE runner backend on SM10X for "
+                "MiniMaxM2ForCausalLM with modelopt_fp4."
+            )
+    if arch in gpu_rules.GEMMA4:
+        _gemma4(identity, args, gpu, warnings)
+    if arch in ("Cohere2VisionForConditionalGeneration", "Cohere2MoeForCausalLM"):
+        quantization = args.get("quantization") or identity.quantization
+        if args.get("moe_runner_backend", "auto") == "auto" and _sm(gpu) == 10 and not quantization:
+            # a quantized checkpoint keeps its runner unless NVFP4-packed (not read here)
+            warnings.append(
+                "Command-A-Plus on SM10X: moe_runner_backend=flashinfer_trtllm "
+                "(trtllm-gen fused MoE)."
+            )
+            args["moe_runner_backend"] = "flashinfer_trtllm"
+    if arch in gpu_rules.LLAMA4:
+        if args.get("attention_backend") is None:
+            backend, platform = gpu_rules.llama4_attention(_sm(gpu))
+            warnings.append(f"Use {backend} as attention backend on {platform} for Llama4 model")
+            args["attention_backend"] = backend
+        if (
+            _sm(gpu) == 10
+            and args.get("moe_runner_backend", "auto") == "auto"
+            and args.get("quantization") in ("fp8", "modelopt_fp8")
+        ):
+            args["moe_runner_backend"] = "flashinfer_trtllm"
+            warnings.append("Use flashinfer_trtllm as MoE runner backend on SM100 for Llama4")
+
+
+def _gemma4(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str]
+) -> None:
+    """model_overrides/gemma4.py: its attention backend (noted where none is set), and the
+    sm100 TRT-LLM MoE runner for a ModelOpt FP4 checkpoint."""
+    backend = gpu_rules.gemma4_attention(_sm(gpu))
+    if _attention_unset(args):
+        warnings.append(f"Use {backend} as default attention backend for Gemma4")
+        args["attention_backend"] = backend
+    elif args.get("attention_backend") is None:
+        args["attention_backend"] = backend
+    quantization = args.get("quantization") or identity.quantization
+    if (
+        _sm(gpu) == 10
+        and args.get("moe_runner_backend", "auto") == "auto"
+        and quantization == "modelopt_fp4"
+    ):
+        args["quantization"] = "modelopt_fp4"
+        args["moe_runner_backend"] = "flashinfer_trtllm"
+        warnings.append(
+            "Use flashinfer_trtllm as MoE runner backend on SM100 for Gemma-4 (modelopt_fp4)"
+        )
+
+
+def _nemotron_h(
+    identity: ModelIdentity, args: dict[str, Any], gpu: GpuSpec, warnings: list[str]
+) -> None:
+    """model_overrides/nemotron_h.py for an unquantized checkpoint without expert remapping
+    (EPLB, redundant experts and ModelOpt checkpoints are not simulated): the MoE runner
+    (TRT-LLM on sm100, else CUTLASS), then the attention backend on Blackwell."""
+    arch = identity.architecture
+    sm = _sm(gpu)
+    quantization = args.get("quantization") or identity.quantization
+    if quantization is None and args.get("moe_runner_backend", "auto") == "auto":
+        if sm == 10 and args.get("moe_a2a_backend", "none") == "none":
+            args["moe_runner_backend"] = "flashinfer_trtllm"
+            warnings.append(f"Use flashinfer_trtllm as MoE runner backend on sm100 for {arch}")
+        else:
+            args["moe_runner_backend"] = "flashinfer_cutlass"
+    if not _attention_unset(args):
+        return
+    algo = args.get("speculative_algorithm")
+    algo = None if algo is None else str(algo).upper()
+    backend = gpu_rules.nemotron_h_attention(arch, sm, algo, args.get("speculative_eagle_topk"))
+    if backend is None:
+        return
+    args["attention_backend"] = backend
+    if algo is None:
+        return
+    draft_algos: tuple[str, ...] = ("EAGLE", "NEXTN", "DSPARK")
+    if backend == "trtllm_mha":
+        if args.get("page_size") is None:
+            args["page_size"] = 64
+        if args.get("mamba_radix_cache_strategy", "auto") == "auto":
+            args["mamba_radix_cache_strategy"] = "extra_buffer"
+    else:
+        draft_algos = ("EAGLE", "NEXTN", "DFLASH", "DSPARK")
+    if args.get("speculative_draft_attention_backend") is None and algo in draft_algos:
+        args["speculative_draft_attention_backend"] = (
+            "trtllm_mha" if backend == "trtllm_mha" else "flashinfer"
+        )
+
+
 def deepseek_adjustments(
     identity: ModelIdentity,
     args: dict[str, Any],
@@ -310,6 +549,12 @@ def moe_runner_messages(args: dict[str, Any], warnings: list[str]) -> None:
     """``_moe_runner_fusion_disable``: the MoE runners that keep shared experts apart."""
     if args.get("moe_runner_backend") in ("flashinfer_trtllm", "experimental_sgl_trtllm"):
         warnings.append(FLASHINFER_TRTLLM_MOE)
+        args["disable_shared_experts_fusion"] = True
+    elif args.get("moe_runner_backend") == "flashinfer_trtllm_routed":
+        warnings.append(
+            "FlashInfer TRTLLM routed MoE is enabled. --disable-shared-experts-fusion is "
+            "automatically set."
+        )
         args["disable_shared_experts_fusion"] = True
 
 

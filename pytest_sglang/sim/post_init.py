@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import gpu_rules
 from ..aliases import rename_deprecated
+from ..model_config_rules import verify_quantization
 from ..model_identity import (
     AUTO_SPEC_3_1_4_ARCHITECTURES,
     AUTO_SPEC_5_4_8_ARCHITECTURES,
@@ -67,6 +68,14 @@ FA3_FP8_WARNING = (
 )
 DP_CHUNK_WARNING = "DP attention is enabled. chunked prefill size is adjusted from {old} to {new}."
 
+MIXED_CHUNK_SPEC_WARNING = (
+    "Mixed chunked prefill is disabled: {algo} speculative decoding does not support it."
+)
+#: ``SpeculativeAlgorithm.supports_mixed_chunk``
+MIXED_CHUNK_ALGORITHMS = frozenset({"EAGLE", "EAGLE3", "DFLASH", "DSPARK"})
+MTP_DRAFT_WARNING = "DeepSeek MTP does not require setting speculative_draft_model_path."
+#: self-drafting architectures that take a draft path without the MTP note
+MTP_NO_DRAFT_NOTE = frozenset({"MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})
 #: ``SpeculativeAlgorithm`` members of 0.5.23 (``from_string`` upper-cases; NEXTN is an alias)
 SPEC_ALGORITHMS = frozenset(
     {"DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM"}
@@ -108,6 +117,10 @@ _EAGLE_FRAMES = [
         "_handle_eagle_family(server_args)",
     ),
 ]
+
+
+_HOOK = _SITE + "sglang/srt/arg_groups/speculative_hook.py"
+_RAISE = "raise ValueError("
 
 
 class ResolutionError(Exception):
@@ -306,24 +319,37 @@ def _refuse_missing_model(path: str, draft: bool = False) -> None:
     )
 
 
-def _refuse_longer_context(args: dict[str, Any], derived: int | None) -> None:
-    """``ModelConfig._derive_context_length``: a --context-length above the model's own."""
+def _refuse_longer_context(args: dict[str, Any], derived: int | None, warnings: list[str]) -> None:
+    """``ModelConfig._derive_context_length``: a --context-length above the model's own is
+    refused, or, where the environment allows it, logged as the same message."""
     requested = args.get("context_length")
-    if (
-        requested is None
-        or derived is None
-        or int(requested) <= derived
-        or os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true")
-    ):
+    if requested is None or derived is None or int(requested) <= derived:
+        return
+    message = (
+        f"Warning: User-specified context_length ({requested}) is greater than the derived "
+        f"context_length ({derived}). This may lead to incorrect model outputs or CUDA errors. "
+        "Note that the derived context_length may differ from max_position_embeddings in the "
+        "model's config."
+    )
+    if os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true"):
+        warnings.append(message)
         return
     raise ResolutionError(
-        f"ValueError: Warning: User-specified context_length ({requested}) is greater than the "
-        f"derived context_length ({derived}). This may lead to incorrect model outputs or CUDA "
-        "errors. Note that the derived context_length may differ from max_position_embeddings "
-        "in the model's config. To allow overriding this maximum, set the env var "
+        f"ValueError: {message} To allow overriding this maximum, set the env var "
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
         tracebacks.frames("longer_context"),
     )
+
+
+def _verify_quantization(
+    args: dict[str, Any], identity: ModelIdentity, warnings: list[str]
+) -> None:
+    """``ModelConfig._verify_quantization``: --quantization against the checkpoint's method
+    (the rule is :mod:`pytest_sglang.model_config_rules`', shared with the predictor)."""
+    check = verify_quantization(args.get("quantization"), identity.quantization)
+    warnings.extend(check.messages)
+    if check.error is not None:
+        raise ResolutionError(check.error, tracebacks.frames("quantization_mismatch"))
 
 
 def resolve_args(parsed: dict[str, Any], version: str, gpu: GpuSpec | None = None) -> Resolved:
@@ -373,6 +399,9 @@ def _resolve(args: dict[str, Any], version: str, gpu: GpuSpec, warnings: list[st
     # branch, the all-reduce fusion (model_rules)
     model_rules.registry_overrides(identity, args, gpu, warnings, default_backend)
     model_rules.deepseek_adjustments(identity, args, gpu, warnings, not graphs_off)
+    refused = model_rules.olmo2_adjustments(identity, args, warnings)
+    if refused is not None:
+        raise ResolutionError(refused, tracebacks.frames("olmo2_flashinfer"))
     model_rules.allreduce_fusion(identity, args, gpu, warnings, attn_dp)
     _handle_attention_backend_compatibility(args, gpu, graph, warnings, default_backend)
     _disable_prefill_cuda_graph_for_deepseek_trtllm_mla(args, arch, graph, warnings)
@@ -428,7 +457,10 @@ def _build_model_config(
     args: dict[str, Any], identity: ModelIdentity, gpu: GpuSpec, warnings: list[str]
 ) -> tuple[ModelIdentity, ModelSpec]:
     """``ModelConfig``, first built after the deprecated args (``apply_inkling_prefill_...``)."""
-    _refuse_longer_context(args, identity.context_length)
+    warnings.extend(model_rules.multimodal_note(identity, args))
+    warnings.extend(model_rules.gemma_dtype_note(identity, args))
+    _refuse_longer_context(args, identity.context_length, warnings)
+    _verify_quantization(args, identity, warnings)
     warnings.extend(model_rules.model_config_messages(identity, args, gpu))
     model = parse_model(args["model_path"], args.get("quantization"), identity)
     if identity.architecture != model.architecture:  # by name: the cost model's family decides
@@ -665,6 +697,11 @@ def _handle_ngram(args: dict[str, Any], warnings: list[str]) -> SpecConfig:
                 ),
             ],
         )
+    if int(args.get("attn_dp_size") or 1) > 1:
+        raise ResolutionError(
+            "ValueError: Currently ngram speculative decoding does not support dp attention.",
+            [*_spec_frames(266, "_handle_ngram"), (_HOOK, 1369, "_handle_ngram", _RAISE)],
+        )
     draft = int(args["speculative_num_draft_tokens"])
     return SpecConfig("NGRAM", max(1, draft - 1), 1, draft)
 
@@ -674,6 +711,11 @@ def _handle_eagle_family(
 ) -> SpecConfig:
     """``_handle_eagle_family``: EAGLE, EAGLE3 and STANDALONE's draft model and step shape."""
     draft_path = args.get("speculative_draft_model_path")
+    if algo == "STANDALONE" and int(args.get("attn_dp_size") or 1) > 1:
+        raise ResolutionError(
+            "ValueError: Currently standalone speculative decoding does not support dp attention.",
+            [*_PIPELINE_FRAMES, *_EAGLE_FRAMES, (_HOOK, 1082, "_handle_eagle_family", _RAISE)],
+        )
     if draft_path is not None:
         _refuse_missing_model(str(draft_path), draft=True)
     if args.get("max_running_requests") is None:
@@ -681,12 +723,15 @@ def _handle_eagle_family(
         warnings.append(MAX_RUNNING_WARNING)
     if has("spec_v2_non_overlap_warning", version) and args.get("disable_overlap_schedule"):
         warnings.append(NON_OVERLAP_WARNING)
-    if (
-        model.architecture in SELF_DRAFT_ARCHITECTURES
-        and args.get("speculative_draft_model_path") is None
-    ):
-        args["speculative_draft_model_path"] = args["model_path"]
-        args["speculative_draft_model_revision"] = args.get("revision")
+    if args.get("enable_mixed_chunk") and algo not in MIXED_CHUNK_ALGORITHMS:
+        args["enable_mixed_chunk"] = False
+        warnings.append(MIXED_CHUNK_SPEC_WARNING.format(algo=args["speculative_algorithm"]))
+    if model.architecture in SELF_DRAFT_ARCHITECTURES:
+        if args.get("speculative_draft_model_path") is None:
+            args["speculative_draft_model_path"] = args["model_path"]
+            args["speculative_draft_model_revision"] = args.get("revision")
+        elif model.architecture not in MTP_NO_DRAFT_NOTE:
+            warnings.append(MTP_DRAFT_WARNING)
     if args.get("speculative_num_steps") is None:
         if (
             args.get("speculative_eagle_topk") is not None
@@ -711,6 +756,7 @@ def _handle_eagle_family(
         args["speculative_num_draft_tokens"] = draft
     steps = int(args["speculative_num_steps"])
     topk_value = args.get("speculative_eagle_topk")
+    _refuse_eagle_backends(args, topk_value)
     if topk_value == 1 and args.get("speculative_num_draft_tokens") != steps + 1:
         warnings.append(ADJUST_WARNING)
         args["speculative_num_draft_tokens"] = steps + 1
@@ -732,6 +778,35 @@ def _handle_eagle_family(
     if args.get("speculative_num_draft_tokens") is None:
         args["speculative_num_draft_tokens"] = steps * int(topk_value) + 1
     return SpecConfig(algo, steps, int(topk_value), int(args["speculative_num_draft_tokens"]))
+
+
+def _refuse_eagle_backends(args: dict[str, Any], topk: Any) -> None:
+    """``_handle_eagle_family``'s checks of the tree's breadth against the attention backends
+    (:func:`pytest_sglang.gpu_rules.eagle_backend_refusal`, shared with the predictor): an
+    unset topk on TRT-LLM MHA dies comparing None with 1 (line 1178), a tree on TRT-LLM MHA
+    and a paged tree off FlashInfer/FA3/Triton are refused. Played before the draft-token
+    adjustment, which logs only for a topk of 1, where neither refuses."""
+    backends = (
+        args.get("attention_backend"),
+        args.get("decode_attention_backend"),
+        args.get("prefill_attention_backend"),
+    )
+    frames = [*_PIPELINE_FRAMES, *_EAGLE_FRAMES]
+    if topk is None:
+        if "trtllm_mha" in (backends[2] or backends[0], backends[1] or backends[0]):
+            raise ResolutionError(
+                "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+                [
+                    *frames,
+                    (_HOOK, 1178, "_handle_eagle_family", "if cfg.speculative_eagle_topk > 1:"),
+                ],
+            )
+        return
+    refusal = gpu_rules.eagle_backend_refusal(int(topk), int(args.get("page_size") or 1), *backends)
+    if refusal is not None:
+        which, line = refusal
+        lineno = 1178 if which == "trtllm_mha_topk" else 1278
+        raise ResolutionError(line, [*frames, (_HOOK, lineno, "_handle_eagle_family", _RAISE)])
 
 
 def format_server_args(args: dict[str, Any], version: str) -> str:

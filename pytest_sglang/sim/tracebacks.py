@@ -121,6 +121,47 @@ _TABLE: dict[str, list[Frame]] = {
         ),
         ("sglang/srt/configs/model_config.py", 1314, "_derive_context_length", "raise ValueError("),
     ],
+    # _verify_quantization, right after the context length (model_config.py:891)
+    "quantization_mismatch": [
+        (
+            _PIPELINE,
+            185,
+            "run_resolution_pipeline",
+            "run_hook(apply_inkling_prefill_cuda_graph_default, server_args)",
+        ),
+        _RUN_HOOK,
+        (
+            "sglang/srt/arg_groups/cuda_graph_hook.py",
+            363,
+            "apply_inkling_prefill_cuda_graph_default",
+            "arch = model_config_of(server_args).hf_config.architectures[0]",
+        ),
+        (
+            "sglang/srt/arg_groups/model_override_base.py",
+            213,
+            "model_config_of",
+            "model_config = ModelConfig.from_server_args(server_args)",
+        ),
+        ("sglang/srt/configs/model_config.py", 955, "from_server_args", "return ModelConfig("),
+        ("sglang/srt/configs/model_config.py", 891, "__init__", "self._verify_quantization()"),
+        ("sglang/srt/configs/model_config.py", 2143, "_verify_quantization", "raise ValueError("),
+    ],
+    # handle_model_specific_adjustments' OLMo 2 branch
+    "olmo2_flashinfer": [
+        (
+            _PIPELINE,
+            225,
+            "run_resolution_pipeline",
+            "run_hook(handle_model_specific_adjustments, server_args)",
+        ),
+        _RUN_HOOK,
+        (
+            "sglang/srt/arg_groups/model_hook.py",
+            690,
+            "handle_model_specific_adjustments",
+            'assert attention_backend != "flashinfer", (',
+        ),
+    ],
     "dp_not_dividing_tp": [
         (
             _PIPELINE,
