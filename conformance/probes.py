@@ -2,7 +2,7 @@
 package (the harness's stubs), written to tests/data/real_probes_0.5.23.json.
 
 Why apart from the matrices: each probe is chosen from the source's condition of one rule the
-coverage table (conformance/coverage.py) lists as modelled (OLMo 2, Gemma 2/3, MiniMax-M2 and
+coverage table (conformance/source_coverage.py) lists as modelled (OLMo 2, Gemma 2/3, MiniMax-M2 and
 Llama 4's overrides, the multimodal, hybrid-SWA and Gemma dtype notes, ``_verify_quantization``,
 ``_handle_eagle_family``'s mixed-chunk and MTP draft-path notes, its backend and DP
 attention refusals, ``_handle_ngram``'s DP attention refusal), to check

@@ -1,4 +1,4 @@
-"""The coverage table of 0.5.23's messages and refusals (conformance/coverage.py) is the one
+"""The coverage table of 0.5.23's messages and refusals (conformance/source_coverage.py) is the one
 the committed source of the real package and this checkout give.
 
 Why: the table says which rule is modelled where; it goes stale when a rule is ported. Runs
@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "conformance"))
 
-import coverage  # noqa: E402
+import source_coverage as coverage  # noqa: E402
 
 
 @pytest.mark.skipif(not coverage.SITE.is_dir(), reason="the real 0.5.23 venv is not here")
