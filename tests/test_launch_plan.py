@@ -78,3 +78,18 @@ def test_production_changes_that_cannot_be_applied_are_refused_at_once() -> None
         production(model_path="/other")
     with pytest.raises(ConfigError, match=r"^production\(\): 'name' cannot be changed"):
         production(name="x")
+
+
+def test_a_free_port_for_a_local_server_is_below_the_ephemeral_range() -> None:
+    """Where no outgoing connection can take it before the server binds it (a real server
+    binds it a minute later): below the kernel's ephemeral range, above SGLang's own picks."""
+    import socket
+    from pathlib import Path
+
+    from pytest_sglang.lifecycle.launch_plan import PORT_RANGE_LOW, free_port
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = {free_port() for _ in range(20)}
+    assert all(PORT_RANGE_LOW <= port < low for port in ports) and len(ports) > 1
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", ports.pop()))

@@ -12,6 +12,7 @@ Data flows one way: ``ServerConfig`` + host facts -> :class:`LaunchPlan` -> depl
 
 from __future__ import annotations
 
+import random
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,8 +37,33 @@ SGLANG_DEFAULT_PORT = 30000
 LOCAL_ADDRESSES = ("", "0.0.0.0", "127.0.0.1", "localhost", "::", "::1")
 
 
+#: Where :func:`free_port` looks first: above SGLang's own picks for ports its children bind
+#: later (22000-29999, ``get_free_port_below_ephemeral``) and its default 30000, below the
+#: kernel's ephemeral range.
+PORT_RANGE_LOW = 30100
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on now, for a server that binds it later.
+
+    Taken below the kernel's ephemeral range, as SGLang takes its own such ports: a port that
+    ``bind(0)`` hands out is in that range, where any outgoing connection on the machine may get
+    it as its local port before the server (a real one takes a minute to start) binds it: seen
+    as ``[Errno 98] ... address already in use`` on a second replica while the first one started.
+    """
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            ephemeral_low = int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    candidates = range(PORT_RANGE_LOW, ephemeral_low)
+    for port in random.sample(candidates, min(64, len(candidates))):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

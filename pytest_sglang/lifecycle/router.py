@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import requests
 from ..cmdline import split_shell
 from ..errors import ConfigError, ServerStartError
 from ..topology import Router
+from .launch_plan import free_port
 from .router_log import RouterCause, router_cause
 
 __all__ = ["DEFAULT_ROUTER_LAUNCH", "RouterProcess", "router_launch"]
@@ -59,12 +59,6 @@ def router_launch(command: str | None) -> list[str]:
             "--sglang-router-launch)"
         )
     return split_shell(DEFAULT_ROUTER_LAUNCH)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _die_with_parent() -> None:
@@ -130,7 +124,7 @@ class RouterProcess:
     def start(self, timeout: float) -> None:
         """Start it and wait until it routes to every replica (its ``/readiness``); a
         ServerStartError names why (the cause its log gives, :meth:`failure`)."""
-        self.port, self.metrics_port = _free_port(), _free_port()
+        self.port, self.metrics_port = free_port(), free_port()
         with open(self.log_path, "wb") as log:
             try:
                 self._proc = subprocess.Popen(
