@@ -913,3 +913,186 @@ def test_a_fault_while_replaying_cuda_graphs_is_not_a_capture_failure() -> None:
     lines[2] = '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 400, in capture'
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "CUDA graph capture"
+
+
+# -- families read after the sixth batch: warmup wording, the model's kind and config, templates,
+# -- frames quoted without their indentation, a machine without CUDA ----------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: API server never became ready within 600 seconds",
+        "TimeoutError: timed out waiting for the HTTP server to become ready",
+        "RuntimeError: Server failed to become ready after 120 health probes",
+    ],
+)
+def test_a_server_that_never_became_ready_for_its_warmup_is_the_warmup_failing(line: str) -> None:
+    fatal = find_fatal(
+        ["[2026-12-03 10:00:00] INFO:     Uvicorn running on http://0.0.0.0:30000", line]
+    )
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 1), fatal
+
+
+def test_a_runtimes_warmup_headline_is_cited_over_the_exception_it_logs() -> None:
+    lines = [
+        "[12-03 10:00:00] Engine warm-up failed, stopping: server did not become ready in 30 s",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/multimodal_gen/runtime/entrypoints/http_server.py", line 9, in '
+        "_warm_up_when_ready",
+        '    raise RuntimeError("server did not become ready")',
+        "RuntimeError: server did not become ready in 30 s",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 0), fatal
+    # the exception alone, placed by the frame that waits for the server to be ready
+    lines[4] = "RuntimeError: health check answered 500"
+    fatal = find_fatal(lines[1:])
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 3), fatal
+
+
+def test_a_kernels_warmup_in_the_model_runner_is_not_the_servers_warmup() -> None:
+    lines = [
+        SCHED,
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 9, in kernel_warmup',
+        "RuntimeError: workspace pointer is null",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed", fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "AssertionError: reward model is not supported yet",
+        "ValueError: Encoder-only models are not supported.",
+        "NotImplementedError: classification task is not supported",
+        "ValueError: This checkpoint cannot be served as an embedding model",
+        "AssertionError: generation is not supported for this architecture",
+    ],
+)
+def test_a_refusal_of_the_models_kind_is_an_unsupported_model(line: str) -> None:
+    fatal = find_fatal(
+        [SCHED, '  File "/x/sglang/srt/managers/scheduler.py", line 1, in init', line]
+    )
+    assert fatal is not None and (fatal.reason, fatal.index) == ("unsupported model", 2), fatal
+
+
+def test_a_model_kind_refused_together_with_a_setting_is_the_config() -> None:
+    line = "ValueError: embedding is not supported with speculative decoding"
+    fatal = find_fatal(
+        [SCHED, '  File "/x/sglang/srt/managers/scheduler.py", line 1, in init', line]
+    )
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            "AttributeError: 'Qwen2VLConfig' object has no attribute 'vocab_size'",
+            "unsupported model",
+        ),
+        (
+            "AttributeError: 'PretrainedConfig' object has no attribute 'num_attention_heads'",
+            "unsupported model",
+        ),
+        # SGLang's own runtime and quantization configs: a fault of the code, not of the model
+        ("AttributeError: 'ModelConfig' object has no attribute 'is_hybrid_swa'", "crashed"),
+        ("AttributeError: 'Fp8Config' object has no attribute 'weight_block_size'", "crashed"),
+        ("AttributeError: 'ServerArgs' object has no attribute 'enable_foo'", "crashed"),
+    ],
+)
+def test_a_field_missing_from_the_models_config_is_an_unsupported_model(
+    line: str, reason: str
+) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/models/qwen2.py", line 40, in __init__',
+        "    self.vocab_size = config.vocab_size",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 3), fatal
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '  File "/x/sglang/srt/managers/template_manager.py", line 80, in load_chat_template',
+        '  File "/x/sglang/srt/entrypoints/engine.py", line 700, in _init_tokenizer_manager',
+        '  File "/x/sglang/srt/managers/tokenizer_manager.py", line 90, in _apply_chat_template',
+    ],
+)
+def test_a_code_fault_starting_the_tokenizer_manager_or_applying_a_template_is_a_crash(
+    frame: str,
+) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/entrypoints/engine.py", line 700, in _init_tokenizer_manager',
+        frame,
+        'TypeError: can only concatenate str (not "dict") to str',
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 3), fatal
+
+
+@pytest.mark.parametrize("indent", ["", " ", "  "])
+def test_a_traceback_quoted_without_its_indentation_cites_the_exception(indent: str) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        'File "/app/rollout/engine.py", line 12, in start',
+        f"{indent}self._launch(config)",
+        f'{indent}File "/app/rollout/engine.py", line 30, in _launch',
+        f"{indent}proc = spawn(ServerArgs(**config))",
+        "KeyError: 'tp_size'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 5 and fatal.message == "KeyError: 'tp_size'"
+
+
+def test_a_frame_without_its_source_line_is_followed_by_the_exception() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        'File "<string>", line 1, in <module>',
+        "RuntimeError: boom",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 2
+
+
+def test_a_bare_assertion_cites_its_statement_and_a_check_of_the_codes_objects_is_a_crash() -> None:
+    lines = [
+        SCHED,
+        '  File "/x/sglang/srt/managers/scheduler.py", line 300, in __init__',
+        "    self.init_cache()",
+        '  File "/x/sglang/srt/mem_cache/radix_cache.py", line 50, in __init__',
+        "assert isinstance(self.allocator, PagedAllocator)",
+        "AssertionError",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 4), fatal
+    assert fatal.message == "AssertionError: assert isinstance(self.allocator, PagedAllocator)"
+    # an assertion of a value the config gave, raised before the server serves, is its refusal
+    lines[4] = "    assert self.page_size > 0"
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 4), fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "OSError: CUDA_HOME environment variable is not set. Please point it at the toolkit.",
+        "RuntimeError: No CUDA installation was found on this host",
+        "RuntimeError: Could not find the CUDA toolkit (nvcc not on PATH)",
+    ],
+)
+def test_a_machine_without_cuda_is_no_gpu(line: str) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/torch/utils/cpp_extension.py", line 240, in _join_cuda_home',
+        "    raise OSError(msg)",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("no GPU", 3), fatal

@@ -59,6 +59,38 @@ _GPU_REFUSAL = (
     r"|\bsm_?\d{2,3}\w? (is |are )?not supported\b)"
 )
 
+#: A refusal of the model's kind (an embedding, reward, encoder or classification model served
+#: by a runtime that does not serve that kind, or the reverse): the model, not a setting, is what
+#: the installed SGLang cannot serve. Not a refusal of a combination (``... not supported with
+#: speculative decoding``), which is the config's.
+_MODEL_KIND_REFUSED = (
+    r"(?i:\b(embedding|reward|encoder(-only)?|cross-encoder|classification|classifier"
+    r"|rerank(er|ing)?|generation|generative)( models?| mode| tasks?| architectures?)?"
+    r" (is |are )?not (yet )?supported\b(?! (with|when|together|in combination|alongside|if|by))"
+    r"|\b(model|architecture|checkpoint)s?\b.* (does not|doesn't|cannot|can't) (support|serve"
+    r"|be served as|be used as) (an? )?(embedding|reward|encoder|classification|rerank\w*"
+    r"|generation)\b)"
+)
+
+#: The model's own config object (transformers' ``PretrainedConfig`` or a model's config class
+#: SGLang ships) lacking a field SGLang's model code reads: the model is not one this SGLang
+#: knows how to build (a multimodal wrapper config, a newer revision). SGLang's own runtime
+#: configs (``ModelConfig``, ``ServerArgs``, the quantization configs) are excluded: a field
+#: missing there is a fault of the code, or of the quantization, not of the model.
+_MODEL_CONFIG_LACKS = (
+    r"^AttributeError: '(?!(Model|Load|Device|LoRA|Lora|Speculative|Scheduler|Server|Port|Cache"
+    r"|Quantization|Quant\w*|Fp\d\w*|FP\d\w*|Awq\w*|AWQ\w*|Gptq\w*|GPTQ\w*|W\d+A\d+\w*"
+    r"|ModelOpt\w*|CompressedTensors\w*|BitsAndBytes\w*|Marlin\w*|Mx[Ff]p\d\w*|MXFP\w*"
+    r"|Gguf\w*|GGUF\w*)Config')[\w.]*Config' object has no attribute '"
+)
+
+#: A runtime saying its own HTTP server never became ready for the warmup request: the warmup
+#: failing, in the words of the check before it (SGLang's diffusion runtime raises it).
+_NEVER_READY = (
+    r"(?i:\b(http |api )?server (did not|didn't|never|failed to) bec[oa]me? ready\b"
+    r"|\btimed out waiting for (the )?(http |api )?server to (be|become) ready\b)"
+)
+
 #: (pattern, cause) for lines that mean the server will not come up, most specific first: when
 #: several lines match, the earliest rule wins (a CUDA-graph capture that ran out of memory is a
 #: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error). The patterns are
@@ -120,7 +152,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|(?i:\bno model (info|config|class|entry) (was )?found for\b)"
             r"|(?i:\bunsupported model (type|architecture|arch)\b)"
             r"|(?i:\b(safetensors|gguf)\b (path|format|files?|weights|checkpoints?|models?)"
-            r" (is |are )?(required|not supported|unsupported))",
+            r" (is |are )?(required|not supported|unsupported))"
+            rf"|{_MODEL_KIND_REFUSED}|{_MODEL_CONFIG_LACKS}",
             "unsupported model",
         ),
         (
@@ -135,7 +168,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
             r"|could not select device driver|nvidia-container-cli: .*error"
             r"|unknown or invalid runtime name: nvidia|Driver/library version mismatch"
-            r"|busy or unavailable|cudaErrorDevicesUnavailable",
+            r"|busy or unavailable|cudaErrorDevicesUnavailable"
+            r"|CUDA_HOME environment variable is not set|(?i:\bno CUDA (installation|toolkit)"
+            r" (was |is )?found\b|\bcould not find (an? |the )?CUDA (installation|toolkit)\b)",
             "no GPU",
         ),
         (
@@ -186,7 +221,13 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|EOF while parsing|Failed to load tokenizer",
             "tokenizer",
         ),
-        (r"Initialization failed\. warmup error", "warmup failed"),
+        (
+            r"Initialization failed\. warmup error"
+            r"|(?i:\b(server|model|engine|http)'?s? warm-?up (request )?(failed|error)\b)",
+            "warmup failed",
+        ),
+        # less specific than a warmup headline: the headline, when printed, names the phase
+        (_NEVER_READY, "warmup failed"),
         (
             r"^(ModuleNotFoundError|ImportError): |undefined symbol: |GLIBC\w* not found"
             r"|requires \w[\w-]*(>=|==)|cannot open shared object file|No module named '"
@@ -275,10 +316,18 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         "CUDA graph capture",
     ),
-    (re.compile(r"_execute_server_warmup|_wait_and_warmup"), "warmup failed"),
-    # the tokenizer being loaded, not the tokenizer manager's own request handling (a fault there
-    # is a crash like any other process's)
-    (re.compile(r"tokeniz(er|ation)(?!_manager\.py)|in get_tokenizer"), "tokenizer"),
+    # the server's own warmup request and its wait for the HTTP server (any runtime's), not a
+    # kernel's warmup inside the model runner
+    (
+        re.compile(
+            r"\bin \w*(server_warmup|wait_and_warmup)\w*"
+            r"|http_server\.py\", line \d+, in \w*(warm_?up|_ready)\w*"
+        ),
+        "warmup failed",
+    ),
+    # the tokenizer being loaded, not the tokenizer manager's own work (starting it, handling a
+    # request, applying a chat template: a fault there is a crash like any other process's)
+    (re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer"), "tokenizer"),
     (
         re.compile(r"model_loader|weight_utils|in load_weights|in load_model|safetensors"),
         "model loading",
@@ -443,6 +492,44 @@ def _is_frame(text: str) -> bool:
     )
 
 
+#: A traceback frame's call line (``File "x.py", line 9, in f``), however it is indented.
+_FRAME_CALL = re.compile(r'^\s*File "[^"]*", line \d+')
+#: Lines that, right after a frame's call line, are not its source line: an exception (any
+#: ``dotted.Name: message``, or a bare one :data:`_EXCEPTION` knows), faulthandler's header, a
+#: traceback's opening or chain marker, or a process's last words.
+_NOT_SOURCE = re.compile(
+    r"^([A-Za-z_][\w.]*(\([\w.]+\))?: |Fatal Python error|Traceback \(most recent"
+    r"|The above exception|During handling of|Killed$|Segmentation fault|Aborted)"
+)
+
+
+def _texts(lines: Sequence[str], start: int) -> list[str]:
+    """The lines as SGLang (or Python) wrote them, from ``start`` on (earlier ones blank), with
+    each traceback frame's source line indented as Python prints it.
+
+    Python prints one source line under a frame's ``File "...", line N, in f``; a report that
+    quotes a traceback often loses the indentation (``self._init(args)`` at the margin, or with
+    one space), which would make the source line read as the traceback's exception. The line
+    right after a frame's call line is its source line unless it is an exception or a marker
+    (:data:`_NOT_SOURCE`; a frame whose source is not available is followed by the next frame
+    or by the exception itself), so it is given the indentation it lost.
+    """
+    texts = [""] * start + [_strip_prefix(line) for line in lines[start:]]
+    for index in range(start + 1, len(texts)):
+        text, above = texts[index], texts[index - 1]
+        if (
+            _FRAME_CALL.match(above)
+            and lines[index] == text  # a timestamped line is a new record, not a source line
+            and text.strip()
+            and not text.startswith("    ")
+            and not _FRAME_CALL.match(text)
+            and not _NOT_SOURCE.match(text.strip())
+            and not _EXCEPTION.match(text.strip())
+        ):
+            texts[index] = "    " + text.strip()
+    return texts
+
+
 def _exception_line(texts: Sequence[str], start: int) -> int | None:
     """The index of the exception line of the traceback that begins at ``start``, or None while
     its frames are still coming."""
@@ -462,7 +549,7 @@ def traceback_complete(lines: Sequence[str], start: int = 0) -> bool:
     this is True the line that names the cause may still be on its way, so a reader waiting for
     the cause can stop waiting exactly when it is True instead of after a fixed settle time.
     """
-    texts = [""] * start + [_strip_prefix(line) for line in lines[start:]]
+    texts = _texts(lines, start)
     index = start
     pending = False
     while index < len(texts):
@@ -515,7 +602,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     (:func:`_cause_of_crash`).
     """
     given, lines = lines, [_unwrap(line) for line in lines]
-    texts = [""] * start + [_strip_prefix(line) for line in lines[start:]]
+    texts = _texts(lines, start)
     best: tuple[int, int] | None = None  # (rule, index)
     exceptions: list[int] = []
     owner: dict[int, int] = {}  # continuation line -> the exception line it continues
@@ -561,6 +648,10 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             index, reason = found
             message = texts[index].strip()
     reason, message = _refined(texts, start, index, rule, reason, message)
+    statement = _raising_statement(texts, index)
+    if statement is not None and statement.startswith("assert ") and ":" not in texts[index]:
+        # a bare AssertionError says nothing: the failed assert statement says what was checked
+        index, message = index - 1, f"{texts[index].strip()}: {statement}"
     return Fatal(
         reason=reason,
         line=given[index],
@@ -860,12 +951,30 @@ def _refusal(texts: Sequence[str], index: int, frames: Sequence[str]) -> str | N
     is ready (a state check while serving), says nothing of the config: None."""
     if not _CONFIG_EXCEPTION.match(texts[index]):
         return None
+    if _INVARIANT.match(_raising_statement(texts, index) or ""):
+        return None
     raiser = next((f for f in frames if f.lstrip().startswith('File "')), None)
     if raiser is not None and _STDLIB_FRAME.search(raiser):
         return None
     if any(READY_LINE in text for text in texts[:index]):
         return None
     return "invalid config"
+
+
+#: An ``assert`` of the code's own objects (their type, their attributes), not of a value the
+#: config gave: a check of SGLang's internal state, whose failure is a fault of the code.
+_INVARIANT = re.compile(r"^assert (not )?(isinstance|issubclass|hasattr|callable|type)\(")
+
+
+def _raising_statement(texts: Sequence[str], index: int) -> str | None:
+    """The source line of the frame that raised the exception on ``index`` (the statement
+    Python shows under the innermost frame), or None when the traceback does not show it."""
+    if index < 2 or not _FRAME_CALL.match(texts[index - 2]):
+        return None
+    above = texts[index - 1]
+    if not above.startswith("    ") or _FRAME_CALL.match(above):
+        return None
+    return above.strip()
 
 
 def _hinted(frames: Sequence[str], refusal: bool = True) -> str | None:
