@@ -8,7 +8,12 @@ import pytest
 from helpers import SEED_FIELDS
 
 from pytest_sglang import JournalError, ServerConfig
-from pytest_sglang.lifecycle.journal import StartupJournal, find_fatal, phase_of
+from pytest_sglang.lifecycle.journal import (
+    StartupJournal,
+    find_fatal,
+    phase_of,
+    traceback_complete,
+)
 from pytest_sglang.resolution import ADJUST_DRAFT_TOKENS_WARNING, MAX_RUNNING_48_WARNING
 
 DATA = Path(__file__).parent / "data"
@@ -1096,3 +1101,42 @@ def test_a_machine_without_cuda_is_no_gpu(line: str) -> None:
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("no GPU", 3), fatal
+
+
+GROUP = [
+    "[2026-12-03 10:00:00] INFO:     Waiting for application startup.",
+    "  + Exception Group Traceback (most recent call last):",
+    '  |   File "/x/starlette/routing.py", line 700, in lifespan',
+    "  |     async with self.lifespan_context(app) as maybe_state:",
+    '  |   File "/x/anyio/_backends/_asyncio.py", line 767, in __aexit__',
+    "  |     raise BaseExceptionGroup(",
+    "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+    "  +-+---------------- 1 ----------------",
+    "    | Traceback (most recent call last):",
+    '    |   File "/x/sglang/srt/entrypoints/http_server.py", line 200, in lifespan',
+    "    |     await start_engine()",
+    '    |   File "/x/sglang/srt/managers/io_struct.py", line 99, in start_engine',
+    "    |     raise failure",
+    "    | {exception}",
+    "    +------------------------------------",
+]
+
+
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB", "out of memory"),
+        ("OSError: [Errno 98] Address already in use", "port in use"),
+        ("KeyError: 'max_position_embeddings'", "crashed"),
+    ],
+)
+def test_an_exception_group_is_read_through_its_gutter_and_names_its_sub_exception(
+    exception: str, reason: str
+) -> None:
+    """Python 3.11's exception groups print each line behind a ``|`` gutter: the sub-exception,
+    not the group's own line nor a frame, is the cause."""
+    lines = [line.replace("{exception}", exception) for line in GROUP]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 13), fatal
+    assert fatal.message == exception
+    assert not traceback_complete(lines[:12])

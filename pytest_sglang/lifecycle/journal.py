@@ -392,6 +392,10 @@ _CONFIG_MEANING = re.compile(
 _FAULTHANDLER = re.compile(r"^Fatal Python error: \w")
 _FAULT_STACK = re.compile(r"^(Current thread \w+|Stack) \(most recent call first\):")
 
+#: An exception group's own line (``ExceptionGroup: unhandled errors in a TaskGroup``): it names
+#: no cause, its sub-exceptions printed below it do.
+_EXCEPTION_GROUP = re.compile(r"^([\w.]+\.)?(Base)?ExceptionGroup\b")
+
 #: Lines that end a failed start without naming its cause: the cause is on the lines before.
 _SUMMARY = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
@@ -519,7 +523,7 @@ def _texts(lines: Sequence[str], start: int) -> list[str]:
         text, above = texts[index], texts[index - 1]
         if (
             _FRAME_CALL.match(above)
-            and lines[index] == text  # a timestamped line is a new record, not a source line
+            and _unwrap(lines[index]) == text  # a timestamped line is a new record
             and text.strip()
             and not text.startswith("    ")
             and not _FRAME_CALL.match(text)
@@ -734,8 +738,11 @@ def _cause_of_crash(
     untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``)
     is its last word.
     """
-    if marker in exceptions and not _SUMMARY.search(texts[marker]):
-        chosen: int | None = marker
+    if _EXCEPTION_GROUP.match(texts[marker]) and any(i > marker for i in exceptions):
+        # a group only gathers its sub-exceptions, printed after it: the first is the cause
+        chosen: int | None = min(i for i in exceptions if i > marker)
+    elif marker in exceptions and not _SUMMARY.search(texts[marker]):
+        chosen = marker
     else:
         before = [i for i in exceptions if i < marker]
         after = [i for i in exceptions if i > marker]
@@ -1035,9 +1042,21 @@ _CARRIER = re.compile(
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+#: Python's exception-group traceback (3.11+; anyio's task groups under uvicorn raise one): each
+#: line behind a ``|`` gutter, opened by ``+ Exception Group Traceback ...`` and each
+#: sub-exception's traceback framed by ``+---- n ----`` rules. The gutter is taken off so the
+#: tracebacks inside read as any other; a rule is a blank line.
+_GROUP_GUTTER = re.compile(r"^ {2,}(\|( |$)|\+ (?=Exception Group Traceback))")
+_GROUP_RULE = re.compile(r"^ {2,}\+[-+]*-[-+\d ]*$")
+
+
 def _unwrap(line: str) -> str:
-    """The line as SGLang wrote it, without a carrier's tag (:data:`_CARRIER`) or colours."""
-    return _CARRIER.sub("", _ANSI.sub("", line), count=1)
+    """The line as SGLang wrote it, without a carrier's tag (:data:`_CARRIER`), colours or an
+    exception group's gutter (:data:`_GROUP_GUTTER`)."""
+    line = _CARRIER.sub("", _ANSI.sub("", line), count=1)
+    if _GROUP_RULE.match(line):
+        return ""
+    return _GROUP_GUTTER.sub("", line, count=1)
 
 
 def _strip_prefix(line: str) -> str:
