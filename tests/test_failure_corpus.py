@@ -73,11 +73,15 @@ HELD_OUT_CLEAN_5 = (15, 26)
 #: clean figure.
 SIXTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh6_")]
 HELD_OUT_CLEAN_6 = (15, 21)
-FIRST_BATCH = [
-    case
-    for case in HELD_OUT
-    if not case["file"].startswith(("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_"))
-]
+#: The seventh fresh batch (``fresh7_*``, README), collected by a fixed search rule by someone who
+#: never read the classifier, while the sixth batch's families were fixed (they never saw this
+#: batch); its expectations were committed before the classifier read it. Measured once with the
+#: rules frozen (commit "Failure classifier rules frozen for the seventh fresh batch"): 11 of 19
+#: causes named (58%), under the 90% target (misses in the README).
+SEVENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh7_")]
+HELD_OUT_CLEAN_7 = (11, 19)
+FRESH = ("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_", "fresh7_")
+FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
 #: Logs whose public excerpt stops inside a traceback (README): no reader can see it complete.
 CUT = {case["file"] for case in INDEX if case.get("excerpt_ends_in_traceback")}
 
@@ -101,7 +105,7 @@ def named(case: dict[str, Any]) -> bool:
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
-    assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20
+    assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20 and len(SEVENTH_BATCH) >= 19
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
@@ -116,13 +120,13 @@ def figure(cases: list[dict[str, Any]]) -> tuple[int, int]:
 def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart() -> None:
     tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
     third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
-    sixth = figure(SIXTH_BATCH)
+    sixth, seventh = figure(SIXTH_BATCH), figure(SEVENTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
         f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch), "
         f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch), "
-        f"{sixth[0]}/{sixth[1]} (sixth batch) "
+        f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch) "
         f"(missed: {misses})"
     )
     print(report)
@@ -134,6 +138,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert fourth[0] / fourth[1] >= HELD_OUT_CLEAN_4[0] / HELD_OUT_CLEAN_4[1], report
     assert fifth[0] / fifth[1] >= HELD_OUT_CLEAN_5[0] / HELD_OUT_CLEAN_5[1], report
     assert sixth[0] / sixth[1] >= HELD_OUT_CLEAN_6[0] / HELD_OUT_CLEAN_6[1], report
+    assert seventh[0] / seventh[1] >= HELD_OUT_CLEAN_7[0] / HELD_OUT_CLEAN_7[1], report
 
 
 @pytest.mark.parametrize("case", TUNED, ids=[c["file"] for c in TUNED])
@@ -208,8 +213,9 @@ def test_a_chained_exception_is_incomplete_until_the_next_traceback_ends() -> No
 
 #: Failed starts read as healthy (strict, so a fix shows here). The fifth batch had two, a shell's
 #: ``command not found`` and another stack's one-line refusal; both are read since the structural
-#: reading (README), so none is left.
-READ_AS_HEALTHY: set[str] = set()
+#: reading (README). The seventh batch has one: custom all-reduce's C++ ``Failed: Cuda error ...``
+#: line, with no exception after it.
+READ_AS_HEALTHY: set[str] = {"fresh7_bench_latency_tp2_custom_allreduce_peer_access.log"}
 #: A bare opening of a traceback (or a summary ending in one), as opposed to an exception line
 #: whose own message quotes one (``RuntimeError: Initialization failed. ...: Traceback ...``).
 BARE_TRACEBACK = re.compile(r"(^|hit an exception: )Traceback \(most recent call last\):$")
@@ -221,7 +227,7 @@ BARE_TRACEBACK = re.compile(r"(^|hit an exception: )Traceback \(most recent call
         pytest.param(
             case,
             marks=pytest.mark.xfail(
-                case["file"] in READ_AS_HEALTHY, reason="fifth batch: read as healthy", strict=True
+                case["file"] in READ_AS_HEALTHY, reason="a held-out batch: read as healthy", strict=True
             ),
         )
         for case in FAILURES
