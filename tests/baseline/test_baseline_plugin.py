@@ -277,6 +277,9 @@ from pytest_sglang.bench import Workload
 
 CFG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
 
+# the test is of keys, not of noise: a few-millisecond TTFT median moves 15% under load
+pytestmark = pytest.mark.sglang_gate(median_ttft_ms="off")
+
 @pytest.mark.parametrize("sglang_server", [CFG], indirect=True)
 @pytest.mark.parametrize("api", ["chat", "generate"])
 def test_single_stream(sglang_bench, api):

@@ -18,7 +18,12 @@ sys.path.insert(0, str(ROOT / "conformance"))
 import source_coverage as coverage  # noqa: E402
 
 
-@pytest.mark.skipif(not coverage.SITE.is_dir(), reason="the real 0.5.23 venv is not here")
+#: Written by tests_real/install_sglang.sh once the package is whole: a venv still being installed
+#: has the folder but not yet every source file.
+INSTALLED = coverage.SITE.parents[2] / ".installed-sglang-0.5.23"
+
+
+@pytest.mark.skipif(not INSTALLED.is_file(), reason="the real 0.5.23 venv is not (wholly) here")
 def test_the_committed_coverage_table_is_current() -> None:
     sites = coverage.enumerate_sites(coverage.SITE)
     coverage.mark_modelled(sites)
