@@ -108,9 +108,24 @@ def child_env(env: Mapping[str, str], *, drop: Iterable[str] = STRAY_KNOBS) -> d
     return {**{k: v for k, v in os.environ.items() if k not in dropped}, **env}
 
 
+#: A child session's test still running after this long has its threads' stacks written to its
+#: stderr (pytest's faulthandler), so a test that gives up on a hung child shows where it hung.
+CHILD_STACKS_AFTER_S = 200
+
+
 def child_pytest_argv(*args: str) -> list[str]:
-    """``python -m pytest -p no:cacheprovider *args`` with this interpreter."""
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    """``python -m pytest -p no:cacheprovider *args`` with this interpreter, with the stacks of
+    a test that hangs written out (:data:`CHILD_STACKS_AFTER_S`)."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        f"faulthandler_timeout={CHILD_STACKS_AFTER_S}",
+        *args,
+    ]
 
 
 def interruptible() -> None:
