@@ -227,7 +227,9 @@ BARE_TRACEBACK = re.compile(r"(^|hit an exception: )Traceback \(most recent call
         pytest.param(
             case,
             marks=pytest.mark.xfail(
-                case["file"] in READ_AS_HEALTHY, reason="a held-out batch: read as healthy", strict=True
+                case["file"] in READ_AS_HEALTHY,
+                reason="a held-out batch: read as healthy",
+                strict=True,
             ),
         )
         for case in FAILURES

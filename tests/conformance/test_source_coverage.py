@@ -17,7 +17,6 @@ sys.path.insert(0, str(ROOT / "conformance"))
 
 import source_coverage as coverage  # noqa: E402
 
-
 #: Written by tests_real/install_sglang.sh once the package is whole: a venv still being installed
 #: has the folder but not yet every source file.
 INSTALLED = coverage.SITE.parents[2] / ".installed-sglang-0.5.23"
