@@ -213,9 +213,9 @@ def test_a_chained_exception_is_incomplete_until_the_next_traceback_ends() -> No
 
 #: Failed starts read as healthy (strict, so a fix shows here). The fifth batch had two, a shell's
 #: ``command not found`` and another stack's one-line refusal; both are read since the structural
-#: reading (README). The seventh batch has one: custom all-reduce's C++ ``Failed: Cuda error ...``
-#: line, with no exception after it.
-READ_AS_HEALTHY: set[str] = {"fresh7_bench_latency_tp2_custom_allreduce_peer_access.log"}
+#: reading (README). The seventh batch had one, custom all-reduce's C++ ``Failed: Cuda error ...``
+#: line with no exception after it, read since a native runtime's own fatal line is (README).
+READ_AS_HEALTHY: set[str] = set()
 #: A bare opening of a traceback (or a summary ending in one), as opposed to an exception line
 #: whose own message quotes one (``RuntimeError: Initialization failed. ...: Traceback ...``).
 BARE_TRACEBACK = re.compile(r"(^|hit an exception: )Traceback \(most recent call last\):$")
@@ -227,7 +227,9 @@ BARE_TRACEBACK = re.compile(r"(^|hit an exception: )Traceback \(most recent call
         pytest.param(
             case,
             marks=pytest.mark.xfail(
-                case["file"] in READ_AS_HEALTHY, reason="a held-out batch: read as healthy", strict=True
+                case["file"] in READ_AS_HEALTHY,
+                reason="a held-out batch: read as healthy",
+                strict=True,
             ),
         )
         for case in FAILURES
