@@ -1218,6 +1218,10 @@ def test_a_native_runtimes_own_fatal_line_is_a_failure_without_an_exception_afte
         ("RuntimeError: HcclCommInitRootInfo failed, error code 5", "NCCL"),
         ("RuntimeError: No NPU devices are available on this host", "no GPU"),
         (
+            "RuntimeError: HIP error: hipErrorNoDevice (no ROCm-capable device is detected)",
+            "no GPU",
+        ),
+        (
             "RuntimeError: hipErrorInsufficientDriver: the HIP driver is older than the runtime",
             "driver too old",
         ),
@@ -1364,6 +1368,7 @@ def test_no_room_for_the_kv_cache_is_out_of_memory_even_when_it_names_the_flag(l
         "RuntimeError: No processor registered for architecture FooVLForConditionalGeneration",
         "ValueError: Unrecognized image processor in /models/x. Should have an `image_processor_type` key",
         "NotImplementedError: Unable to find an implementation for the model type bar_vl",
+        "KeyError: 'Processor for model type `foo_audio` is not registered'",
     ],
 )
 def test_no_processor_or_implementation_for_the_models_type_is_an_unsupported_model(
@@ -1395,6 +1400,7 @@ def test_no_processor_or_implementation_for_the_models_type_is_an_unsupported_mo
             "ValueError: Invalid repository ID or local directory specified: '/data/models/gone'",
             "model not found",
         ),
+        ("ValueError: '../weights/llama-8b' is not a valid repository id", "model not found"),
         (
             "FileNotFoundError: [Errno 2] No such file or directory: 'oss://bucket/qwen/vocab.json'",
             "model not found",

@@ -117,7 +117,7 @@ _NO_ROOM_FOR_CACHE = (
 #: remote path opened as a local file. Either way no model is found where the path points.
 _NOT_A_REPO_ID = (
     r"Repo id must (be in the form|use alphanumeric)|Invalid repository ID or local directory"
-    r"|(?i:is not a valid (hugging ?face )?(repo(sitory)?[ _-]?id|model (id|identifier))\b)"
+    r"|(?i:\bis not a valid (hugging ?face )?(repo(sitory)?[ _-]?id|model (id|identifier))\b)"
     r"|No such file or directory: '(s3|gs|gcs|az|abfss?|hdfs|oss|hf)://"
     r"|it looks like (/|\./|\.\./|~/)\S* is not the path to a directory"
 )
@@ -133,6 +133,8 @@ _NO_PROCESSOR = (
     r"|\bno (corresponding |matching |registered )?(multimodal |multi-modal |mm |image |vision "
     r"|audio |video )?processor (is |was )?(registered |found |available )?for (the )?"
     r"(model|architecture)\b"
+    r"|\b(multimodal |mm |image )?processor (class )?(for|of) (the )?(model|architecture)\b.*"
+    r"\bnot (found|registered|supported)\b"
     r"|\bUnrecognized (image processor|processing class|feature extractor|video processor) in\b)"
 )
 
@@ -142,7 +144,7 @@ _NO_PROCESSOR = (
 _KERNEL_COMPILER_FAILED = (
     r"(?i:\binit(iali[sz]e)? (the )?(\w+ )?compiler failed"
     r"|\b(op|operator|kernel)[ _]?compil\w* (init(iali[sz]ation)? |start )?failed"
-    r"|\b(op|operator|kernel|graph|tbe) compil(e|ation) (failed|error)"
+    r"|\b(op|operator|kernel|tbe) compil(e|ation) (failed|error)"
     r"|\bcompile (op|operator|kernel)s? failed)"
     r"|\b(NVRTC|HIPRTC)_ERROR_\w+|\b(nvrtc|hiprtc): error"
 )
@@ -252,7 +254,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"No CUDA GPUs are available|Found no NVIDIA driver|invalid device ordinal"
             r"|No accelerator\b.* is available|Unexpected error from cudaGetDeviceCount"
-            r"|system not yet initialized|cudaErrorSystemNotReady|cudaErrorNoDevice"
+            r"|system not yet initialized|cudaErrorSystemNotReady|(cuda|hip)ErrorNoDevice"
             r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
             r"|could not select device driver|nvidia-container-cli: .*error"
             r"|unknown or invalid runtime name: nvidia|Driver/library version mismatch"
