@@ -1454,3 +1454,16 @@ def test_a_quantization_the_loader_refuses_is_an_invalid_config(line: str) -> No
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 4), fatal
+
+
+def test_a_native_runtimes_indented_last_words_before_a_summary_are_cited() -> None:
+    """An indented line outside a traceback that no rule names is still the last thing the
+    process said before its parent's summary: it, not the summary, is cited."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight end. avail mem=57.01 GB",
+        "        [Runtime] stream 3 aborted: device reported status 0x2f",
+        "",
+        "[2026-12-03 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 1), fatal

@@ -879,8 +879,8 @@ def _cause_of_crash(
     (the lines just before ``Received sigquit`` are its cause), else the first one after it (a
     parent may print its summary before the child's traceback arrives). Without any exception,
     a summary marker's own exit code -9 says the process was killed, and otherwise the last
-    untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``)
-    is its last word.
+    untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``, a
+    native runtime's indented error line) is its last word.
     """
     if _EXCEPTION_GROUP.match(texts[marker]) and any(i > marker for i in exceptions):
         # a group only gathers its sub-exceptions, printed after it: the first is the cause
@@ -897,7 +897,8 @@ def _cause_of_crash(
         return marker, "killed"
     if _SUMMARY.search(texts[marker]):
         for back in range(marker - 1, max(start, marker - 6) - 1, -1):
-            if lines[back] == texts[back] and texts[back].strip() and not _is_frame(texts[back]):
+            said = not _is_frame(texts[back]) or _stray_indented(texts, back)
+            if lines[back] == texts[back] and texts[back].strip() and said:
                 return back, "killed" if re.search(_KILLED, texts[back]) else "crashed"
     return None
 
