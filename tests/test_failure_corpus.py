@@ -77,7 +77,12 @@ HELD_OUT_CLEAN_6 = (15, 21)
 #: never read the classifier, while the sixth batch's families were fixed (they never saw this
 #: batch); its expectations were committed before the classifier read it. Measured once with the
 #: rules frozen (commit "Failure classifier rules frozen for the seventh fresh batch"): 11 of 19
-#: causes named (58%), under the 90% target (misses in the README).
+#: causes named (58%), under the 90% target (misses in the README). Its eight misses were then
+#: read as general families (a native runtime's own fatal line, other accelerators' device errors,
+#: a kernel compiler that cannot start, a message carried on the next lines, no room for the KV
+#: cache, no processor for the model's type, a path taken for a Hub repo id, a quantization the
+#: loader refuses) and those fixed (README; 19/19 since), so it is tainted too; the floor stays
+#: the clean figure.
 SEVENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh7_")]
 HELD_OUT_CLEAN_7 = (11, 19)
 FRESH = ("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_", "fresh7_")
@@ -213,9 +218,9 @@ def test_a_chained_exception_is_incomplete_until_the_next_traceback_ends() -> No
 
 #: Failed starts read as healthy (strict, so a fix shows here). The fifth batch had two, a shell's
 #: ``command not found`` and another stack's one-line refusal; both are read since the structural
-#: reading (README). The seventh batch has one: custom all-reduce's C++ ``Failed: Cuda error ...``
-#: line, with no exception after it.
-READ_AS_HEALTHY: set[str] = {"fresh7_bench_latency_tp2_custom_allreduce_peer_access.log"}
+#: reading (README). The seventh batch had one, custom all-reduce's C++ ``Failed: Cuda error ...``
+#: line with no exception after it, read since a native runtime's own fatal line is (README).
+READ_AS_HEALTHY: set[str] = set()
 #: A bare opening of a traceback (or a summary ending in one), as opposed to an exception line
 #: whose own message quotes one (``RuntimeError: Initialization failed. ...: Traceback ...``).
 BARE_TRACEBACK = re.compile(r"(^|hit an exception: )Traceback \(most recent call last\):$")

@@ -141,16 +141,24 @@ def test_scheduler_limit_above_the_request_fails() -> None:
         StartupJournal(lines).verify(SEED.expected_journal())
 
 
-def test_a_cause_on_a_continuation_line_names_the_failure_and_cites_the_exception() -> None:
+@pytest.mark.parametrize(
+    ("exception", "cited"),
+    [("ImportError: common_ops failed to load:", 2), ("ImportError: ", 4)],
+)
+def test_a_cause_on_a_continuation_line_names_the_failure_and_cites_the_exception(
+    exception: str, cited: int
+) -> None:
+    """The exception line is cited, quoting the continuation that names the cause; one with no
+    message of its own cites that continuation line itself (its line carries the cause)."""
     lines = [
         "Traceback (most recent call last):",
         '  File "/x/sgl_kernel/__init__.py", line 5, in <module>',
-        "ImportError: ",
+        exception,
         "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
         "- ImportError: /x/common_ops.abi3.so: undefined symbol: _ZNK3c106SymInt6sym_neERKS0_",
     ]
     fatal = find_fatal(lines)
-    assert fatal is not None and fatal.reason == "broken install" and fatal.index == 2
+    assert fatal is not None and fatal.reason == "broken install" and fatal.index == cited
     assert "undefined symbol" in fatal.summary and "\n" not in fatal.summary
 
 
@@ -1140,3 +1148,322 @@ def test_an_exception_group_is_read_through_its_gutter_and_names_its_sub_excepti
     assert fatal is not None and (fatal.reason, fatal.index) == (reason, 13), fatal
     assert fatal.message == exception
     assert not traceback_complete(lines[:12])
+
+
+# -- the seventh batch's families: native last words, other accelerators, carried-on messages ---
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("Failed: HIP error /src/csrc/quick_allreduce.hip:88 'invalid argument'", "CUDA error"),
+        (
+            'CUDA error at /opt/src/gemm_kernels.cu:212 code=1 "cudaMemcpyAsync(d, s, n)"',
+            "CUDA error",
+        ),
+        ("Cuda failure 'peer mapping resources exhausted'", "CUDA error"),
+        ("HIP_CHECK failed with status 98 at fused_moe.hip", "CUDA error"),
+        (
+            "F1203 10:00:01.123456  4242 ipc_buffer.cc:77] Check failed: err == cudaSuccess (1 vs. 0)",
+            "CUDA error",
+        ),
+        ("Failed, NCCL error /x/csrc/pynccl.cc:120 'remote process exited'", "NCCL"),
+        ("F1203 10:00:01.123456  4242 scheduler.cc:31] Check failed: queue != nullptr", "crashed"),
+        (
+            "python3: /src/csrc/moe_align.cpp:64: void align(int): Assertion `experts > 0' failed.",
+            "crashed",
+        ),
+    ],
+)
+def test_a_native_runtimes_own_fatal_line_is_a_failure_without_an_exception_after_it(
+    line: str, reason: str
+) -> None:
+    """C/C++ code reports a runtime error through its check macro and aborts: no Python
+    exception follows, and the record ends in a rank's warnings or nothing at all."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Init nccl begin.",
+        "[2026-12-03 10:00:00 TP1] Init nccl begin.",
+        line,
+        "[rank1]:[W1203 10:00:01.2 CudaIPCTypes.cpp:16] Producer process has been terminated",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 2), fatal
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            "RuntimeError: InitializeResource: NPU function error: aclrtSetDevice(device_id), "
+            "error code is 507033",
+            "CUDA error",
+        ),
+        (
+            "RuntimeError: call aclnnGroupedMatmul failed, detail: EZ9999: Inner Error!",
+            "CUDA error",
+        ),
+        (
+            "Memory access fault by GPU node-2 (Agent handle: 0x55d3) on address 0x7f00. "
+            "Reason: Page not present or supervisor privilege.",
+            "CUDA error",
+        ),
+        (
+            "RuntimeError: level_zero backend failed with error: 20 (UR_RESULT_ERROR_DEVICE_LOST)",
+            "CUDA error",
+        ),
+        ("RuntimeError: MUSA error: invalid device function", "CUDA error"),
+        ("torch.OutOfMemoryError: NPU out of memory. Tried to allocate 1.50 GiB", "out of memory"),
+        ("RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB", "out of memory"),
+        ("RuntimeError: HCCL error in: /x/ProcessGroupHCCL.cpp:1210, remote rank lost", "NCCL"),
+        ("RuntimeError: HcclCommInitRootInfo failed, error code 5", "NCCL"),
+        ("RuntimeError: No NPU devices are available on this host", "no GPU"),
+        (
+            "RuntimeError: HIP error: hipErrorNoDevice (no ROCm-capable device is detected)",
+            "no GPU",
+        ),
+        (
+            "RuntimeError: hipErrorInsufficientDriver: the HIP driver is older than the runtime",
+            "driver too old",
+        ),
+    ],
+)
+def test_other_accelerators_own_errors_are_named_as_cudas_are(line: str, reason: str) -> None:
+    """Ascend, ROCm, Intel XPU and MUSA report the same failures as CUDA in their runtimes' own
+    words: a device error is the CUDA error family, an allocation failure out of memory, their
+    collective libraries NCCL."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 1508, in init_memory_pool',
+        "    self.max_total_num_tokens = self.profile_max_num_token(total_gpu_memory)",
+        line,
+        "",
+        "[2026-12-03 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 3), fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "        [Compile][Op] op compile failed for MatMulV3, see the plog for details",
+        "RuntimeError: Initialize operator compiler failed: the TBE process pool did not start",
+        "RuntimeError: KernelCompileProcessor start failed",
+        "RuntimeError: NVRTC_ERROR_COMPILATION: fused.cu(12): error: identifier is undefined",
+        "hiprtc: error: cannot compile the fused rotary kernel",
+    ],
+)
+def test_an_accelerators_kernel_compiler_failing_is_a_jit_compile_failure(line: str) -> None:
+    """An operator compiler that cannot start or build (CANN's, NVRTC's, hipRTC's) is the JIT
+    compile failing, as a C compiler's error is, even when the runtime indents its own lines."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight end. type=Qwen2ForCausalLM, avail mem=57.01 GB",
+        line,
+        "",
+        "[2026-12-03 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("JIT compile failed", 1), fatal
+
+
+def test_an_indented_line_is_a_frame_only_inside_a_traceback() -> None:
+    """A native runtime indents its error lines under its headline: outside a traceback they
+    are read; a traceback's source line quoting the same words is still a frame."""
+    stray = [
+        "[2026-12-03 10:00:00 TP0] Load weight end. avail mem=57.01 GB",
+        "    ACL stream synchronize failed, NPU function error: EZ9999",
+    ]
+    fatal = find_fatal(stray)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("CUDA error", 1), fatal
+    inside = [
+        "[2026-12-03 10:00:00 TP0] Load weight begin. avail mem=70.00 GB",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/models/qwen2.py", line 400, in load_weights',
+        '    log("NPU function error: retrying")',
+        "KeyError: 'model.layers.0.mlp.gate.weight'",
+    ]
+    fatal = find_fatal(inside)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 4), fatal
+
+
+@pytest.mark.parametrize(
+    ("message", "reason", "cited"),
+    [
+        (
+            [
+                "ImportError: ",
+                "[libfoo] could not load libfoo_ops.so for this GPU",
+                "reinstall libfoo",
+            ],
+            "broken install",
+            1,
+        ),
+        (
+            [
+                "RuntimeError:",
+                "while starting the pool:",
+                "CUDA error: an illegal memory access was encountered",
+            ],
+            "CUDA error",
+            2,
+        ),
+        (
+            ["OSError: ", "No space left on device while unpacking the shards"],
+            "no space left",
+            1,
+        ),
+    ],
+)
+def test_an_exception_whose_message_is_on_the_next_lines_cites_them(
+    message: list[str], reason: str, cited: int
+) -> None:
+    """``raise ImportError(msg)`` with ``msg`` starting on a new line prints the type alone: the
+    line that names the cause (the rule's own match, else the first) is cited, and the one-line
+    reason carries it."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/libfoo/load_utils.py", line 188, in _load_ops',
+        "    raise err(error_msg)",
+        *message,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 3 + cited), fatal
+    assert fatal.line == message[cited]
+    assert message[cited] in fatal.summary and "\n" not in fatal.summary
+    assert fatal.summary.startswith(f"{reason}: {message[0].strip()} ")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: No memory left for the KV cache after loading weights; raise --mem-fraction-static (now 0.7).",
+        "RuntimeError: Insufficient GPU memory for the KV cache pool with --mem-fraction-static 0.5",
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
+        "ValueError: 12.0 GiB KV cache is needed, which is larger than the available KV cache memory (3.1 GiB).",
+        "RuntimeError: KV cache size is negative (-2.4 GB): --mem-fraction-static=0.6 is too low",
+    ],
+)
+def test_no_room_for_the_kv_cache_is_out_of_memory_even_when_it_names_the_flag(line: str) -> None:
+    """The fix is more memory for the cache (a larger static fraction, fewer weights per GPU),
+    as SGLang's own ``Not enough memory. Please try to increase --mem-fraction-static`` says; a
+    value the flag cannot take is still a refused value."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight end. avail mem=12.25 GB, mem usage=125.65 GB.",
+        SCHED,
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 131, in profile_max_num_token',
+        "    raise ValueError(",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("out of memory", 4), fatal
+    lines[-1] = "ValueError: --mem-fraction-static must be in (0, 1), got 1.5"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Could not find a multimodal processor for model type siglip_vision_model",
+        "RuntimeError: No processor registered for architecture FooVLForConditionalGeneration",
+        "ValueError: Unrecognized image processor in /models/x. Should have an `image_processor_type` key",
+        "NotImplementedError: Unable to find an implementation for the model type bar_vl",
+        "KeyError: 'Processor for model type `foo_audio` is not registered'",
+    ],
+)
+def test_no_processor_or_implementation_for_the_models_type_is_an_unsupported_model(
+    line: str,
+) -> None:
+    """The multimodal processor (or the model class) is looked up by the model's type when the
+    tokenizer manager starts: none registered means the model is one this SGLang cannot serve,
+    not a value refused nor a tokenizer fault."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/managers/tokenizer_manager.py", line 233, in __init__',
+        "    self.mm_processor = get_mm_processor(",
+        '  File "/x/sglang/srt/managers/multimodal_processor.py", line 48, in get_mm_processor',
+        "    raise ValueError(",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("unsupported model", 5), fatal
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (
+            "OSError: Repo id must use alphanumeric chars or '-', '_', '.': 'gs://bucket/llama'",
+            "model not found",
+        ),
+        (
+            "ValueError: Invalid repository ID or local directory specified: '/data/models/gone'",
+            "model not found",
+        ),
+        ("ValueError: '../weights/llama-8b' is not a valid repository id", "model not found"),
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: 'oss://bucket/qwen/vocab.json'",
+            "model not found",
+        ),
+        (
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
+            "find it in the cached files and it looks like /models/qwen is not the path to a "
+            "directory containing a file named config.json.",
+            "model not found",
+        ),
+        (
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
+            "find it in the cached files and it looks like Qwen/Qwen2-7B is not the path to a "
+            "directory containing a file named config.json.",
+            "network",
+        ),
+    ],
+)
+def test_a_path_taken_for_a_hub_repo_id_is_model_not_found(line: str, reason: str) -> None:
+    """A remote path (``gs://``, ``oss://``) or a local path that is not there, handed to a
+    loader that only knows the Hub, is refused as a repo id: no model is where the path points.
+    A repo id the Hub could not be reached for is the network."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/utils/hf_transformers_utils.py", line 171, in get_tokenizer',
+        "    tokenizer = AutoTokenizer.from_pretrained(",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, 3), fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Unknown quantization method: mxfp3",
+        "NotImplementedError: quant_method 'w2a16' is not supported",
+        "ValueError: Unsupported quant type int3 in this checkpoint",
+        "AssertionError: this kernel only supports 4-bit or 8-bit quantized weights",
+    ],
+)
+def test_a_quantization_the_loader_refuses_is_an_invalid_config(line: str) -> None:
+    """SGLang resolves the quantization inside weight loading: a refusal that says it is about
+    the quantization is the config (the README's rule), whatever the loading frames say."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight begin. avail mem=77.65 GB",
+        SCHED,
+        '  File "/x/sglang/srt/model_loader/weight_utils.py", line 233, in get_quant_config',
+        "    raise ValueError(",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 4), fatal
+
+
+def test_a_native_runtimes_indented_last_words_before_a_summary_are_cited() -> None:
+    """An indented line outside a traceback that no rule names is still the last thing the
+    process said before its parent's summary: it, not the summary, is cited."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight end. avail mem=57.01 GB",
+        "        [Runtime] stream 3 aborted: device reported status 0x2f",
+        "",
+        "[2026-12-03 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 1), fatal

@@ -91,6 +91,93 @@ _NEVER_READY = (
     r"|\btimed out waiting for (the )?(http |api )?server to (be|become) ready\b)"
 )
 
+#: An accelerator out of memory in its own runtime's words (torch's ``NPU out of memory``,
+#: ``XPU out of memory``, ``MPS backend out of memory``, ROCm's ``HIP out of memory``, Level
+#: Zero's ``OUT_OF_DEVICE_MEMORY``): the same failure as CUDA's, whatever device ran out.
+_DEVICE_OOM = (
+    r"\b(CUDA|HIP|NPU|XPU|MUSA|MLU|GPU|device) out of memory\b|\bMPS backend out of memory"
+    r"|\bOUT_OF_DEVICE_MEMORY\b|ACL_ERROR_RT_MEMORY_ALLOCATION"
+)
+
+#: The memory left after the weights too small for the KV cache (or a runtime's cache blocks):
+#: out of memory, even when the message names the flag that sets the fraction (the README's
+#: rule, like SGLang's own ``Not enough memory. Please try to increase --mem-fraction-static``):
+#: the fix is more memory for the cache, not a value SGLang refuses.
+_NO_ROOM_FOR_CACHE = (
+    r"(?i:\bno (\w+ ){0,3}memory (\w+ ){0,2}for (the )?(kv[ _-]?cache|cache blocks"
+    r"|(kv |token |memory )pool)\b"
+    r"|\b(insufficient|too little) (\w+ ){0,3}memory (\w+ ){0,2}for (the )?(kv[ _-]?cache"
+    r"|cache blocks|(kv |token |memory )pool)\b"
+    r"|\b(larger than|exceeds|more than) the available (kv[ _-]?cache |gpu |device )?memory\b"
+    r"|\bkv[ _-]?cache (memory |pool |size )?(is |would be )?(negative|too small|zero)\b)"
+)
+
+#: A model path the Hub's repo-id check refuses: a remote path (``s3://``, ``gs://``) or a local
+#: path that does not exist, taken for a Hub repo id because nothing else could read it; or a
+#: remote path opened as a local file. Either way no model is found where the path points.
+_NOT_A_REPO_ID = (
+    r"Repo id must (be in the form|use alphanumeric)|Invalid repository ID or local directory"
+    r"|(?i:\bis not a valid (hugging ?face )?(repo(sitory)?[ _-]?id|model (id|identifier))\b)"
+    r"|No such file or directory: '(s3|gs|gcs|az|abfss?|hdfs|oss|hf)://"
+    r"|it looks like (/|\./|\.\./|~/)\S* is not the path to a directory"
+)
+
+#: No processor (multimodal, image, audio) or model implementation registered for the model's
+#: type: the model is not one this SGLang or transformers can serve, as when its architecture is
+#: not registered.
+_NO_PROCESSOR = (
+    r"(?i:\b(cannot|can't|could not|couldn't|unable to|failed to) find (a |an |any |the )?"
+    r"(corresponding |matching |suitable |registered )?(multimodal |multi-modal |mm |image "
+    r"|vision |audio |video )?(processor|model class|model implementation|implementation)s? "
+    r"for (the )?(model|architecture|arch)\b"
+    r"|\bno (corresponding |matching |registered )?(multimodal |multi-modal |mm |image |vision "
+    r"|audio |video )?processor (is |was )?(registered |found |available )?for (the )?"
+    r"(model|architecture)\b"
+    r"|\b(multimodal |mm |image )?processor (class )?(for|of) (the )?(model|architecture)\b.*"
+    r"\bnot (found|registered|supported)\b"
+    r"|\bUnrecognized (image processor|processing class|feature extractor|video processor) in\b)"
+)
+
+#: An accelerator's operator or kernel compiler failing to start or to build (Ascend CANN's
+#: ``Init compiler failed`` / ``OpCompileProcessor init failed``, NVRTC's and hipRTC's errors):
+#: the JIT compile failing, as a C compiler's error is.
+_KERNEL_COMPILER_FAILED = (
+    r"(?i:\binit(iali[sz]e)? (the )?(\w+ )?compiler failed"
+    r"|\b(op|operator|kernel)[ _]?compil\w* (init(iali[sz]ation)? |start )?failed"
+    r"|\b(op|operator|kernel|tbe) compil(e|ation) (failed|error)"
+    r"|\bcompile (op|operator|kernel)s? failed)"
+    r"|\b(NVRTC|HIPRTC)_ERROR_\w+|\b(nvrtc|hiprtc): error"
+)
+
+#: A C/C++ check macro's report of a CUDA/HIP runtime error (``Failed: Cuda error
+#: <file>:<line> '<message>'``, ``CUDA error at <file>:<line> code=...``, ``Cuda failure
+#: '...'``, a ``Check failed`` against ``cudaSuccess``): the device's error, printed by native
+#: code that may abort with no Python exception after it.
+_CHECK_MACRO_FAILED = (
+    r"(?i:\bFailed: (cuda|hip) error\b|\b(cuda|cudart|hip) failure\b"
+    r"|\b(cuda|cudart|hip|musa) error:? (at |in )?['\"]?[\w./-]+\.(cu|cuh|cc|cpp|cxx|c|h|hpp|hip)"
+    r":\d+"
+    r"|\b(cuda|hip)_?check\w* failed)|\b(cuda|hip)Success\b"
+)
+
+#: Another accelerator's own device error (Ascend's ``NPU function error`` and ACL errors,
+#: ROCm's memory access fault and HSA status, Intel's Level Zero / Unified Runtime results,
+#: Moore Threads' MUSA): the CUDA error family on that device.
+_OTHER_ACCELERATOR_ERROR = (
+    r"NPU function error|\bNPU error\b|call acl\w* api failed|\bACL_ERROR_\w+"
+    r"|\bacl(rt|nn|op)\w* (api )?failed|\bEZ9999\b|Memory access fault by GPU"
+    r"|\bHSA_STATUS_ERROR_\w+|\b(UR_RESULT|ZE_RESULT|PI)_ERROR_\w+|\b(XPU|MUSA|MLU) error: "
+)
+
+#: A native runtime's last words with no Python exception after them: glog's fatal line
+#: (``F1203 10:00:00.123 42 file.cc:12] Check failed: ...``), a C ``assert``, a shell's report
+#: of the signal that ended the process.
+_NATIVE_LAST_WORDS = (
+    r"^F\d{4} [\d:.]+ +\d+ \S+:\d+\] |: Assertion [`'].*' failed\.$"
+    r"|^(Aborted|Bus error|Illegal instruction|Floating point exception)$"
+    r"|^terminate called without an active exception"
+)
+
 #: (pattern, cause) for lines that mean the server will not come up, most specific first: when
 #: several lines match, the earliest rule wins (a CUDA-graph capture that ran out of memory is a
 #: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error). The patterns are
@@ -108,8 +195,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|^MemoryError\b|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation"
             r"|Cuda failure '?out of memory|(?i:not enough (gpu |cuda |device )?memory)"
             r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
-            r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|HIP out of memory|hipErrorOutOfMemory"
-            r"|CUDA_ERROR_OUT_OF_MEMORY|DefaultCPUAllocator: can't allocate memory",
+            r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|hipErrorOutOfMemory"
+            r"|CUDA_ERROR_OUT_OF_MEMORY|DefaultCPUAllocator: can't allocate memory"
+            rf"|{_DEVICE_OOM}|{_NO_ROOM_FOR_CACHE}",
             "out of memory",
         ),
         (
@@ -134,7 +222,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|No such file or directory: '\S*config\.json'"
             r"|EntryNotFoundError|RevisionNotFoundError"
             r"|does not appear to have a file named (?!\S*(tokenizer|\.bin\b|\.safetensors\b))"
-            r"|config file at .* is not a valid JSON file",
+            r"|config file at .* is not a valid JSON file"
+            rf"|{_NOT_A_REPO_ID}",
             "model not found",
         ),
         (
@@ -153,22 +242,25 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|(?i:\bunsupported model (type|architecture|arch)\b)"
             r"|(?i:\b(safetensors|gguf)\b (path|format|files?|weights|checkpoints?|models?)"
             r" (is |are )?(required|not supported|unsupported))"
-            rf"|{_MODEL_KIND_REFUSED}|{_MODEL_CONFIG_LACKS}",
+            rf"|{_MODEL_KIND_REFUSED}|{_MODEL_CONFIG_LACKS}|{_NO_PROCESSOR}",
             "unsupported model",
         ),
         (
             r"driver on your system is too old|CUDA driver version is insufficient"
-            r"|cudaErrorInsufficientDriver",
+            r"|cudaErrorInsufficientDriver|hipErrorInsufficientDriver"
+            r"|(?i:\b(hip|rocm|npu|cann|xpu) driver (version )?is (insufficient|too old)\b)",
             "driver too old",
         ),
         (
             r"No CUDA GPUs are available|Found no NVIDIA driver|invalid device ordinal"
             r"|No accelerator\b.* is available|Unexpected error from cudaGetDeviceCount"
-            r"|system not yet initialized|cudaErrorSystemNotReady|cudaErrorNoDevice"
+            r"|system not yet initialized|cudaErrorSystemNotReady|(cuda|hip)ErrorNoDevice"
             r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
             r"|could not select device driver|nvidia-container-cli: .*error"
             r"|unknown or invalid runtime name: nvidia|Driver/library version mismatch"
             r"|busy or unavailable|cudaErrorDevicesUnavailable"
+            r"|(?i:\bno (cuda|hip|rocm|npu|xpu|musa|mlu|gpu|accelerator) devices? "
+            r"(are |is |were |was )?(available|found|detected)\b)"
             r"|CUDA_HOME environment variable is not set|(?i:\bno CUDA (installation|toolkit)"
             r" (was |is )?found\b|\bcould not find (an? |the )?CUDA (installation|toolkit)\b)",
             "no GPU",
@@ -184,7 +276,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|: fatal error: |^compilation terminated\.$|CompilationError"
             r"|^LLVM ERROR: |PassManager::run failed|(mlir|llvm|triton)::.*\bAssertion [`']"
             r"|CalledProcessError: Command '\[?'?\S*\b(gcc|g\+\+|cc|c\+\+|clang|nvcc|hipcc|ninja)'"
-            r"|BackendCompilerFailed|InductorError",
+            r"|BackendCompilerFailed|InductorError"
+            rf"|{_KERNEL_COMPILER_FAILED}",
             "JIT compile failed",
         ),
         (_GPU_REFUSAL, "invalid config"),
@@ -193,15 +286,16 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"
             r"|unspecified launch failure|misaligned address|an illegal instruction was encountered"
             r"|is not compatible with the current PyTorch installation|Error \[CUDA\]: "
-            r"|\bCUDA_ERROR_\w+|Failed: CUDA error|HIP error: |\bhipError\w+"
-            r"|(?i:\bout of resources?\b|OutOfResources|too many resources requested)",
+            r"|\bCUDA_ERROR_\w+|HIP error: |\bhipError\w+"
+            r"|(?i:\bout of resources?\b|OutOfResources|too many resources requested)"
+            rf"|{_CHECK_MACRO_FAILED}|{_OTHER_ACCELERATOR_ERROR}",
             "CUDA error",
         ),
         (
-            r"NCCL error|DistBackendError|Watchdog caught collective operation timeout"
+            r"(?i:\b[NRH]CCL error\b)|DistBackendError|Watchdog caught collective operation timeout"
             r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)"
             r"|DistStoreError|DistNetworkError|ProcessGroupNCCL\S* .*(timed out|Timeout)"
-            r"|RCCL error|failure detected by watchdog"
+            r"|\bHccl\w+ failed|\bHCCL_E_\w+|failure detected by watchdog"
             r"|\[E\d{4} [\d:.]+ (\d+ )?ProcessGroup(NCCL|Gloo)\b",
             "NCCL",
         ),
@@ -258,7 +352,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"Subprocess \S+ \(pid=\d+\) crashed|Scheduler PP\d+ TP\d+ crashed: ", "crashed"),
         (
             r"Traceback \(most recent call last\):|^terminate called after throwing"
-            r"|Segmentation fault|Fatal Python error|core dumped",
+            rf"|Segmentation fault|Fatal Python error|core dumped|{_NATIVE_LAST_WORDS}",
             "crashed",
         ),
     )
@@ -378,12 +472,17 @@ _STDLIB_FRAME = re.compile(r'^\s*File "[^"]*/lib/python3\.\d+/(?!(site|dist)-pac
 #: A refusal whose own words say it is about the quantization or model config given: it is an
 #: invalid config wherever it is raised. SGLang builds the quantization config inside weight
 #: loading, so the frames alone would call it a loading failure; the message outranks them.
+_QUANT_WORD = (
+    r"(quant(ization)?([ _](config|method|type|scheme|format|algo\w*))?|quant_\w+"
+    r"|[\w-]*quantized)"
+)
 _CONFIG_MEANING = re.compile(
     r"^(AssertionError|ValueError|NotImplementedError): .*(?i:"
-    r"\b(quantization|quant_config|\w+Config)\b.*\b(only supports?|(is |are )?not supported"
-    r"|unsupported|invalid|incompatible|not compatible|does not match|mismatch)"
+    rf"\b({_QUANT_WORD}|\w+Config)\b.*\b(only supports?|(is |are )?not supported"
+    r"|unsupported|invalid|incompatible|not compatible|does not match|mismatch|unknown"
+    r"|not recognized|unrecognized)"
     r"|\b(only supports?|(is |are )?not supported|unsupported|invalid|incompatible"
-    r"|not compatible)\b.*\b(quantization|quant_config)\b)"
+    rf"|not compatible|unknown|unrecognized)\b.*\b{_QUANT_WORD}\b)"
 )
 
 #: The header Python's faulthandler prints when a signal (SIGSEGV, SIGBUS, SIGABRT, SIGFPE) kills
@@ -534,6 +633,24 @@ def _texts(lines: Sequence[str], start: int) -> list[str]:
     return texts
 
 
+def _stray_indented(texts: Sequence[str], index: int) -> bool:
+    """Whether the indented line ``index`` is outside any traceback: no frame's call line is
+    above it in its run of frame-like lines. A native runtime indents its own error lines (Ascend
+    CANN's ``        [Init][Compiler]Init compiler failed...``, a C++ library's report under
+    its headline); those are the record's words, read like any other line, not a frame's
+    source."""
+    text = texts[index]
+    if not text[:1].isspace() or not text.strip(" ^~") or _FRAME_CALL.match(text):
+        return False
+    for back in range(index - 1, -1, -1):
+        above = texts[back]
+        if _FRAME_CALL.match(above) or _TRACEBACK.search(above):
+            return False
+        if not above.strip() or not _is_frame(above):
+            return True
+    return True
+
+
 def _exception_line(texts: Sequence[str], start: int) -> int | None:
     """The index of the exception line of the traceback that begins at ``start``, or None while
     its frames are still coming."""
@@ -574,10 +691,12 @@ def _continuation(lines: Sequence[str], texts: Sequence[str], head: int) -> list
     multi-line messages (a reason, a hint, the real cause) as untimestamped lines right after it.
 
     They end at a timestamped line, a blank line, a new traceback or chain marker, a frame, or an
-    exception line of their own; at most eight are read.
+    exception line of their own; at most eight are read, or 24 for an exception with no message
+    on its own line (:data:`_EMPTY_MESSAGE`), whose whole message is on them.
     """
     more: list[int] = []
-    for index in range(head + 1, min(len(texts), head + 9)):
+    limit = 24 if _EMPTY_MESSAGE.match(texts[head].strip()) else 8
+    for index in range(head + 1, min(len(texts), head + 1 + limit)):
         text = texts[index]
         if (
             lines[index] != text
@@ -625,7 +744,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         raised = head or index in owner
         bare = lines[index] == text and bool(text.partition(":")[2].strip())
         if not raised and (
-            _is_frame(text)
+            (_is_frame(text) and not _stray_indented(texts, index))
             or _IGNORED.search(text)
             or _WARNING_ONLY.search(text)
             or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
@@ -656,6 +775,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     if statement is not None and statement.startswith("assert ") and ":" not in texts[index]:
         # a bare AssertionError says nothing: the failed assert statement says what was checked
         index, message = index - 1, f"{texts[index].strip()}: {statement}"
+    index, message = _message_carried_on(texts, owner, rule, index, message)
     return Fatal(
         reason=reason,
         line=given[index],
@@ -722,6 +842,30 @@ def _cited(texts: Sequence[str], owner: dict[int, int], rule: int, index: int) -
     return index, message
 
 
+#: An exception line with no message on it (``ImportError: ``): what it says is on the lines
+#: that continue it.
+_EMPTY_MESSAGE = re.compile(r"^[A-Za-z_][\w.]*(\([\w.]+\))?:\s*$")
+
+
+def _message_carried_on(
+    texts: Sequence[str], owner: dict[int, int], rule: int, index: int, message: str
+) -> tuple[int, str]:
+    """The line to cite, and the message, for an exception whose message is all on the lines
+    after it (``ImportError: `` then ``[lib] Could not load ...``): the continuation line that
+    names the cause (the rule's own match, else the first) is cited, so the line and the
+    one-line reason both carry it; any other exception is cited as it is."""
+    head = texts[index].strip()
+    rest = sorted(i for i, at in owner.items() if at == index and texts[i].strip())
+    if not _EMPTY_MESSAGE.match(head) or not rest:
+        return index, message
+    cause = next((i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])), rest[0])
+    said = texts[cause].strip()
+    quoted = f"{head} ({said})"
+    if quoted in message:
+        return cause, message.replace(quoted, f"{head} {said}", 1)
+    return cause, message.replace(head, f"{head} {said}", 1)
+
+
 def _cause_of_crash(
     lines: Sequence[str],
     texts: Sequence[str],
@@ -735,8 +879,8 @@ def _cause_of_crash(
     (the lines just before ``Received sigquit`` are its cause), else the first one after it (a
     parent may print its summary before the child's traceback arrives). Without any exception,
     a summary marker's own exit code -9 says the process was killed, and otherwise the last
-    untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``)
-    is its last word.
+    untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``, a
+    native runtime's indented error line) is its last word.
     """
     if _EXCEPTION_GROUP.match(texts[marker]) and any(i > marker for i in exceptions):
         # a group only gathers its sub-exceptions, printed after it: the first is the cause
@@ -753,7 +897,8 @@ def _cause_of_crash(
         return marker, "killed"
     if _SUMMARY.search(texts[marker]):
         for back in range(marker - 1, max(start, marker - 6) - 1, -1):
-            if lines[back] == texts[back] and texts[back].strip() and not _is_frame(texts[back]):
+            said = not _is_frame(texts[back]) or _stray_indented(texts, back)
+            if lines[back] == texts[back] and texts[back].strip() and said:
                 return back, "killed" if re.search(_KILLED, texts[back]) else "crashed"
     return None
 
