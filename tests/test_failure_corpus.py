@@ -85,7 +85,14 @@ HELD_OUT_CLEAN_6 = (15, 21)
 #: the clean figure.
 SEVENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh7_")]
 HELD_OUT_CLEAN_7 = (11, 19)
-FRESH = ("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_", "fresh7_")
+#: The eighth fresh batch (``fresh8_*``, README), collected the same way while the seventh
+#: batch's families were fixed (they never saw it); its expectations were committed before the
+#: classifier read it. Measured once with the rules frozen (commit "Failure classifier rules
+#: frozen for the eighth fresh batch"): 13 of 20 causes named (65%), under the 90% target (misses
+#: in the README). No rule has been changed for it: it is still clean.
+EIGHTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh8_")]
+HELD_OUT_CLEAN_8 = (13, 20)
+FRESH = ("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_", "fresh7_", "fresh8_")
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
 #: Logs whose public excerpt stops inside a traceback (README): no reader can see it complete.
 CUT = {case["file"] for case in INDEX if case.get("excerpt_ends_in_traceback")}
@@ -111,6 +118,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
     assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20 and len(SEVENTH_BATCH) >= 19
+    assert len(EIGHTH_BATCH) >= 20
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
@@ -125,13 +133,14 @@ def figure(cases: list[dict[str, Any]]) -> tuple[int, int]:
 def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart() -> None:
     tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
     third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
-    sixth, seventh = figure(SIXTH_BATCH), figure(SEVENTH_BATCH)
+    sixth, seventh, eighth = figure(SIXTH_BATCH), figure(SEVENTH_BATCH), figure(EIGHTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
         f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch), "
         f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch), "
-        f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch) "
+        f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch), "
+        f"{eighth[0]}/{eighth[1]} (eighth batch) "
         f"(missed: {misses})"
     )
     print(report)
@@ -144,6 +153,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert fifth[0] / fifth[1] >= HELD_OUT_CLEAN_5[0] / HELD_OUT_CLEAN_5[1], report
     assert sixth[0] / sixth[1] >= HELD_OUT_CLEAN_6[0] / HELD_OUT_CLEAN_6[1], report
     assert seventh[0] / seventh[1] >= HELD_OUT_CLEAN_7[0] / HELD_OUT_CLEAN_7[1], report
+    assert eighth[0] / eighth[1] >= HELD_OUT_CLEAN_8[0] / HELD_OUT_CLEAN_8[1], report
 
 
 @pytest.mark.parametrize("case", TUNED, ids=[c["file"] for c in TUNED])
