@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Coroutine
 from types import FrameType
 from typing import Any
@@ -69,7 +70,25 @@ def _crash_hook(settings: SimSettings, tp: int) -> Callable[[Request], None]:
 
 
 async def _warmup(port: int, state: ServerState, settings: SimSettings) -> None:
-    """SGLang's ``_wait_and_warmup``: poll /model_info, one /generate, then status Up."""
+    """SGLang's ``_wait_and_warmup``: poll /model_info, one /generate, then status Up. As in
+    SGLang, a warmup that cannot be made (its request raised) ends the server with
+    ``Initialization failed. warmup error: <traceback>``: a background task that died silently
+    would leave a server that never gets ready, which a client waits for until its deadline."""
+    try:
+        ok, status = await _warmup_request(port, state, settings)
+    except Exception:  # as SGLang's: any failure of the warmup's own requests
+        log(f"Initialization failed. warmup error: {traceback.format_exc().rstrip()}")
+        kill_self()
+        return
+    if not ok:
+        log(f"Initialization failed. warmup error: status {status}")
+        kill_self()
+    state.status = "Up"
+    log("The server is fired up and ready to roll!")
+
+
+async def _warmup_request(port: int, state: ServerState, settings: SimSettings) -> tuple[bool, int]:
+    """Wait for /model_info, then send the warmup /generate: (answered 200, its status)."""
     await asyncio.sleep(1.0 * settings.startup_scale)
     base = f"http://127.0.0.1:{port}"
     info = "/model_info"  # 0.5.9+ (every simulated version)
@@ -88,13 +107,8 @@ async def _warmup(port: int, state: ServerState, settings: SimSettings) -> None:
         async with session.post(
             base + "/generate", json=body, headers={"X-Sglang-Sim-Warmup": "1"}
         ) as resp:
-            ok = resp.status == 200
             await resp.read()
-    if not ok:
-        log(f"Initialization failed. warmup error: status {resp.status}")
-        kill_self()
-    state.status = "Up"
-    log("The server is fired up and ready to roll!")
+            return resp.status == 200, resp.status
 
 
 async def _serve(argv: list[str], settings: SimSettings) -> None:
