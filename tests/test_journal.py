@@ -1467,3 +1467,402 @@ def test_a_native_runtimes_indented_last_words_before_a_summary_are_cited() -> N
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 1), fatal
+
+
+# -- the eighth batch's families: bare exceptions, model implementations, readiness waits, GPUs --
+# -- asked for, paths not implemented, kernel libraries' APIs ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statement", "marks", "exception"),
+    [
+        ("    assert isinstance(node.data, Pointwise)", [], "AssertionError"),
+        ("assert isinstance(node.data, Pointwise)", [], "AssertionError:"),
+        (" assert isinstance(node.data, Pointwise)", [], "AssertionError: "),
+        ("        assert isinstance(node.data, Pointwise)", [], "AssertionError"),
+        (
+            "    assert isinstance(node.data, Pointwise)",
+            ["           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^"],
+            "AssertionError",
+        ),
+        ("    assert isinstance(", ["        node.data, Pointwise", "    )"], "AssertionError:"),
+    ],
+)
+def test_a_bare_assertion_cites_the_assert_it_failed_whatever_the_indentation(
+    statement: str, marks: list[str], exception: str
+) -> None:
+    """Python prints a failed ``assert`` with no message as the type alone (with or without a
+    colon): the statement above it, however the report indented it, under Python 3.11's carets
+    or spread over the lines Python 3.13 prints, is what says what was checked."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.",
+        SCHED,
+        '  File "/x/torch/_inductor/lowering.py", line 120, in reduce_op',
+        statement,
+        *marks,
+        exception,
+        "",
+        "[2026-12-03 10:00:01] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 3, fatal
+    assert fatal.line == statement
+    assert fatal.message.startswith("AssertionError: assert ")
+    # a check of the code's own objects, in capture: the phase names it; the line is the assert
+    assert fatal.reason == "CUDA graph capture"
+
+
+def test_an_assertion_with_a_message_is_cited_as_it_is() -> None:
+    lines = [
+        SCHED,
+        '  File "/x/sglang/srt/server_args.py", line 900, in check',
+        "    assert self.page_size > 0, 'page size must be positive'",
+        "AssertionError: page size must be positive",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 3 and fatal.reason == "invalid config", fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: MiniMaxM3ForCausalLM has no SGLang implementation",
+        "ValueError: FooForConditionalGeneration has no vLLM implementation and the Transformers "
+        "implementation is not compatible with vLLM.",
+        "NotImplementedError: Model architecture BazVLForConditionalGeneration is not implemented "
+        "in SGLang yet",
+        "RuntimeError: OlmoHybridModel is not supported by sglang",
+        "ValueError: SGLang does not support this model (model_type=quux_moe)",
+        "RuntimeError: No SGLang implementation found for architecture Zed3ForCausalLM",
+        "ValueError: model type nemotron_h_vl is not supported by SGLang",
+    ],
+)
+def test_a_runtime_without_an_implementation_of_the_architecture_is_an_unsupported_model(
+    line: str,
+) -> None:
+    """Whatever the runtime's wording (SGLang's, vLLM's same sentence), an architecture it has
+    no implementation of is a model it cannot serve, not a weight-loading fault."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight begin. avail mem=70.00 GB",
+        SCHED,
+        '  File "/x/sglang/srt/model_loader/utils.py", line 76, in resolve_transformers_arch',
+        "    raise ValueError(",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("unsupported model", 4), fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: --enable-foo is not supported by SGLang",
+        "ValueError: SGLang does not support this model with LoRA adapters",
+        "ValueError: the torch_native backend is not supported by SGLang on NPU",
+    ],
+)
+def test_a_setting_sglang_does_not_support_is_not_an_unsupported_model(line: str) -> None:
+    lines = [
+        SCHED,
+        '  File "/x/sglang/srt/server_args.py", line 900, in check',
+        "    raise ValueError(msg)",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 3), fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'RuntimeError: Timeout 600s waiting for workers ["http://10.0.0.1:30001", '
+        '"http://10.0.0.2:30001"] to become healthy. Please raise the startup timeout',
+        "TimeoutError: timed out after 900 s waiting on 2 decode workers to become ready",
+        "RuntimeError: Workers did not become healthy within 300 seconds",
+        "TimeoutError: Server failed to start within the timeout period.",
+        "RuntimeError: engine replicas still not ready after 1200 s",
+        "RuntimeError: gave up waiting for the prefill servers to come up after 10 minutes",
+    ],
+)
+def test_a_launcher_giving_up_on_its_workers_readiness_is_the_warmup_failing(line: str) -> None:
+    """A router, launcher or harness that stops waiting for its workers to become ready or
+    healthy says the start did not become ready in the time allowed (the README's convention:
+    *warmup failed*), not whatever phase its workers were last seen in."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight begin. avail mem=78.42 GB",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang_router/launch_router.py", line 219, in launch_router',
+        "    router.start()",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("warmup failed", 4), fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Worker http://127.0.0.1:31000 health check is pending with error: connection refused",
+        "Waiting for workers to become healthy (timeout 300s)",
+        "Waiting for 2 workers to become healthy, elapsed 30s, timeout 300s",
+        "Server did not become ready yet, retrying in 5 s",
+    ],
+)
+def test_a_launcher_still_waiting_for_its_workers_is_not_a_failure(line: str) -> None:
+    assert find_fatal([f"[2026-12-03 10:00:00] {line}"]) is None
+
+
+def test_a_wait_given_up_after_a_workers_failure_is_that_failures_aftermath() -> None:
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Load weight begin. avail mem=70.00 GB",
+        SCHED,
+        '  File "/x/sglang/srt/models/qwen2.py", line 400, in load_weights',
+        "    param = params_dict[name]",
+        "KeyError: 'model.layers.0.mlp.experts.w13_weight'",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang_router/router.py", line 88, in start',
+        "    self._router.start()",
+        "RuntimeError: Timeout 300s waiting for workers to become healthy",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 4), fatal
+
+
+@pytest.mark.parametrize(
+    ("line", "dump", "named"),
+    [
+        ("RuntimeError: CUDA error: invalid device ordinal", "tp_size=8, base_gpu_id=4", True),
+        ("RuntimeError: HIP error: invalid device ordinal", "tp_size=16, nnodes=1", True),
+        ("RuntimeError: hipErrorInvalidDevice while setting device 9", "tp_size=16", True),
+        ("RuntimeError: CUDA_ERROR_INVALID_DEVICE (the context's device is gone)", "", False),
+        (
+            "RuntimeError: Attempting to deserialize object on CUDA device 3 but "
+            "torch.cuda.device_count() is 2. Please use torch.load with map_location",
+            "pp_size=4",
+            True,
+        ),
+        ("ValueError: tp_size (8) is larger than the number of available GPUs (4)", "", False),
+        ("RuntimeError: requested 8 GPUs but only 4 are visible to this process", "", False),
+        ("AssertionError: not enough GPUs on this node for 16 ranks", "", False),
+    ],
+)
+def test_more_gpus_asked_for_than_the_machine_has_is_an_invalid_config(
+    line: str, dump: str, named: bool
+) -> None:
+    """A GPU index past the ones the machine shows is the config asking for more GPUs than
+    there are (parallel sizes, ``--base-gpu-id``, the node count, ``CUDA_VISIBLE_DEVICES``):
+    an invalid config naming the sizes it logged, not a host without GPUs."""
+    lines = [
+        f"[2026-12-03 10:00:00] server_args=ServerArgs(model_path='/m', {dump})"
+        if dump
+        else "[2026-12-03 10:00:00] Init torch distributed begin.",
+        "[2026-12-03 10:00:01 TP9] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 226, in init_torch_distributed',
+        "    torch.get_device_module(self.device).set_device(self.gpu_id)",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 4), fatal
+    assert (
+        "more GPUs asked for than the machine shows: " + dump.split(",")[0] in fatal.message
+    ) is named
+
+
+def test_two_ranks_on_one_gpu_is_an_invalid_config_and_a_bad_kernel_image_a_cuda_error() -> None:
+    lines = [
+        "node1:1234:1300 [1] init.cc:870 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+        "both on CUDA device 1a000",
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage, NCCL version 2.21.5",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 0), fatal
+    fatal = find_fatal(["RuntimeError: CUDA error: invalid device function"])
+    assert fatal is not None and fatal.reason == "CUDA error", fatal
+
+
+NOT_IMPLEMENTED = [
+    "[2026-12-03 10:00:00 TP0] Init torch distributed ends. mem usage=0.61 GB",
+    "Traceback (most recent call last):",
+    '  File "/x/sglang/bench_one_batch.py", line 165, in load_model',
+    "    model_runner = ModelRunner(",
+    '  File "/x/sglang/srt/model_executor/model_runner.py", line 274, in initialize',
+    "    self.init_lora_manager()",
+    '  File "/x/sglang/srt/lora/backend/base_backend.py", line 60, in run_lora_a_sgemm',
+    "    raise NotImplementedError",
+    "NotImplementedError",
+]
+
+
+@pytest.mark.parametrize(
+    ("frame", "where"),
+    [
+        (
+            '  File "/x/sglang/srt/lora/backend/base_backend.py", line 60, in run_lora_a_sgemm',
+            "run_lora_a_sgemm, backend/base_backend.py",
+        ),
+        (
+            '  File "/x/sglang/srt/constrained/base_grammar_backend.py", line 90, in init_ebnf',
+            "init_ebnf, constrained/base_grammar_backend.py",
+        ),
+        (
+            '  File "/x/sglang/srt/model_loader/loader.py", line 1500, in get_model_loader',
+            "get_model_loader, model_loader/loader.py",
+        ),
+    ],
+)
+def test_a_bare_not_implemented_path_is_the_setting_that_chose_it(frame: str, where: str) -> None:
+    """A path the settings chose that SGLang does not implement (a LoRA backend, a grammar
+    backend, a load format) is an invalid config, placed by the frame that raised it: a caller
+    named ``load_model`` that built the whole model runner says nothing of the step that
+    failed. Its message says where it was raised, all there is to go on."""
+    lines = list(NOT_IMPLEMENTED)
+    lines[6] = frame
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("invalid config", 8), fatal
+    assert fatal.message == f"NotImplementedError (raised in {where})"
+
+
+def test_a_bare_not_implemented_in_the_models_own_module_is_an_unsupported_model() -> None:
+    lines = list(NOT_IMPLEMENTED)
+    lines[6] = '  File "/x/sglang/srt/models/foo_vl.py", line 812, in get_embed_and_head'
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("unsupported model", 8), fatal
+    # said with a message, it is a refusal of what the start asked (a setting with this model)
+    lines[8] = "NotImplementedError: FooVL does not support EAGLE3 draft capture"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+
+
+def test_a_path_not_implemented_while_serving_is_not_a_setting() -> None:
+    lines = [
+        "[2026-12-03 10:00:00] The server is fired up and ready to roll!",
+        *NOT_IMPLEMENTED[1:],
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed", fatal
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        # raised inside the library's own code
+        [
+            '  File "/x/sglang/srt/layers/attention/flashinfer_backend.py", line 900, in call_begin',
+            "    wrapper.plan(qo_indptr, kv_indptr, kv_indices, kv_last_page_len)",
+            '  File "/usr/lib/python3/dist-packages/flashinfer/decode.py", line 800, in plan',
+            "    self._cached_module.plan(self._float_workspace_buffer, indptr)",
+            "TypeError: plan() missing 2 required positional arguments: 'num_qo_heads' and "
+            "'head_dim'",
+        ],
+        # SGLang's call on the library's object
+        [
+            '  File "/x/sglang/srt/model_executor/forward_batch_info.py", line 300, in init',
+            "    model_runner.flashinfer_decode_wrapper.begin_forward(",
+            "TypeError: BatchDecodeWithPagedKVCacheWrapper.begin_forward() got an unexpected "
+            "keyword argument 'pos_encoding_mode'",
+        ],
+        # SGLang's call on a library's operator, through torch's dispatch
+        [
+            '  File "/x/sglang/srt/layers/layernorm.py", line 80, in forward_cuda',
+            "    torch.ops.sgl_kernel.gemma_rmsnorm(out, x, self.weight, eps, enable_pdl)",
+            '  File "/x/torch/_ops.py", line 1158, in __call__',
+            "    return self._op(*args, **(kwargs or {}))",
+            "TypeError: gemma_rmsnorm() takes 4 positional arguments but 5 were given",
+        ],
+        # a grammar library's call
+        [
+            '  File "/x/sglang/srt/constrained/xgrammar_backend.py", line 150, in dispatch_json',
+            "    ctx = self.grammar_compiler.compile_json_schema(schema, any_whitespace=False)",
+            '  File "/x/site-packages/xgrammar/compiler.py", line 120, in compile_json_schema',
+            "    return CompiledGrammar._create_from_handle(self._handle.compile_json_schema(",
+            "TypeError: compile_json_schema(): incompatible function arguments. The following "
+            "argument types are supported:",
+        ],
+        # an attribute the library's object no longer has
+        [
+            '  File "/x/sglang/srt/layers/attention/flashinfer_backend.py", line 410, in init',
+            "    self.flashinfer_prefill_wrapper_ragged.begin_forward(qo_indptr, kv_indptr)",
+            "AttributeError: 'BatchPrefillWithRaggedKVCacheWrapper' object has no attribute "
+            "'begin_forward'",
+        ],
+    ],
+)
+def test_a_call_into_a_kernel_library_that_no_longer_fits_is_a_broken_install(
+    frames: list[str],
+) -> None:
+    """A kernel library's API that changed under SGLang (a missing or unexpected argument, a
+    method gone) is the installed release not matching this SGLang: a version mismatch, fixed
+    by installing the versions SGLang pins, not by reading SGLang's code."""
+    lines = [SCHED, *frames]
+    fatal = find_fatal(lines)
+    assert fatal is not None, lines
+    assert (fatal.reason, fatal.index) == ("broken install", len(lines) - 1), fatal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: sgl_kernel::fused_add_rmsnorm() is missing value for argument 'enable_pdl'."
+        " Declaration: sgl_kernel::fused_add_rmsnorm(Tensor(a!) input, Tensor weight) -> ()",
+        "RuntimeError: Unknown keyword argument 'eps' for operator '_C::rms_norm'. Schema: "
+        "_C::rms_norm(Tensor(a!) result, Tensor input) -> ()",
+        "RuntimeError: Expected at most 5 argument(s) for operator 'moe_align_block_size', but "
+        "received 6 argument(s). Declaration: sgl_kernel::moe_align_block_size(Tensor x) -> ()",
+        "NotImplementedError: Could not run 'sgl_kernel::top_p_renorm_probs' with arguments from "
+        "the 'CUDA' backend. This could be because the operator doesn't exist for this backend",
+    ],
+)
+def test_a_kernel_librarys_operator_that_does_not_fit_its_call_is_a_broken_install(
+    line: str,
+) -> None:
+    lines = [
+        SCHED,
+        '  File "/x/torch/_ops.py", line 1158, in __call__',
+        "    return self._op(*args, **(kwargs or {}))",
+        line,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("broken install", 3), fatal
+
+
+@pytest.mark.parametrize(
+    ("frames", "reason"),
+    [
+        # SGLang's own function called with a missing argument: a fault of its code
+        (
+            [
+                '  File "/x/sglang/srt/layers/attention/fa3_backend.py", line 318, in __init__',
+                "    self.n = resolve_tokens_per_req(server_args=server_args)",
+                "TypeError: resolve_tokens_per_req() got an unexpected keyword argument 'server_args'",
+            ],
+            "crashed",
+        ),
+        # SGLang's own Triton kernel launched without an argument (Triton's launcher binds it)
+        (
+            [
+                '  File "/x/sglang/srt/layers/moe/ep_moe/kernels.py", line 88, in post_reorder',
+                "    post_reorder_triton_kernel[(n,)](down_output, output, src2dst)",
+                '  File "/x/triton/runtime/jit.py", line 576, in run',
+                "    bound_args, specialization, options = binder(*args, **kwargs)",
+                "TypeError: dynamic_func() missing 1 required positional argument: 'topk'",
+            ],
+            "crashed",
+        ),
+        # SGLang's own operator's schema
+        (
+            [
+                '  File "/x/torch/_ops.py", line 1158, in __call__',
+                "    return self._op(*args, **(kwargs or {}))",
+                "RuntimeError: sglang::unified_attention() is missing value for argument 'layer'",
+            ],
+            "crashed",
+        ),
+    ],
+)
+def test_a_call_into_sglangs_own_code_that_does_not_fit_stays_a_crash(
+    frames: list[str], reason: str
+) -> None:
+    lines = ["[2026-12-03 10:00:00] The server is fired up and ready to roll!", SCHED, *frames]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == (reason, len(lines) - 1), fatal

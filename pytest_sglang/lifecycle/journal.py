@@ -84,11 +84,29 @@ _MODEL_CONFIG_LACKS = (
     r"|Gguf\w*|GGUF\w*)Config')[\w.]*Config' object has no attribute '"
 )
 
-#: A runtime saying its own HTTP server never became ready for the warmup request: the warmup
-#: failing, in the words of the check before it (SGLang's diffusion runtime raises it).
+#: What a launcher, router or harness waits on to become ready (a server, its workers, an
+#: engine's replicas or ranks).
+_WAITED_ON = (
+    r"((http |api |inference |model )?servers?|workers?|engines?|replicas?|instances?|backends?"
+    r"|ranks?|endpoints?|pods?|nodes?|services?)"
+)
+#: A runtime saying its server never became ready (or healthy) for the warmup request, or a
+#: router, launcher or harness giving up waiting for its workers to become ready or healthy: the
+#: start did not become ready in the time allowed, the warmup failing (the README's convention),
+#: in the words of the check before it (SGLang's diffusion runtime, its router's ``Timeout 300s
+#: waiting for workers to become healthy``, a harness's ``Server failed to start within ...``).
+#: Only a wait given up: the pending health checks logged while it waits are not matched. The
+#: aftermath of a failure shown before it (:func:`find_fatal`), never outranking it.
 _NEVER_READY = (
-    r"(?i:\b(http |api )?server (did not|didn't|never|failed to) bec[oa]me? ready\b"
-    r"|\btimed out waiting for (the )?(http |api )?server to (be|become) ready\b)"
+    rf"(?i:\b{_WAITED_ON} (did not|didn't|never|failed to) ((bec[oa]me?|get|turn) (ready|healthy"
+    r"|available)|come up)\b(?![^.;]*\b(yet|retry|retrying|will retry)\b)"
+    r"|\b(timed? ?out|timeout|gave up|giving up)\b[^.;,]{0,40}?\bwaiting (for|on) (the |all |some "
+    rf"|\d+ )?([\w-]+ )?{_WAITED_ON}\b.{{0,200}}?\bto (be|become|get|come|turn) (up|ready|healthy"
+    r"|available|alive|live)\b"
+    rf"|\b{_WAITED_ON} (was |were |is |are )?(still )?not (yet )?(ready|healthy|up) (after|within"
+    r"|in) \d"
+    rf"|\b{_WAITED_ON} failed to start (within|in|after) (the |\d)"
+    r"|\b(timed? ?out|timeout) waiting for (the )?(health ?check|readiness)\b)"
 )
 
 #: An accelerator out of memory in its own runtime's words (torch's ``NPU out of memory``,
@@ -136,6 +154,98 @@ _NO_PROCESSOR = (
     r"|\b(multimodal |mm |image )?processor (class )?(for|of) (the )?(model|architecture)\b.*"
     r"\bnot (found|registered|supported)\b"
     r"|\bUnrecognized (image processor|processing class|feature extractor|video processor) in\b)"
+)
+
+#: A GPU index past the ones the machine (or ``CUDA_VISIBLE_DEVICES``) shows: CUDA's ``invalid
+#: device ordinal`` when a rank sets its device, in any runtime's spelling, a checkpoint mapped
+#: to a device that is not there, two ranks put on one GPU, a parallel size larger than the GPUs
+#: there are. The GPUs exist; the config asks for more of them (``--tp 16`` on an eight-GPU node,
+#: a ``--base-gpu-id`` past the last one) than there are, so it is an invalid config, not a
+#: missing GPU nor a device fault (the README's convention; the fix is the parallel sizes, the
+#: node count or the visible devices).
+_MORE_GPUS_THAN_THERE_ARE = (
+    r"invalid device ordinal|\b(cuda|hip)ErrorInvalidDevice\b|\bCUDA_ERROR_INVALID_DEVICE\b"
+    r"|on (CUDA|HIP|XPU|NPU) device \d+ but \w+\.\w+\.device_count\(\) is \d+"
+    r"|Duplicate GPU detected"
+    r"|(?i:\bnot enough (gpus|devices|accelerators)\b(?! memory)"
+    r"|\b(tp|tensor[ _-]parallel|pp|pipeline[ _-]parallel|dp|world)[ _-]?size\b.{0,80}\b(larger"
+    r"|greater|more) than\b.{0,40}\b(gpus|devices)\b"
+    r"|\b(requires?|requested|needs?|asks? for) \d+ (gpus|devices)\b.{0,80}\bonly \d+\b)"
+)
+#: The settings that decide how many GPUs (and which) a start asks for, named with that refusal.
+_GPU_COUNT_FLAGS: tuple[str, ...] = (
+    "tp_size",
+    "pp_size",
+    "dp_size",
+    "ep_size",
+    "nnodes",
+    "base_gpu_id",
+    "gpu_id_step",
+)
+
+#: The kernel and serving libraries SGLang calls into (as import names), whose APIs move from
+#: release to release: a call into one that no longer fits is the installed release not
+#: matching the SGLang that calls it (a version mismatch), not a fault of either's code.
+_KERNEL_LIBRARIES: tuple[str, ...] = (
+    "flashinfer",
+    "vllm",
+    "sgl_kernel",
+    "flash_attn",
+    "flash_mla",
+    "deep_gemm",
+    "deep_ep",
+    "xformers",
+    "aiter",
+    "torchao",
+    "xgrammar",
+    "outlines",
+    "outlines_core",
+    "llguidance",
+    "mooncake",
+    "triton",
+    "transformer_engine",
+    "fbgemm_gpu",
+)
+#: The torch operator namespaces those libraries register their kernels under (vLLM's ``_C``).
+_KERNEL_OP_NAMESPACE = (
+    r"(sgl_kernel\w*|vllm|_C|_moe_C|_rocm_C|_vllm_fa\d_C|flashinfer\w*|deep_gemm|aiter|fbgemm"
+    r"|torchao|xformers)"
+)
+#: A library's registered torch operator called with arguments its schema does not have, or
+#: not built for the device it is called on: the library's compiled kernels and the SGLang
+#: calling them are of different releases (``sgl_kernel::rmsnorm() is missing value for argument
+#: 'enable_pdl'``). SGLang's own operators (``sglang::``) and torch's (``aten::``) are not here.
+_KERNEL_OP_MISMATCH = (
+    rf"\b{_KERNEL_OP_NAMESPACE}::\w+\(\) is missing value for argument"
+    rf"|Unknown keyword argument '\w+' for operator '{_KERNEL_OP_NAMESPACE}::"
+    rf"|Expected at most \d+ argument\(s\) for operator '\w+'.*\b{_KERNEL_OP_NAMESPACE}::"
+    rf"|Could not run '{_KERNEL_OP_NAMESPACE}::\w+' with arguments from the '\w+' backend"
+)
+
+#: A model architecture's class name as transformers and the runtimes spell it
+#: (``Qwen3NextForCausalLM``, ``GraniteVisionModel``, ``GPT2LMHeadModel``).
+_ARCH_NAME = r"\b[A-Z][A-Za-z0-9]*(For[A-Z]\w*|Model|LM)\b"
+#: A serving runtime named in its own refusal.
+_RUNTIME = r"(?i:sg-?lang|vllm|this (runtime|engine|server|backend)|the (runtime|engine))"
+#: A runtime saying it has no implementation of the model's architecture: SGLang's
+#: ``Qwen3NextForCausalLM has no SGlang implementation`` (vLLM's is the same sentence),
+#: ``... is not implemented in SGLang``, ``... is not supported by SGLang``, ``SGLang does not
+#: support this model``. Only when a model or an architecture is what is refused: a flag or a
+#: feature ``not supported by SGLang`` is a setting refused.
+_MODEL_SUBJECT = (
+    rf"({_ARCH_NAME}[`'\"]?|(?i:\b(model|architecture|arch)( type| class| name)?:? "
+    r"[`'\"]?[\w./-]+[`'\"]?))"
+)
+#: Not a refusal of the model with a setting (``... with LoRA``): that is the combination's.
+_NOT_WITH = r"(?! (?i:with|when|together|alongside|if|in combination)\b)"
+_NO_IMPLEMENTATION = (
+    rf"{_MODEL_SUBJECT} (?i:(has|have) no) ({_RUNTIME} |(?i:native |model ))?(?i:implementation)"
+    rf"|{_MODEL_SUBJECT} (?i:(is|are) not (yet )?(implemented|supported|available) (in|by)) "
+    rf"{_RUNTIME}{_NOT_WITH}"
+    rf"|\b{_RUNTIME} (?i:(does not|doesn't|cannot|can't|do not) (yet )?(support|serve|run"
+    rf"|implement) (the |this |that |your )?(model|architecture)s?\b){_NOT_WITH}"
+    rf"|(?i:\bno) {_RUNTIME} (?i:(implementation|model class|model) (was |is )?(found |available "
+    r"|registered )?(for|of)\b)"
 )
 
 #: An accelerator's operator or kernel compiler failing to start or to build (Ascend CANN's
@@ -242,7 +352,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|(?i:\bunsupported model (type|architecture|arch)\b)"
             r"|(?i:\b(safetensors|gguf)\b (path|format|files?|weights|checkpoints?|models?)"
             r" (is |are )?(required|not supported|unsupported))"
-            rf"|{_MODEL_KIND_REFUSED}|{_MODEL_CONFIG_LACKS}|{_NO_PROCESSOR}",
+            rf"|{_MODEL_KIND_REFUSED}|{_MODEL_CONFIG_LACKS}|{_NO_PROCESSOR}|{_NO_IMPLEMENTATION}",
             "unsupported model",
         ),
         (
@@ -252,7 +362,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "driver too old",
         ),
         (
-            r"No CUDA GPUs are available|Found no NVIDIA driver|invalid device ordinal"
+            r"No CUDA GPUs are available|Found no NVIDIA driver"
             r"|No accelerator\b.* is available|Unexpected error from cudaGetDeviceCount"
             r"|system not yet initialized|cudaErrorSystemNotReady|(cuda|hip)ErrorNoDevice"
             r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
@@ -280,6 +390,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             rf"|{_KERNEL_COMPILER_FAILED}",
             "JIT compile failed",
         ),
+        (_MORE_GPUS_THAN_THERE_ARE, "invalid config"),
         (_GPU_REFUSAL, "invalid config"),
         (
             r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
@@ -333,7 +444,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|VersionConflict|but you have \S+ \S+ which is incompatible"
             r"|compiled with different CUDA (major )?versions|operator \S+::\S+ does not exist"
             r"|No matching distribution found for|Could not find a version that satisfies"
-            r"|ResolutionImpossible|Failed building wheel for|exec format error",
+            r"|ResolutionImpossible|Failed building wheel for|exec format error"
+            rf"|{_KERNEL_OP_MISMATCH}",
             "broken install",
         ),
         (
@@ -357,6 +469,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
     )
 )
+
+#: The rule of a wait for readiness given up (:data:`_NEVER_READY`).
+_NEVER_READY_RULE = next(i for i, (p, _) in enumerate(FATAL_PATTERNS) if p.pattern == _NEVER_READY)
 
 #: Causes that say what went wrong but not where, and the phase whose frames name them instead:
 #: a CUDA error raised inside CUDA-graph capture is a capture failure (SGLang's own headline
@@ -464,6 +579,67 @@ _TYPE_CAUSES: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, str], ...] = 
         "model not found",
     ),
 )
+
+#: A call that does not fit the function it calls: Python's ``TypeError`` for a missing, an
+#: unexpected or a repeated argument, or too many; pybind11's for a native function. The group
+#: is the function's name as the message gives it (its qualified name, since Python 3.10).
+_CALL_MISFIT = re.compile(
+    r"^([\w.]+\.)?TypeError: (?P<func>[\w.<>]+)\(\):? (missing \d+ required "
+    r"(positional|keyword-only) arguments?|got an unexpected keyword argument"
+    r"|got multiple values for argument|takes (from )?\d+ (to \d+ )?positional arguments? but "
+    r"\d+ (were|was) given|incompatible function arguments)"
+)
+#: An attribute the library's object lacks, on SGLang's call into it (``wrapper.begin_forward``
+#: gone in a newer release).
+_ATTRIBUTE_MISSING = re.compile(
+    r"^([\w.]+\.)?AttributeError: '[\w.]+' object has no attribute '(?P<func>\w+)'"
+)
+#: Frames that only pass a call on (Triton's launcher binding a kernel's arguments, torch's
+#: operator and module dispatch, its decorators): the call that did not fit was made by the
+#: frame out from them. A kernel SGLang defines and launches through Triton is SGLang's.
+_PASS_THROUGH_FRAME = re.compile(
+    r'File "[^"]*/(triton/runtime/|torch/_ops\.py|torch/nn/modules/module\.py'
+    r"|torch/utils/_contextlib\.py|torch/_dynamo/eval_frame\.py)"
+)
+#: A frame in one of the kernel libraries' own code (installed, or a source checkout).
+_LIBRARY_FRAME = re.compile(
+    r'File "(?:(?!/sglang/)[^"])*/(' + "|".join(_KERNEL_LIBRARIES) + r')/(?![^"]*/sglang/)[^"]*"'
+)
+#: The libraries whose name in an object's name says the object is theirs (Triton is left out:
+#: SGLang names its own Triton kernels after it).
+_RECEIVERS = tuple(lib for lib in _KERNEL_LIBRARIES if lib != "triton")
+
+
+def _library_api_misfit(texts: Sequence[str], index: int) -> bool:
+    """Whether the exception on ``index`` is a call into a kernel library that no longer fits
+    it (:data:`_CALL_MISFIT`, :data:`_ATTRIBUTE_MISSING`): raised in the library's own code, or
+    by SGLang's call on one of the library's objects (the raising statement calls ``func`` on an
+    object whose name names the library: ``model_runner.flashinfer_prefill_wrapper.plan(``,
+    ``torch.ops.sgl_kernel.rmsnorm(``). A call into SGLang's own function that does not fit is
+    a fault of its code, and stays a crash."""
+    text = texts[index]
+    found = _CALL_MISFIT.match(text) or _ATTRIBUTE_MISSING.match(text)
+    if found is None:
+        return False
+    inner = None  # the innermost frame's call line that is not a pass-through
+    for back in range(index - 1, -1, -1):
+        if not _is_frame(texts[back]):
+            break
+        if _FRAME_CALL.match(texts[back]) and not _PASS_THROUGH_FRAME.search(texts[back]):
+            inner = back
+            break
+    if inner is None:
+        return False
+    if _CALL_MISFIT.match(text) and _LIBRARY_FRAME.search(texts[inner]):
+        return True
+    below = texts[inner + 1] if inner + 1 < index else ""
+    func = re.escape(found.group("func").rsplit(".", 1)[-1])
+    call = re.search(rf"(?P<receiver>[\w.\[\]]+)\.{func}\b", below)
+    if not below.startswith("    ") or call is None:
+        return False
+    receiver = call.group("receiver").lower()
+    return any(re.search(rf"(^|[._\[]){lib}([._\]]|$)", receiver) for lib in _RECEIVERS)
+
 
 #: A frame of Python's standard library (``multiprocessing``, ``json``, ``asyncio``), not of an
 #: installed package: a refusal it raises is about what the code handed it, never the config.
@@ -756,6 +932,8 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
                 owner[more] = index
         tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
         rule = _better_rule(text, None if best is None else best[0], raised and not best_raised)
+        if rule == _NEVER_READY_RULE and any(i < owner.get(index, index) for i in exceptions):
+            rule = None  # a wait given up after a failure shown before it: that failure's aftermath
         if rule is None and best is None and head and (_frames_above(texts, index) or bare):
             rule = _HEADLESS  # a traceback whose header (or all but its last line) is not shown
         if rule is not None:
@@ -771,11 +949,16 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             index, reason = found
             message = texts[index].strip()
     reason, message = _refined(texts, start, index, rule, reason, message)
-    statement = _raising_statement(texts, index)
-    if statement is not None and statement.startswith("assert ") and ":" not in texts[index]:
+    at = _raising_statement_at(texts, index)
+    if at is not None and _BARE_ASSERTION.match(texts[index].strip()):
         # a bare AssertionError says nothing: the failed assert statement says what was checked
-        index, message = index - 1, f"{texts[index].strip()}: {statement}"
+        statement = texts[at].strip()
+        if statement.startswith("assert ") or statement.startswith("assert("):
+            index, message = at, f"{texts[index].strip().rstrip(':')}: {statement}"
     index, message = _message_carried_on(texts, owner, rule, index, message)
+    if _NO_MESSAGE.match(message):
+        # nothing said but the type: where it was raised is all an engineer has to go on
+        message = f"{message.rstrip(':')} {_raised_where(texts, index)}".rstrip()
     return Fatal(
         reason=reason,
         line=given[index],
@@ -783,6 +966,23 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         message=message,
         complete=traceback_complete(lines, start),
     )
+
+
+#: An exception with nothing said but its type (``NotImplementedError``, ``RuntimeError:``).
+_NO_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception):?$")
+
+
+def _raised_where(texts: Sequence[str], index: int) -> str:
+    """``(raised in <function>, <module>)`` for the innermost frame above the exception on
+    ``index``, or nothing when no frame is shown."""
+    for back in range(index - 1, -1, -1):
+        if not _is_frame(texts[back]):
+            return ""
+        found = re.match(r'\s*File "(?P<path>[^"]*)", line \d+, in (?P<func>\S+)', texts[back])
+        if found is not None:
+            module = "/".join(found.group("path").split("/")[-2:])
+            return f"(raised in {found.group('func')}, {module})"
+    return ""
 
 
 def _refined(
@@ -805,7 +1005,23 @@ def _refined(
         chosen = _refused_choice(texts[start:index], [texts[index], *frames])
         if chosen is not None:
             return reason, f"{message} ({chosen})"
+    elif FATAL_PATTERNS[rule][0].pattern == _MORE_GPUS_THAN_THERE_ARE:
+        asked = _gpus_asked(texts[start:index])
+        if asked is not None:
+            return reason, f"{message} (more GPUs asked for than the machine shows: {asked})"
     return reason, message
+
+
+def _gpus_asked(texts: Sequence[str]) -> str | None:
+    """The logged settings that decide how many GPUs a start uses (:data:`_GPU_COUNT_FLAGS`),
+    said in one phrase; None without a readable dump."""
+    dumps = [text for text in texts if "server_args=" in text]
+    try:
+        args = parse_server_args(dumps[-1]) if dumps else {}
+    except ValueError:
+        return None
+    said = [f"{flag}={args[flag]!r}" for flag in _GPU_COUNT_FLAGS if flag in args]
+    return ", ".join(said) or None
 
 
 def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
@@ -1061,11 +1277,47 @@ def _placed(texts: Sequence[str], index: int) -> str:
         return "invalid config"
     if _PEER_LOST.search(text) and any(_DISTRIBUTED_FRAME.search(f) for f in frames):
         return "NCCL"
+    if _library_api_misfit(texts, index):
+        return "broken install"
+    if _NOT_IMPLEMENTED.match(text):
+        return _not_implemented(texts, index, frames)
     return (
         _hinted(frames, bool(_REFUSAL_TYPE.match(text)))
         or _refusal(texts, index, frames)
         or _phase_cause(texts, index)
         or "crashed"
+    )
+
+
+#: A ``NotImplementedError``: the code path the start took is not written.
+_NOT_IMPLEMENTED = re.compile(r"^([\w.]+\.)?NotImplementedError\b")
+#: The same with no message (``raise NotImplementedError``): only where it was raised says more.
+_BARE_NOT_IMPLEMENTED = re.compile(r"^([\w.]+\.)?NotImplementedError:?\s*$")
+#: A frame in a model's own module (SGLang's, transformers', vLLM's model files).
+_MODEL_MODULE = re.compile(
+    r'File "[^"]*/(sglang/srt/models|transformers/models|vllm/model_executor/models'
+    r"|sglang/multimodal_gen/runtime/models)/"
+)
+
+
+def _not_implemented(texts: Sequence[str], index: int, frames: Sequence[str]) -> str:
+    """Where a ``NotImplementedError`` lands, by the frame that raised it, never by the frames
+    that called it (a benchmark's ``load_model`` that builds the whole model runner says nothing
+    of the step that had no implementation): one raised bare in the model's own module is the
+    model lacking what the start asked of it, an unsupported model; a path the settings chose (a
+    recorder mode, a backend, a device) that SGLang does not implement is the config's, an
+    invalid config, as SGLang's refusals are (:func:`_refusal`: before the server serves, not
+    the standard library's); else what the raising frame's module says, or the phase, or a
+    crash."""
+    raiser = [f for f in frames if _FRAME_CALL.match(f)][:1]
+    if (
+        raiser
+        and _MODEL_MODULE.search(raiser[0])
+        and _BARE_NOT_IMPLEMENTED.match(texts[index].strip())
+    ):
+        return "unsupported model"
+    return (
+        _refusal(texts, index, frames) or _hinted(raiser) or _phase_cause(texts, index) or "crashed"
     )
 
 
@@ -1118,15 +1370,34 @@ def _refusal(texts: Sequence[str], index: int, frames: Sequence[str]) -> str | N
 _INVARIANT = re.compile(r"^assert (not )?(isinstance|issubclass|hasattr|callable|type)\(")
 
 
+#: An ``AssertionError`` with no message (``assert x`` failed, or ``raise AssertionError``):
+#: Python prints the type alone, or with a colon and nothing after it.
+_BARE_ASSERTION = re.compile(r"^([\w.]+\.)?AssertionError:?\s*$")
+
+
+def _raising_statement_at(texts: Sequence[str], index: int) -> int | None:
+    """The index of the source line of the frame that raised the exception on ``index`` (the
+    statement Python shows under the innermost frame), or None when the traceback does not
+    show it. Python 3.11's caret marks under it, and the further lines of a statement that
+    Python 3.13 prints whole, lie between it and the exception; a report's own indentation of
+    it (none, one space, eight) was already made a frame's by :func:`_texts`."""
+    for back in range(index - 1, max(-1, index - 10), -1):
+        text = texts[back]
+        if _FRAME_CALL.match(text):
+            if back == index - 1:
+                return None  # the frame's source is not shown
+            first = texts[back + 1]
+            return back + 1 if first.startswith("    ") and first.strip(" ^~") else None
+        if not _is_frame(text) or not text.strip():
+            return None
+    return None
+
+
 def _raising_statement(texts: Sequence[str], index: int) -> str | None:
-    """The source line of the frame that raised the exception on ``index`` (the statement
-    Python shows under the innermost frame), or None when the traceback does not show it."""
-    if index < 2 or not _FRAME_CALL.match(texts[index - 2]):
-        return None
-    above = texts[index - 1]
-    if not above.startswith("    ") or _FRAME_CALL.match(above):
-        return None
-    return above.strip()
+    """The statement that raised the exception on ``index`` (:func:`_raising_statement_at`),
+    stripped, or None."""
+    at = _raising_statement_at(texts, index)
+    return None if at is None else texts[at].strip()
 
 
 def _hinted(frames: Sequence[str], refusal: bool = True) -> str | None:
