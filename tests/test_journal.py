@@ -1535,6 +1535,8 @@ def test_an_assertion_with_a_message_is_cited_as_it_is() -> None:
         "ValueError: SGLang does not support this model (model_type=quux_moe)",
         "RuntimeError: No SGLang implementation found for architecture Zed3ForCausalLM",
         "ValueError: model type nemotron_h_vl is not supported by SGLang",
+        "ValueError: The Transformers implementation of Hunyuan9ForCausalLM is not compatible "
+        "with SGLang",
     ],
 )
 def test_a_runtime_without_an_implementation_of_the_architecture_is_an_unsupported_model(
@@ -1645,6 +1647,7 @@ def test_a_wait_given_up_after_a_workers_failure_is_that_failures_aftermath() ->
         ("ValueError: tp_size (8) is larger than the number of available GPUs (4)", "", False),
         ("RuntimeError: requested 8 GPUs but only 4 are visible to this process", "", False),
         ("AssertionError: not enough GPUs on this node for 16 ranks", "", False),
+        ("RuntimeError: the number of visible GPUs (4) is smaller than tp_size (8)", "", False),
     ],
 )
 def test_more_gpus_asked_for_than_the_machine_has_is_an_invalid_config(
@@ -1866,3 +1869,28 @@ def test_a_call_into_sglangs_own_code_that_does_not_fit_stays_a_crash(
     lines = ["[2026-12-03 10:00:00] The server is fired up and ready to roll!", SCHED, *frames]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == (reason, len(lines) - 1), fatal
+
+
+def test_a_callers_load_model_that_builds_the_whole_runner_does_not_place_a_failure() -> None:
+    """A benchmark's or another stack's ``load_model`` builds the whole model runner (its
+    attention backend, memory pool, graphs): only the runner's and the loaders' own
+    ``load_model`` place a failure in weight loading."""
+    lines = [
+        "[2026-12-03 10:00:00 TP0] Init torch distributed ends. mem usage=0.61 GB",
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/bench_one_batch.py", line 165, in load_model',
+        "    model_runner = ModelRunner(",
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 733, in initialize',
+        "    self.init_attention_backend()",
+        '  File "/x/sglang/srt/layers/attention/aiter_backend.py", line 90, in __init__',
+        "    self.kv_indptr = buffers[self.layer_id]",
+        "KeyError: 7",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 8), fatal
+    lines[4:6] = [
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 880, in load_model',
+        "    self.model = get_model(",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("model loading", 8), fatal

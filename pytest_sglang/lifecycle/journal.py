@@ -170,7 +170,9 @@ _MORE_GPUS_THAN_THERE_ARE = (
     r"|(?i:\bnot enough (gpus|devices|accelerators)\b(?! memory)"
     r"|\b(tp|tensor[ _-]parallel|pp|pipeline[ _-]parallel|dp|world)[ _-]?size\b.{0,80}\b(larger"
     r"|greater|more) than\b.{0,40}\b(gpus|devices)\b"
-    r"|\b(requires?|requested|needs?|asks? for) \d+ (gpus|devices)\b.{0,80}\bonly \d+\b)"
+    r"|\b(requires?|requested|needs?|asks? for) \d+ (gpus|devices)\b.{0,80}\bonly \d+\b"
+    r"|\b(gpus|devices)\b.{0,40}\b(smaller|less|fewer) than (the )?(tp|tensor[ _-]parallel|pp"
+    r"|pipeline[ _-]parallel|dp|world)[ _-]?size\b)"
 )
 #: The settings that decide how many GPUs (and which) a start asks for, named with that refusal.
 _GPU_COUNT_FLAGS: tuple[str, ...] = (
@@ -246,6 +248,8 @@ _NO_IMPLEMENTATION = (
     rf"|implement) (the |this |that |your )?(model|architecture)s?\b){_NOT_WITH}"
     rf"|(?i:\bno) {_RUNTIME} (?i:(implementation|model class|model) (was |is )?(found |available "
     r"|registered )?(for|of)\b)"
+    rf"|(?i:\bimplementation of) {_ARCH_NAME} (?i:(is|are) not (yet )?(compatible|supported)"
+    r" (with|by|in)) " + _RUNTIME
 )
 
 #: An accelerator's operator or kernel compiler failing to start or to build (Ascend CANN's
@@ -537,8 +541,14 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     # the tokenizer being loaded, not the tokenizer manager's own work (starting it, handling a
     # request, applying a chat template: a fault there is a crash like any other process's)
     (re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer"), "tokenizer"),
+    # the weights being loaded: the loaders, a model's load_weights, the model runner's own
+    # load_model; not a caller's ``load_model`` that builds the whole engine or model runner (a
+    # benchmark's, another stack's wrapper), under which any start failure would be "loading"
     (
-        re.compile(r"model_loader|weight_utils|in load_weights|in load_model|safetensors"),
+        re.compile(
+            r"model_loader|weight_utils|in load_weights|safetensors"
+            r"|(model_runner|loader|worker)\w*\.py\",? line \d+,? in load_model\b"
+        ),
         "model loading",
     ),
     (re.compile(r"server_args\.py|arg_groups|model_config\.py"), "invalid config"),
@@ -599,7 +609,8 @@ _ATTRIBUTE_MISSING = re.compile(
 #: frame out from them. A kernel SGLang defines and launches through Triton is SGLang's.
 _PASS_THROUGH_FRAME = re.compile(
     r'File "[^"]*/(triton/runtime/|torch/_ops\.py|torch/nn/modules/module\.py'
-    r"|torch/utils/_contextlib\.py|torch/_dynamo/eval_frame\.py)"
+    r"|torch/utils/_contextlib\.py|torch/autograd/grad_mode\.py|torch/_dynamo/eval_frame\.py"
+    r"|torch/_compile\.py)"
 )
 #: A frame in one of the kernel libraries' own code (installed, or a source checkout).
 _LIBRARY_FRAME = re.compile(
