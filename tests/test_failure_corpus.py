@@ -89,11 +89,42 @@ HELD_OUT_CLEAN_7 = (11, 19)
 #: batch's families were fixed (they never saw it); its expectations were committed before the
 #: classifier read it. Measured once with the rules frozen (commit "Failure classifier rules
 #: frozen for the eighth fresh batch"): 13 of 20 causes named (65%), under the 90% target (misses
-#: in the README). No rule has been changed for it: it is still clean.
+#: in the README). Its seven misses were then read as general families (a bare assertion's
+#: statement, a runtime without the architecture's implementation, a launcher giving up on its
+#: workers' readiness, more GPUs asked for than the machine has, a path not implemented, a kernel
+#: library's API changed under SGLang) and those fixed (README; 19/20 since, the twentieth a line
+#: labelled two ways, :data:`LABELLED_OTHERWISE`), so it is tainted too; the floor stays the clean
+#: figure.
 EIGHTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh8_")]
 HELD_OUT_CLEAN_8 = (13, 20)
 FRESH = ("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_", "fresh7_", "fresh8_")
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
+#: The batches whose misses have been read as families (README): every case of them is named,
+#: but for those listed in :data:`LABELLED_OTHERWISE`. A batch joins only after its clean
+#: measurement and its families' round, never while it is still a clean held-out figure.
+READ_AS_FAMILIES = (
+    "fresh_",
+    "fresh2_",
+    "fresh3_",
+    "fresh4_",
+    "fresh5_",
+    "fresh6_",
+    "fresh7_",
+    "fresh8_",
+)
+#: Cases of those batches that stay misses on purpose, with the cause the classifier names and
+#: why. ``invalid device ordinal`` at a rank's ``set_device`` came labelled two ways by two
+#: collectors' readings of their threads (README, the eighth batch's families): invalid config
+#: (``fresh8_compile_deep_gemm_tp16_...``, a tp size larger than the node's GPUs) and CUDA error
+#: (this one, the thread's cause not in the excerpt). From the record alone an engineer reads a
+#: GPU index past the machine's as the config asking for more GPUs than there are, so the
+#: classifier names both invalid config and this one stays a miss.
+LABELLED_OTHERWISE: dict[str, tuple[str, str]] = {
+    "fresh8_two_nodes_tp16_invalid_device_ordinal.log": (
+        "invalid config",
+        "labelled CUDA error; the same line elsewhere labelled invalid config (README)",
+    ),
+}
 #: Logs whose public excerpt stops inside a traceback (README): no reader can see it complete.
 CUT = {case["file"] for case in INDEX if case.get("excerpt_ends_in_traceback")}
 
@@ -154,6 +185,29 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert sixth[0] / sixth[1] >= HELD_OUT_CLEAN_6[0] / HELD_OUT_CLEAN_6[1], report
     assert seventh[0] / seventh[1] >= HELD_OUT_CLEAN_7[0] / HELD_OUT_CLEAN_7[1], report
     assert eighth[0] / eighth[1] >= HELD_OUT_CLEAN_8[0] / HELD_OUT_CLEAN_8[1], report
+
+
+FAMILY_READ = [case for case in HELD_OUT if case["file"].startswith(READ_AS_FAMILIES)]
+
+
+@pytest.mark.parametrize("case", FAMILY_READ, ids=[c["file"] for c in FAMILY_READ])
+def test_every_case_of_a_batch_read_as_families_is_named_but_those_labelled_otherwise(
+    case: dict[str, Any],
+) -> None:
+    """Stated, not left to the floors: a batch whose misses were read as families has every
+    case named, and a case that stays a miss is listed with the cause it is read as."""
+    fatal = find_fatal(lines_of(case))
+    assert fatal is not None
+    if case["file"] in LABELLED_OTHERWISE:
+        read_as, _why = LABELLED_OTHERWISE[case["file"]]
+        assert not named(case) and fatal.reason == read_as, fatal.summary
+        assert case["must_contain"] in fatal.line  # the right line, under the other label
+    else:
+        assert named(case), fatal.summary
+
+
+def test_the_cases_labelled_otherwise_are_in_the_corpus() -> None:
+    assert set(LABELLED_OTHERWISE) <= {case["file"] for case in FAMILY_READ}
 
 
 @pytest.mark.parametrize("case", TUNED, ids=[c["file"] for c in TUNED])
