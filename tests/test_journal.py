@@ -1561,6 +1561,7 @@ def test_a_runtime_without_an_implementation_of_the_architecture_is_an_unsupport
         "ValueError: --enable-foo is not supported by SGLang",
         "ValueError: SGLang does not support this model with LoRA adapters",
         "ValueError: the torch_native backend is not supported by SGLang on NPU",
+        "ValueError: this backend does not support the model's sliding window; use fa3",
     ],
 )
 def test_a_setting_sglang_does_not_support_is_not_an_unsupported_model(line: str) -> None:
@@ -1608,6 +1609,7 @@ def test_a_launcher_giving_up_on_its_workers_readiness_is_the_warmup_failing(lin
         "Waiting for workers to become healthy (timeout 300s)",
         "Waiting for 2 workers to become healthy, elapsed 30s, timeout 300s",
         "Server did not become ready yet, retrying in 5 s",
+        "Metrics worker failed to start in the background; serving without it",
     ],
 )
 def test_a_launcher_still_waiting_for_its_workers_is_not_a_failure(line: str) -> None:

@@ -105,7 +105,7 @@ _NEVER_READY = (
     r"|available|alive|live)\b"
     rf"|\b{_WAITED_ON} (was |were |is |are )?(still )?not (yet )?(ready|healthy|up) (after|within"
     r"|in) \d"
-    rf"|\b{_WAITED_ON} failed to start (within|in|after) (the |\d)"
+    rf"|\b{_WAITED_ON} failed to start (within|in|after) (the (timeout|time|allotted)\b|\d)"
     r"|\b(timed? ?out|timeout) waiting for (the )?(health ?check|readiness)\b)"
 )
 
@@ -227,8 +227,9 @@ _KERNEL_OP_MISMATCH = (
 #: A model architecture's class name as transformers and the runtimes spell it
 #: (``Qwen3NextForCausalLM``, ``GraniteVisionModel``, ``GPT2LMHeadModel``).
 _ARCH_NAME = r"\b[A-Z][A-Za-z0-9]*(For[A-Z]\w*|Model|LM)\b"
-#: A serving runtime named in its own refusal.
-_RUNTIME = r"(?i:sg-?lang|vllm|this (runtime|engine|server|backend)|the (runtime|engine))"
+#: A serving runtime named in its own refusal (not a kernel backend: a backend that does not
+#: support a model's feature is a backend choice refused).
+_RUNTIME = r"(?i:sg-?lang|vllm|this (runtime|engine|server)|the (runtime|engine))"
 #: A runtime saying it has no implementation of the model's architecture: SGLang's
 #: ``Qwen3NextForCausalLM has no SGlang implementation`` (vLLM's is the same sentence),
 #: ``... is not implemented in SGLang``, ``... is not supported by SGLang``, ``SGLang does not
