@@ -16,7 +16,7 @@
 5. **follow**: :mod:`.follow` (the server's output as it arrives), :mod:`.journal_tail` (the
    program that reads a unit's journal on the host);
 6. **ready**: :mod:`.readiness` (a server that really serves, or the fatal line that says it
-   never will);
+   never will), :mod:`.fatal` (the failure classifier: why a start failed, from its lines);
 7. **verify**: :mod:`.journal` (the startup journal checked against the plan's expectations),
    :mod:`.deployment` (bring-up from plan to a ready, verified :class:`~.deployment.Deployment`);
    for a topology, :mod:`.topology_deployment` (its replicas on their hosts), :mod:`.router`

@@ -1,0 +1,24 @@
+"""The failure classifier: why a start that will not come up failed, from its log lines alone.
+
+A pure function of the lines (no process, no clock), so the readiness wait, the journal's
+verification and the failure corpus's tests all read a record the same way. Its modules, in the
+order data flows through them (each imports only those before it):
+
+- :mod:`.patterns`: the rules, which words on a line name which cause (a leaf);
+- :mod:`.lines`: a line as SGLang wrote it, without a carrier's tag, colours, a group's gutter or
+  the timestamp;
+- :mod:`.tracebacks`: a traceback's structure (frames, the exception line, continuations,
+  chains) and :func:`traceback_complete`;
+- :mod:`.logged_settings`: what the logged ``server_args`` say about a crash (a flag missing,
+  two choices that clash, GPUs asked for);
+- :mod:`.placement`: where an exception no rule names lands, by its frames, type and phase;
+- :mod:`.reading`: :func:`find_fatal`, the entry point, and :class:`Fatal`, its answer.
+"""
+
+from __future__ import annotations
+
+from .patterns import FATAL_PATTERNS
+from .reading import Fatal, find_fatal
+from .tracebacks import traceback_complete
+
+__all__ = ["FATAL_PATTERNS", "Fatal", "find_fatal", "traceback_complete"]

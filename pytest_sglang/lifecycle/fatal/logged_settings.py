@@ -1,0 +1,151 @@
+"""What the ``server_args`` dump the start logged says about its failure.
+
+A crash nothing names can still be the config's: an EAGLE-family algorithm with no draft model,
+two chosen components whose modules both appear in the frames, a GPU refusal of a backend that
+was chosen, more GPUs asked for than there are. Those readings need the resolved settings, so
+they live here, apart from the lines' rules, reading only the last dump before the failure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ...resolution import EAGLE_FAMILY
+from ...server_args import parse_server_args
+
+#: The settings that decide how many GPUs (and which) a start asks for, named with that refusal.
+_GPU_COUNT_FLAGS: tuple[str, ...] = (
+    "tp_size",
+    "pp_size",
+    "dp_size",
+    "ep_size",
+    "nnodes",
+    "base_gpu_id",
+    "gpu_id_step",
+)
+
+#: Server arguments whose value chooses a component (a kernel backend, an algorithm, a
+#: quantization or dtype): SGLang's module for a choice is named after its value
+#: (``attention_backend='torch_native'`` runs ``torch_native_backend.py``, ``NGRAM``
+#: ``ngram_worker.py``), so an engineer reading a traceback sees which choices it went through.
+_CHOICE_FLAGS: tuple[str, ...] = (
+    "attention_backend",
+    "prefill_attention_backend",
+    "decode_attention_backend",
+    "mm_attention_backend",
+    "speculative_algorithm",
+    "moe_runner_backend",
+    "moe_a2a_backend",
+    "quantization",
+    "kv_cache_dtype",
+    "dtype",
+    "sampling_backend",
+    "grammar_backend",
+    "lora_backend",
+)
+
+#: (flag, values, flag it needs): a setting that cannot work without another one. A start whose
+#: logged (resolved) ``server_args`` has the first without the second, and that then crashes in
+#: a way nothing else names, failed for the missing flag: SGLang resolves the draft model of an
+#: EAGLE-family algorithm itself only for models that draft for themselves (MTP/NextN), and
+#: otherwise goes on with none, crashing later where the draft model is first used.
+_REQUIRED_FLAGS: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("speculative_algorithm", EAGLE_FAMILY, "speculative_draft_model_path"),
+)
+
+
+def _gpus_asked(texts: Sequence[str]) -> str | None:
+    """The logged settings that decide how many GPUs a start uses (:data:`_GPU_COUNT_FLAGS`),
+    said in one phrase; None without a readable dump."""
+    dumps = [text for text in texts if "server_args=" in text]
+    try:
+        args = parse_server_args(dumps[-1]) if dumps else {}
+    except ValueError:
+        return None
+    said = [f"{flag}={args[flag]!r}" for flag in _GPU_COUNT_FLAGS if flag in args]
+    return ", ".join(said) or None
+
+
+def _missing_requirement(texts: Sequence[str]) -> str | None:
+    """A flag the logged ``server_args`` lack that another one they set needs
+    (:data:`_REQUIRED_FLAGS`), said in one phrase; None when the dump has it, or has no word on
+    it (an older or cut dump that does not list the flag is not read as a missing flag)."""
+    dumps = [text for text in texts if "server_args=" in text]
+    if not dumps:
+        return None
+    try:
+        args = parse_server_args(dumps[-1])
+    except ValueError:
+        return None
+    for flag, values, needed in _REQUIRED_FLAGS:
+        if args.get(flag) in values and needed in args and args[needed] is None:
+            return f"{flag}={args[flag]!r} needs {needed}, which is not set"
+    return None
+
+
+def _logged_choices(texts: Sequence[str]) -> dict[str, str]:
+    """The component choices (:data:`_CHOICE_FLAGS`) of the last logged ``server_args`` that
+    are set to a value; empty without a readable dump."""
+    dumps = [text for text in texts if "server_args=" in text]
+    try:
+        args = parse_server_args(dumps[-1]) if dumps else {}
+    except ValueError:
+        return {}
+    return {
+        flag: str(args[flag])
+        for flag in _CHOICE_FLAGS
+        if isinstance(args.get(flag), str) and str(args[flag]).lower() not in ("", "auto", "none")
+    }
+
+
+def _names_choice(value: str, words: Sequence[str]) -> bool:
+    """Whether ``value`` (``torch_native``, ``eagle3``) is among ``words`` as a run of whole
+    words, or without its version digits (``eagle``)."""
+    value = value.lower()
+    for wanted in dict.fromkeys((value, value.rstrip("0123456789"))):
+        parts = [part for part in re.split(r"[^a-z0-9]+", wanted) if part]
+        size = len(parts)
+        if parts and any(words[i : i + size] == parts for i in range(len(words) - size + 1)):
+            return True
+    return False
+
+
+def _module_words(frame: str) -> list[str]:
+    """The words of the module a frame of SGLang's own code is in (``torch_native_backend.py``
+    -> torch, native, backend); none for another package's frame or a source line."""
+    found = re.match(r'\s*File "(?P<path>[^"]*sglang[^"]*)"', frame)
+    if found is None:
+        return []
+    name = found.group("path").rsplit("/", 1)[-1].removesuffix(".py").lower()
+    return [part for part in re.split(r"[^a-z0-9]+", name) if part]
+
+
+def _clashing_choices(texts: Sequence[str], frames: Sequence[str]) -> str | None:
+    """Two chosen components that cannot run together, said in one phrase: a crash nothing else
+    names whose frames run through SGLang modules of two different choices of the logged
+    ``server_args`` (NGRAM's worker calling the ``torch_native`` attention backend) is the pair,
+    not either alone, failing: the fix is another value for one of them. None otherwise."""
+    choices = _logged_choices(texts)
+    through = [
+        flag
+        for flag, value in choices.items()
+        if any(_names_choice(value, _module_words(frame)) for frame in frames)
+    ]
+    if len(through) < 2:
+        return None
+    first, second = through[:2]
+    return f"{first}={choices[first]!r} with {second}={choices[second]!r}"
+
+
+def _refused_choice(texts: Sequence[str], where: Sequence[str]) -> str | None:
+    """The logged choice a GPU refusal is about, said in one phrase: the choices whose value
+    the refusal or its frames name, else the backends chosen; None without a dump."""
+    choices = _logged_choices(texts)
+    words = [[part for part in re.split(r"[^a-z0-9]+", line.lower()) if part] for line in where]
+    named = [flag for flag, value in choices.items() if any(_names_choice(value, w) for w in words)]
+    named = named or [flag for flag in choices if flag.endswith("_backend")]
+    if not named:
+        return None
+    said = ", ".join(f"{flag}={choices[flag]!r}" for flag in named)
+    return f"a choice this GPU cannot run: {said}"

@@ -1,0 +1,456 @@
+"""The classifier's rules: which words on a line name which cause of a failed start.
+
+:data:`FATAL_PATTERNS` is the table, most specific rule first, and the fragments it is built from
+(a GPU refusal, a model kind refused, a wait for readiness given up, ...) are named here, each
+with what it means. They sit apart from the code that reads a record because they change with
+every new family of failures while the reading does not, and because they depend on nothing:
+every other module of the classifier imports them, and they import none of it.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The line SGLang logs once the server serves. The rules read it too: a refusal raised after it
+#: is a state check while serving, not the config refused.
+READY_LINE = "The server is fired up and ready to roll!"
+
+#: A process killed by signal 9 (the kernel's OOM killer, most often, when no other line says).
+_KILLED = (
+    r"(?i:\bexit ?code[:=]? ?-9\b)|(?i:\breturn ?code[:=]? ?-9\b)|status=9/KILL"
+    r"|(?<!-9 )\(SIGKILL\)|^Killed$|\d Killed\s|signal 9\b|signal: killed"
+    r"|(?i:\bexited with (exit )?code:? ?137\b)"
+)
+
+#: A kernel, backend or dtype refusing the GPU it runs on (``Unsupported arch``, ``not supported
+#: on sm_120``, ``requires compute capability 9.0``, ``only supports Hopper GPUs``): the config
+#: chose something this GPU cannot run, so it is an invalid config, named only on an exception
+#: line or its continuation (a warning with the same words is
+#: :data:`.reading._WARNING_ONLY`) since SGLang logs them when it falls back to another kernel by
+#: itself.
+_GPU_REFUSAL = (
+    r"(?i:\bunsupported (gpu |cuda |sm |device |compute )?arch(?!itectures?:)"
+    r"|\bunsupported (gpu|device|sm( version)?|compute capability)\b"
+    r"|\bnot supported (on|for) (this |the current |your |the )?(gpus?|device|sm_?\d+\w*"
+    r"|arch\w*|compute capability|[\w-]+ gpus?)\b"
+    r"|\brequires? .*\b(compute capability|sm_?\d{2,3}\w?\b|sm ?\d{2,3}\+?(?!\w)"
+    r"|(hopper|blackwell|ampere|ada)\b)"
+    r"|\bonly (supports?|supported on|works on|available on|runs on) .*\b(gpus?|sm_?\d{2,3}\w?"
+    r"|sm ?\d{2,3}\+?|hopper|blackwell|ampere|compute capability)(?!\w)"
+    r"|\bsm_?\d{2,3}\w? (is |are )?not supported\b)"
+)
+
+#: A refusal of the model's kind (an embedding, reward, encoder or classification model served
+#: by a runtime that does not serve that kind, or the reverse): the model, not a setting, is what
+#: the installed SGLang cannot serve. Not a refusal of a combination (``... not supported with
+#: speculative decoding``), which is the config's.
+_MODEL_KIND_REFUSED = (
+    r"(?i:\b(embedding|reward|encoder(-only)?|cross-encoder|classification|classifier"
+    r"|rerank(er|ing)?|generation|generative)( models?| mode| tasks?| architectures?)?"
+    r" (is |are )?not (yet )?supported\b(?! (with|when|together|in combination|alongside|if|by))"
+    r"|\b(model|architecture|checkpoint)s?\b.* (does not|doesn't|cannot|can't) (support|serve"
+    r"|be served as|be used as) (an? )?(embedding|reward|encoder|classification|rerank\w*"
+    r"|generation)\b)"
+)
+
+#: The model's own config object (transformers' ``PretrainedConfig`` or a model's config class
+#: SGLang ships) lacking a field SGLang's model code reads: the model is not one this SGLang
+#: knows how to build (a multimodal wrapper config, a newer revision). SGLang's own runtime
+#: configs (``ModelConfig``, ``ServerArgs``, the quantization configs) are excluded: a field
+#: missing there is a fault of the code, or of the quantization, not of the model.
+_MODEL_CONFIG_LACKS = (
+    r"^AttributeError: '(?!(Model|Load|Device|LoRA|Lora|Speculative|Scheduler|Server|Port|Cache"
+    r"|Quantization|Quant\w*|Fp\d\w*|FP\d\w*|Awq\w*|AWQ\w*|Gptq\w*|GPTQ\w*|W\d+A\d+\w*"
+    r"|ModelOpt\w*|CompressedTensors\w*|BitsAndBytes\w*|Marlin\w*|Mx[Ff]p\d\w*|MXFP\w*"
+    r"|Gguf\w*|GGUF\w*)Config')[\w.]*Config' object has no attribute '"
+)
+
+#: What a launcher, router or harness waits on to become ready (a server, its workers, an
+#: engine's replicas or ranks).
+_WAITED_ON = (
+    r"((http |api |inference |model )?servers?|workers?|engines?|replicas?|instances?|backends?"
+    r"|ranks?|endpoints?|pods?|nodes?|services?)"
+)
+#: A runtime saying its server never became ready (or healthy) for the warmup request, or a
+#: router, launcher or harness giving up waiting for its workers to become ready or healthy: the
+#: start did not become ready in the time allowed, the warmup failing (the README's convention),
+#: in the words of the check before it (SGLang's diffusion runtime, its router's ``Timeout 300s
+#: waiting for workers to become healthy``, a harness's ``Server failed to start within ...``).
+#: Only a wait given up: the pending health checks logged while it waits are not matched. The
+#: aftermath of a failure shown before it (:func:`.reading.find_fatal`), never outranking it.
+_NEVER_READY = (
+    rf"(?i:\b{_WAITED_ON} (did not|didn't|never|failed to) ((bec[oa]me?|get|turn) (ready|healthy"
+    r"|available)|come up)\b(?![^.;]*\b(yet|retry|retrying|will retry)\b)"
+    r"|\b(timed? ?out|timeout|gave up|giving up)\b[^.;,]{0,40}?\bwaiting (for|on) (the |all |some "
+    rf"|\d+ )?([\w-]+ )?{_WAITED_ON}\b.{{0,200}}?\bto (be|become|get|come|turn) (up|ready|healthy"
+    r"|available|alive|live)\b"
+    rf"|\b{_WAITED_ON} (was |were |is |are )?(still )?not (yet )?(ready|healthy|up) (after|within"
+    r"|in) \d"
+    rf"|\b{_WAITED_ON} failed to start (within|in|after) (the (timeout|time|allotted)\b|\d)"
+    r"|\b(timed? ?out|timeout) waiting for (the )?(health ?check|readiness)\b)"
+)
+
+#: An accelerator out of memory in its own runtime's words (torch's ``NPU out of memory``,
+#: ``XPU out of memory``, ``MPS backend out of memory``, ROCm's ``HIP out of memory``, Level
+#: Zero's ``OUT_OF_DEVICE_MEMORY``): the same failure as CUDA's, whatever device ran out.
+_DEVICE_OOM = (
+    r"\b(CUDA|HIP|NPU|XPU|MUSA|MLU|GPU|device) out of memory\b|\bMPS backend out of memory"
+    r"|\bOUT_OF_DEVICE_MEMORY\b|ACL_ERROR_RT_MEMORY_ALLOCATION"
+)
+
+#: The memory left after the weights too small for the KV cache (or a runtime's cache blocks):
+#: out of memory, even when the message names the flag that sets the fraction (the README's
+#: rule, like SGLang's own ``Not enough memory. Please try to increase --mem-fraction-static``):
+#: the fix is more memory for the cache, not a value SGLang refuses.
+_NO_ROOM_FOR_CACHE = (
+    r"(?i:\bno (\w+ ){0,3}memory (\w+ ){0,2}for (the )?(kv[ _-]?cache|cache blocks"
+    r"|(kv |token |memory )pool)\b"
+    r"|\b(insufficient|too little) (\w+ ){0,3}memory (\w+ ){0,2}for (the )?(kv[ _-]?cache"
+    r"|cache blocks|(kv |token |memory )pool)\b"
+    r"|\b(larger than|exceeds|more than) the available (kv[ _-]?cache |gpu |device )?memory\b"
+    r"|\bkv[ _-]?cache (memory |pool |size )?(is |would be )?(negative|too small|zero)\b)"
+)
+
+#: A model path the Hub's repo-id check refuses: a remote path (``s3://``, ``gs://``) or a local
+#: path that does not exist, taken for a Hub repo id because nothing else could read it; or a
+#: remote path opened as a local file. Either way no model is found where the path points.
+_NOT_A_REPO_ID = (
+    r"Repo id must (be in the form|use alphanumeric)|Invalid repository ID or local directory"
+    r"|(?i:\bis not a valid (hugging ?face )?(repo(sitory)?[ _-]?id|model (id|identifier))\b)"
+    r"|No such file or directory: '(s3|gs|gcs|az|abfss?|hdfs|oss|hf)://"
+    r"|it looks like (/|\./|\.\./|~/)\S* is not the path to a directory"
+)
+
+#: No processor (multimodal, image, audio) or model implementation registered for the model's
+#: type: the model is not one this SGLang or transformers can serve, as when its architecture is
+#: not registered.
+_NO_PROCESSOR = (
+    r"(?i:\b(cannot|can't|could not|couldn't|unable to|failed to) find (a |an |any |the )?"
+    r"(corresponding |matching |suitable |registered )?(multimodal |multi-modal |mm |image "
+    r"|vision |audio |video )?(processor|model class|model implementation|implementation)s? "
+    r"for (the )?(model|architecture|arch)\b"
+    r"|\bno (corresponding |matching |registered )?(multimodal |multi-modal |mm |image |vision "
+    r"|audio |video )?processor (is |was )?(registered |found |available )?for (the )?"
+    r"(model|architecture)\b"
+    r"|\b(multimodal |mm |image )?processor (class )?(for|of) (the )?(model|architecture)\b.*"
+    r"\bnot (found|registered|supported)\b"
+    r"|\bUnrecognized (image processor|processing class|feature extractor|video processor) in\b)"
+)
+
+#: A GPU index past the ones the machine (or ``CUDA_VISIBLE_DEVICES``) shows: CUDA's ``invalid
+#: device ordinal`` when a rank sets its device, in any runtime's spelling, a checkpoint mapped
+#: to a device that is not there, two ranks put on one GPU, a parallel size larger than the GPUs
+#: there are. The GPUs exist; the config asks for more of them (``--tp 16`` on an eight-GPU node,
+#: a ``--base-gpu-id`` past the last one) than there are, so it is an invalid config, not a
+#: missing GPU nor a device fault (the README's convention; the fix is the parallel sizes, the
+#: node count or the visible devices).
+_MORE_GPUS_THAN_THERE_ARE = (
+    r"invalid device ordinal|\b(cuda|hip)ErrorInvalidDevice\b|\bCUDA_ERROR_INVALID_DEVICE\b"
+    r"|on (CUDA|HIP|XPU|NPU) device \d+ but \w+\.\w+\.device_count\(\) is \d+"
+    r"|Duplicate GPU detected"
+    r"|(?i:\bnot enough (gpus|devices|accelerators)\b(?! memory)"
+    r"|\b(tp|tensor[ _-]parallel|pp|pipeline[ _-]parallel|dp|world)[ _-]?size\b.{0,80}\b(larger"
+    r"|greater|more) than\b.{0,40}\b(gpus|devices)\b"
+    r"|\b(requires?|requested|needs?|asks? for) \d+ (gpus|devices)\b.{0,80}\bonly \d+\b"
+    r"|\b(gpus|devices)\b.{0,40}\b(smaller|less|fewer) than (the )?(tp|tensor[ _-]parallel|pp"
+    r"|pipeline[ _-]parallel|dp|world)[ _-]?size\b)"
+)
+
+#: The kernel and serving libraries SGLang calls into (as import names), whose APIs move from
+#: release to release: a call into one that no longer fits is the installed release not
+#: matching the SGLang that calls it (a version mismatch), not a fault of either's code.
+_KERNEL_LIBRARIES: tuple[str, ...] = (
+    "flashinfer",
+    "vllm",
+    "sgl_kernel",
+    "flash_attn",
+    "flash_mla",
+    "deep_gemm",
+    "deep_ep",
+    "xformers",
+    "aiter",
+    "torchao",
+    "xgrammar",
+    "outlines",
+    "outlines_core",
+    "llguidance",
+    "mooncake",
+    "triton",
+    "transformer_engine",
+    "fbgemm_gpu",
+)
+#: The torch operator namespaces those libraries register their kernels under (vLLM's ``_C``).
+_KERNEL_OP_NAMESPACE = (
+    r"(sgl_kernel\w*|vllm|_C|_moe_C|_rocm_C|_vllm_fa\d_C|flashinfer\w*|deep_gemm|aiter|fbgemm"
+    r"|torchao|xformers)"
+)
+#: A library's registered torch operator called with arguments its schema does not have, or
+#: not built for the device it is called on: the library's compiled kernels and the SGLang
+#: calling them are of different releases (``sgl_kernel::rmsnorm() is missing value for argument
+#: 'enable_pdl'``). SGLang's own operators (``sglang::``) and torch's (``aten::``) are not here.
+_KERNEL_OP_MISMATCH = (
+    rf"\b{_KERNEL_OP_NAMESPACE}::\w+\(\) is missing value for argument"
+    rf"|Unknown keyword argument '\w+' for operator '{_KERNEL_OP_NAMESPACE}::"
+    rf"|Expected at most \d+ argument\(s\) for operator '\w+'.*\b{_KERNEL_OP_NAMESPACE}::"
+    rf"|Could not run '{_KERNEL_OP_NAMESPACE}::\w+' with arguments from the '\w+' backend"
+)
+
+#: A model architecture's class name as transformers and the runtimes spell it
+#: (``Qwen3NextForCausalLM``, ``GraniteVisionModel``, ``GPT2LMHeadModel``).
+_ARCH_NAME = r"\b[A-Z][A-Za-z0-9]*(For[A-Z]\w*|Model|LM)\b"
+#: A serving runtime named in its own refusal (not a kernel backend: a backend that does not
+#: support a model's feature is a backend choice refused).
+_RUNTIME = r"(?i:sg-?lang|vllm|this (runtime|engine|server)|the (runtime|engine))"
+#: A runtime saying it has no implementation of the model's architecture: SGLang's
+#: ``Qwen3NextForCausalLM has no SGlang implementation`` (vLLM's is the same sentence),
+#: ``... is not implemented in SGLang``, ``... is not supported by SGLang``, ``SGLang does not
+#: support this model``. Only when a model or an architecture is what is refused: a flag or a
+#: feature ``not supported by SGLang`` is a setting refused.
+_MODEL_SUBJECT = (
+    rf"({_ARCH_NAME}[`'\"]?|(?i:\b(model|architecture|arch)( type| class| name)?:? "
+    r"[`'\"]?[\w./-]+[`'\"]?))"
+)
+#: Not a refusal of the model with a setting (``... with LoRA``): that is the combination's.
+_NOT_WITH = r"(?! (?i:with|when|together|alongside|if|in combination)\b)"
+_NO_IMPLEMENTATION = (
+    rf"{_MODEL_SUBJECT} (?i:(has|have) no) ({_RUNTIME} |(?i:native |model ))?(?i:implementation)"
+    rf"|{_MODEL_SUBJECT} (?i:(is|are) not (yet )?(implemented|supported|available) (in|by)) "
+    rf"{_RUNTIME}{_NOT_WITH}"
+    rf"|\b{_RUNTIME} (?i:(does not|doesn't|cannot|can't|do not) (yet )?(support|serve|run"
+    rf"|implement) (the |this |that |your )?(model|architecture)s?\b){_NOT_WITH}"
+    rf"|(?i:\bno) {_RUNTIME} (?i:(implementation|model class|model) (was |is )?(found |available "
+    r"|registered )?(for|of)\b)"
+    rf"|(?i:\bimplementation of) {_ARCH_NAME} (?i:(is|are) not (yet )?(compatible|supported)"
+    r" (with|by|in)) " + _RUNTIME
+)
+
+#: An accelerator's operator or kernel compiler failing to start or to build (Ascend CANN's
+#: ``Init compiler failed`` / ``OpCompileProcessor init failed``, NVRTC's and hipRTC's errors):
+#: the JIT compile failing, as a C compiler's error is.
+_KERNEL_COMPILER_FAILED = (
+    r"(?i:\binit(iali[sz]e)? (the )?(\w+ )?compiler failed"
+    r"|\b(op|operator|kernel)[ _]?compil\w* (init(iali[sz]ation)? |start )?failed"
+    r"|\b(op|operator|kernel|tbe) compil(e|ation) (failed|error)"
+    r"|\bcompile (op|operator|kernel)s? failed)"
+    r"|\b(NVRTC|HIPRTC)_ERROR_\w+|\b(nvrtc|hiprtc): error"
+)
+
+#: A C/C++ check macro's report of a CUDA/HIP runtime error (``Failed: Cuda error
+#: <file>:<line> '<message>'``, ``CUDA error at <file>:<line> code=...``, ``Cuda failure
+#: '...'``, a ``Check failed`` against ``cudaSuccess``): the device's error, printed by native
+#: code that may abort with no Python exception after it.
+_CHECK_MACRO_FAILED = (
+    r"(?i:\bFailed: (cuda|hip) error\b|\b(cuda|cudart|hip) failure\b"
+    r"|\b(cuda|cudart|hip|musa) error:? (at |in )?['\"]?[\w./-]+\.(cu|cuh|cc|cpp|cxx|c|h|hpp|hip)"
+    r":\d+"
+    r"|\b(cuda|hip)_?check\w* failed)|\b(cuda|hip)Success\b"
+)
+
+#: Another accelerator's own device error (Ascend's ``NPU function error`` and ACL errors,
+#: ROCm's memory access fault and HSA status, Intel's Level Zero / Unified Runtime results,
+#: Moore Threads' MUSA): the CUDA error family on that device.
+_OTHER_ACCELERATOR_ERROR = (
+    r"NPU function error|\bNPU error\b|call acl\w* api failed|\bACL_ERROR_\w+"
+    r"|\bacl(rt|nn|op)\w* (api )?failed|\bEZ9999\b|Memory access fault by GPU"
+    r"|\bHSA_STATUS_ERROR_\w+|\b(UR_RESULT|ZE_RESULT|PI)_ERROR_\w+|\b(XPU|MUSA|MLU) error: "
+)
+
+#: A native runtime's last words with no Python exception after them: glog's fatal line
+#: (``F1203 10:00:00.123 42 file.cc:12] Check failed: ...``), a C ``assert``, a shell's report
+#: of the signal that ended the process.
+_NATIVE_LAST_WORDS = (
+    r"^F\d{4} [\d:.]+ +\d+ \S+:\d+\] |: Assertion [`'].*' failed\.$"
+    r"|^(Aborted|Bus error|Illegal instruction|Floating point exception)$"
+    r"|^terminate called without an active exception"
+)
+
+#: (pattern, cause) for lines that mean the server will not come up, most specific first: when
+#: several lines match, the earliest rule wins (a CUDA-graph capture that ran out of memory is a
+#: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error). The patterns are
+#: matched against every line that is not a traceback frame, and against the lines that continue
+#: an exception's message (see :func:`.reading.find_fatal`), so a cause SGLang prints on its own
+#: continuation line still names the failure.
+FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), reason)
+    for p, reason in (
+        (r"Not enough memory\. Please try to increase --mem-fraction-static", "out of memory"),
+        (r"(?i:capture cuda graph failed|cuda graph capture failed)", "CUDA graph capture"),
+        (
+            r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|runs out of memory"
+            r"|\[Errno 12\] Cannot allocate memory|std::bad_alloc|Unable to allocate \d"
+            r"|^MemoryError\b|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation"
+            r"|Cuda failure '?out of memory|(?i:not enough (gpu |cuda |device )?memory)"
+            r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
+            r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|hipErrorOutOfMemory"
+            r"|CUDA_ERROR_OUT_OF_MEMORY|DefaultCPUAllocator: can't allocate memory"
+            rf"|{_DEVICE_OOM}|{_NO_ROOM_FOR_CACHE}",
+            "out of memory",
+        ),
+        (
+            r"error: (unrecognized arguments|ambiguous option|argument --|the following arguments)"
+            r"|^\S*(\.py|launch_server|sglang\S*): error: ",
+            "bad flag",
+        ),
+        (
+            r"ddress already in use|error while attempting to bind on address|\[Errno 98\]",
+            "port in use",
+        ),
+        (
+            r"GatedRepoError|access a gated repo|Cannot access gated repo|401 Client Error"
+            r"|Invalid (credentials|username or password)",
+            "model access denied",
+        ),
+        (
+            r"RepositoryNotFoundError|HFValidationError|Repository Not Found"
+            r"|is not a local folder and is not a valid model identifier"
+            r"|does not appear to have a file named config\.json|LocalEntryNotFoundError"
+            r"|Can't load the configuration of|Incorrect path_or_model_id"
+            r"|No such file or directory: '\S*config\.json'"
+            r"|EntryNotFoundError|RevisionNotFoundError"
+            r"|does not appear to have a file named (?!\S*(tokenizer|\.bin\b|\.safetensors\b))"
+            r"|config file at .* is not a valid JSON file"
+            rf"|{_NOT_A_REPO_ID}",
+            "model not found",
+        ),
+        (
+            r"trust_remote_code=True|requires you to execute the configuration file"
+            r"|contains custom code which must be executed",
+            "trust remote code needed",
+        ),
+        (
+            r"are not supported for now|Unsupported architectures?:"
+            r"|does not recognize this architecture|model type `\w+` but Transformers does not"
+            r"|is not a registered model in the Transformers library|Unrecognized model in"
+            r"|(?i:\barchitectures? \[?'?(?!sm_?\d|compute_|gfx)[\w.-]+'?\]?"
+            r" (is|are) not (yet )?supported)"
+            r"|(?i:\bmodel type [`'\"]?\w+[`'\"]? is not (yet )?supported)"
+            r"|(?i:\bno model (info|config|class|entry) (was )?found for\b)"
+            r"|(?i:\bunsupported model (type|architecture|arch)\b)"
+            r"|(?i:\b(safetensors|gguf)\b (path|format|files?|weights|checkpoints?|models?)"
+            r" (is |are )?(required|not supported|unsupported))"
+            rf"|{_MODEL_KIND_REFUSED}|{_MODEL_CONFIG_LACKS}|{_NO_PROCESSOR}|{_NO_IMPLEMENTATION}",
+            "unsupported model",
+        ),
+        (
+            r"driver on your system is too old|CUDA driver version is insufficient"
+            r"|cudaErrorInsufficientDriver|hipErrorInsufficientDriver"
+            r"|(?i:\b(hip|rocm|npu|cann|xpu) driver (version )?is (insufficient|too old)\b)",
+            "driver too old",
+        ),
+        (
+            r"No CUDA GPUs are available|Found no NVIDIA driver"
+            r"|No accelerator\b.* is available|Unexpected error from cudaGetDeviceCount"
+            r"|system not yet initialized|cudaErrorSystemNotReady|(cuda|hip)ErrorNoDevice"
+            r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
+            r"|could not select device driver|nvidia-container-cli: .*error"
+            r"|unknown or invalid runtime name: nvidia|Driver/library version mismatch"
+            r"|busy or unavailable|cudaErrorDevicesUnavailable"
+            r"|(?i:\bno (cuda|hip|rocm|npu|xpu|musa|mlu|gpu|accelerator) devices? "
+            r"(are |is |were |was )?(available|found|detected)\b)"
+            r"|CUDA_HOME environment variable is not set|(?i:\bno CUDA (installation|toolkit)"
+            r" (was |is )?found\b|\bcould not find (an? |the )?CUDA (installation|toolkit)\b)",
+            "no GPU",
+        ),
+        (
+            r"No space left on device|\[Errno 28\]|Disk quota exceeded|\[Errno 122\]",
+            "no space left",
+        ),
+        (
+            r"Error building extension|Ninja build failed|Command '\['ninja'"
+            r"|No such file or directory: 'ninja'|nvcc fatal|Failed to find C compiler"
+            r"|Failed to find CUDA\b|ld returned \d+ exit status|error: command '\S+' failed"
+            r"|: fatal error: |^compilation terminated\.$|CompilationError"
+            r"|^LLVM ERROR: |PassManager::run failed|(mlir|llvm|triton)::.*\bAssertion [`']"
+            r"|CalledProcessError: Command '\[?'?\S*\b(gcc|g\+\+|cc|c\+\+|clang|nvcc|hipcc|ninja)'"
+            r"|BackendCompilerFailed|InductorError"
+            rf"|{_KERNEL_COMPILER_FAILED}",
+            "JIT compile failed",
+        ),
+        (_MORE_GPUS_THAN_THERE_ARE, "invalid config"),
+        (_GPU_REFUSAL, "invalid config"),
+        (
+            r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
+            r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"
+            r"|unspecified launch failure|misaligned address|an illegal instruction was encountered"
+            r"|is not compatible with the current PyTorch installation|Error \[CUDA\]: "
+            r"|\bCUDA_ERROR_\w+|HIP error: |\bhipError\w+"
+            r"|(?i:\bout of resources?\b|OutOfResources|too many resources requested)"
+            rf"|{_CHECK_MACRO_FAILED}|{_OTHER_ACCELERATOR_ERROR}",
+            "CUDA error",
+        ),
+        (
+            r"(?i:\b[NRH]CCL error\b)|DistBackendError|Watchdog caught collective operation timeout"
+            r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)"
+            r"|DistStoreError|DistNetworkError|ProcessGroupNCCL\S* .*(timed out|Timeout)"
+            r"|\bHccl\w+ failed|\bHCCL_E_\w+|failure detected by watchdog"
+            r"|\[E\d{4} [\d:.]+ (\d+ )?ProcessGroup(NCCL|Gloo)\b",
+            "NCCL",
+        ),
+        (r"(?i)\bwatchdog timeout\b", "watchdog timeout"),
+        (
+            r"could finish the model loading, but there are other ranks"
+            r"|Cannot find any model weights|No model weights found|SafetensorError"
+            r"|Error while deserializing header"
+            r"|does not appear to have a file named \S+\.(bin|safetensors)"
+            r"|(?i:checkpoint) .*(is )?(corrupt|truncated)|MetadataIncompleteBuffer"
+            r"|Error\(s\) in loading state_dict|size mismatch for \w",
+            "model loading",
+        ),
+        (
+            r"Error loading tokenizer|Can't load tokenizer|(?i:tokenizer).* (is )?(invalid|corrupt)"
+            r"|data did not match any variant of untagged enum|PyPreTokenizerTypeWrapper"
+            r"|EOF while parsing|Failed to load tokenizer",
+            "tokenizer",
+        ),
+        (
+            r"Initialization failed\. warmup error"
+            r"|(?i:\b(server|model|engine|http)'?s? warm-?up (request )?(failed|error)\b)",
+            "warmup failed",
+        ),
+        # less specific than a warmup headline: the headline, when printed, names the phase
+        (_NEVER_READY, "warmup failed"),
+        (
+            r"^(ModuleNotFoundError|ImportError): |undefined symbol: |GLIBC\w* not found"
+            r"|requires \w[\w-]*(>=|==)|cannot open shared object file|No module named '"
+            r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA"
+            r"|PackageNotFoundError|DistributionNotFound|distribution was not found"
+            r"|: command not found$|executable file not found in \$PATH"
+            r"|^\S*sh: (\d+: )?\S+: not found$"
+            r"|Unable to initialize backend '|not in the list of known backends"
+            r"|VersionConflict|but you have \S+ \S+ which is incompatible"
+            r"|compiled with different CUDA (major )?versions|operator \S+::\S+ does not exist"
+            r"|No matching distribution found for|Could not find a version that satisfies"
+            r"|ResolutionImpossible|Failed building wheel for|exec format error"
+            rf"|{_KERNEL_OP_MISMATCH}",
+            "broken install",
+        ),
+        (
+            r"Max retries exceeded with url|Temporary failure in name resolution"
+            r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError"
+            r"|ReadTimeoutError|SSLError|ProxyError|Cannot assign requested address"
+            r"|429 Client Error|Too Many Requests|\b50[0234] Server Error"
+            r"|Connection error, and we cannot find the requested files",
+            "network",
+        ),
+        (_KILLED, "killed"),
+        (r"\b\w+ hit an exception", "crashed"),
+        (r"Initialization failed\. Please see the error messages above", "crashed"),
+        (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
+        (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
+        (r"Subprocess \S+ \(pid=\d+\) crashed|Scheduler PP\d+ TP\d+ crashed: ", "crashed"),
+        (
+            r"Traceback \(most recent call last\):|^terminate called after throwing"
+            rf"|Segmentation fault|Fatal Python error|core dumped|{_NATIVE_LAST_WORDS}",
+            "crashed",
+        ),
+    )
+)
+
+#: The rule of a wait for readiness given up (:data:`_NEVER_READY`).
+_NEVER_READY_RULE = next(i for i, (p, _) in enumerate(FATAL_PATTERNS) if p.pattern == _NEVER_READY)
+
+#: The rule a traceback whose ``Traceback (most recent call last):`` header is not shown (an
+#: excerpt that starts at its frames, Ray's relayed task error) counts as: a crash, to be placed.
+#: So does an exception line Python printed on its own (untimestamped, with a message): what an
+#: uncaught exception leaves when only its last line is kept.
+_HEADLESS = len(FATAL_PATTERNS) - 1

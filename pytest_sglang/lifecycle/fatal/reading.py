@@ -1,0 +1,313 @@
+"""The classifier's entry point: the cause of a failed start, read from its lines.
+
+:func:`find_fatal` scans a record with :mod:`.patterns`' rules, skipping what is never a cause
+(frames, warnings, ignored errors, the parent's own tree kill), cites the line that names the
+cause, and for a crash asks :mod:`.placement` where it happened and :mod:`.logged_settings`
+whether the config made it; :class:`Fatal` is what it returns. Every other module of the
+package feeds this one, and none imports it (the package's ``__init__`` re-exports it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .lines import _strip_prefix, _unwrap
+from .logged_settings import _clashing_choices, _gpus_asked, _missing_requirement, _refused_choice
+from .patterns import (
+    _GPU_REFUSAL,
+    _HEADLESS,
+    _KILLED,
+    _MORE_GPUS_THAN_THERE_ARE,
+    _NEVER_READY_RULE,
+    FATAL_PATTERNS,
+)
+from .placement import _hinted, _most_specific_link
+from .tracebacks import (
+    _EMPTY_MESSAGE,
+    _EXCEPTION,
+    _FAULTHANDLER,
+    _TRACEBACK,
+    _continuation,
+    _exception_line,
+    _frames_above,
+    _is_frame,
+    _raised_where,
+    _raising_statement_at,
+    _stray_indented,
+    _texts,
+    traceback_complete,
+)
+
+#: Causes that say what went wrong but not where, and the phase whose frames name them instead:
+#: a CUDA error raised inside CUDA-graph capture is a capture failure (SGLang's own headline
+#: says so when it prints one); a connection error in the warmup thread is the warmup failing
+#: (its request went to the server itself or a proxy in front of it, not to a download).
+_WHERE_IT_FAILED = {"CUDA error": "CUDA graph capture", "network": "warmup failed"}
+
+#: An exception group's own line (``ExceptionGroup: unhandled errors in a TaskGroup``): it names
+#: no cause, its sub-exceptions printed below it do.
+_EXCEPTION_GROUP = re.compile(r"^([\w.]+\.)?(Base)?ExceptionGroup\b")
+
+#: Lines that end a failed start without naming its cause: the cause is on the lines before.
+_SUMMARY = re.compile(
+    r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
+    r"|Subprocess \S+ \(pid=\d+\) crashed|\b\w+ hit an exception|Exit code: "
+    r"|Scheduler PP\d+ TP\d+ crashed: "
+    r"|Initialization failed\. Please see the error messages above"
+)
+
+#: Lines where SGLang says it goes on despite an error (a model module it could not import, a
+#: fallback it takes), and its dump of the arguments it runs with (``trust_remote_code=True`` there
+#: is a setting, not a request for it): never a cause, whatever they quote.
+_IGNORED = re.compile(
+    r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)|server_args="
+)
+#: A line that only warns: the server goes on without a feature, and says why (``multimem
+#: all-gather disabled (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling
+#: back to ...``), or a kernel or backend says it does not support this GPU
+#: (:data:`.patterns._GPU_REFUSAL`: SGLang logs that when it picks another kernel by itself).
+#: Never a cause, whatever it quotes, unless it is raised: the same words on an exception line or
+#: the lines continuing it are the start's refusal, and are read.
+_WARNING_ONLY = re.compile(
+    r"(?i:\b(?:disabled|skipped|skipping|falling back|fall back)\b\s*(?:\(|because\b|since\b))"
+    rf"|{_GPU_REFUSAL}"
+)
+
+#: Lines after which SGLang's parent kills its own process tree (SIGKILL): a shell's ``Killed``
+#: after them is that tree kill, the aftermath of the cause, never the cause.
+_TREE_KILLED = re.compile(
+    r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
+)
+
+
+@dataclass(frozen=True)
+class Fatal:
+    """Why the server will not come up: the cause and the journal line that names it.
+
+    ``line`` is the exception line after a traceback's frames when there is one (the bare
+    ``Traceback (most recent call last):`` or ``Scheduler hit an exception`` lines name nothing),
+    ``message`` that line without its timestamp prefix, and ``complete`` whether every traceback
+    from ``find_fatal``'s ``start`` on has ended (:func:`.tracebacks.traceback_complete`): a
+    reader that sees ``complete`` has the cause and need not wait for more; one that does not may
+    be looking at a ``Scheduler hit an exception`` whose exception line is still on its way.
+    """
+
+    reason: str
+    line: str
+    index: int
+    message: str = ""
+    complete: bool = True
+
+    @property
+    def summary(self) -> str:
+        """One line: ``"<cause>: <exception and message>"``."""
+        return f"{self.reason}: {self.message or _strip_prefix(self.line).strip()}"
+
+
+def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
+    """The cause of a failed start at or after ``start``: a pure function of the lines.
+
+    Read the way an engineer reads a failed start. Every line that is not part of a traceback's
+    frames, and every line that continues an exception's message, is matched against
+    FATAL_PATTERNS; the most specific rule wins, then the earliest line, whichever exception of a
+    chain (``The above exception was the direct cause ...``) it is on. A match on a line that
+    opens a traceback cites that traceback's exception line; a match on a continuation line cites
+    the exception it continues and quotes the matching line. A line that only says the start died
+    (``Scheduler hit an exception``, ``Received sigquit``, ``Rank 0 scheduler is dead``,
+    ``Subprocess ... crashed``) names no cause: the exception or last words just before it do
+    (:func:`_cause_of_crash`).
+    """
+    given, lines = lines, [_unwrap(line) for line in lines]
+    texts = _texts(lines, start)
+    best: tuple[int, int] | None = None  # (rule, index)
+    exceptions: list[int] = []
+    owner: dict[int, int] = {}  # continuation line -> the exception line it continues
+    ends = {
+        end
+        for index in range(start, len(texts))
+        if _TRACEBACK.search(texts[index]) and (end := _exception_line(texts, index)) is not None
+    }
+    tree_killed = False
+    best_raised = False  # whether the best match is on an exception or its continuation
+    for index in range(start, len(texts)):
+        text = texts[index]
+        head = index not in owner and (
+            bool(_EXCEPTION.match(text)) or index in ends or bool(_FAULTHANDLER.match(text))
+        )
+        raised = head or index in owner
+        bare = lines[index] == text and bool(text.partition(":")[2].strip())
+        if not raised and (
+            (_is_frame(text) and not _stray_indented(texts, index))
+            or _IGNORED.search(text)
+            or _WARNING_ONLY.search(text)
+            or (tree_killed and re.search(_KILLED, text))  # the parent's own tree kill
+        ):
+            continue
+        if head:
+            exceptions.append(index)
+            for more in _continuation(lines, texts, index):
+                owner[more] = index
+        tree_killed = tree_killed or bool(_TREE_KILLED.search(text))
+        rule = _better_rule(text, None if best is None else best[0], raised and not best_raised)
+        if rule == _NEVER_READY_RULE and any(i < owner.get(index, index) for i in exceptions):
+            rule = None  # a wait given up after a failure shown before it: that failure's aftermath
+        if rule is None and best is None and head and (_frames_above(texts, index) or bare):
+            rule = _HEADLESS  # a traceback whose header (or all but its last line) is not shown
+        if rule is not None:
+            best, best_raised = (rule, index), raised
+    if best is None:
+        return None
+    rule, index = best
+    reason = FATAL_PATTERNS[rule][1]
+    index, message = _cited(texts, owner, rule, index)
+    if reason == "crashed":
+        found = _cause_of_crash(lines, texts, exceptions, index, start)
+        if found is not None:
+            index, reason = found
+            message = texts[index].strip()
+    reason, message = _refined(texts, start, index, rule, reason, message)
+    at = _raising_statement_at(texts, index)
+    if at is not None and _BARE_ASSERTION.match(texts[index].strip()):
+        # a bare AssertionError says nothing: the failed assert statement says what was checked
+        statement = texts[at].strip()
+        if statement.startswith("assert ") or statement.startswith("assert("):
+            index, message = at, f"{texts[index].strip().rstrip(':')}: {statement}"
+    index, message = _message_carried_on(texts, owner, rule, index, message)
+    if _NO_MESSAGE.match(message):
+        # nothing said but the type: where it was raised is all an engineer has to go on
+        message = f"{message.rstrip(':')} {_raised_where(texts, index)}".rstrip()
+    return Fatal(
+        reason=reason,
+        line=given[index],
+        index=index,
+        message=message,
+        complete=traceback_complete(lines, start),
+    )
+
+
+#: An exception with nothing said but its type (``NotImplementedError``, ``RuntimeError:``).
+_NO_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception):?$")
+
+
+def _refined(
+    texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
+) -> tuple[str, str]:
+    """The cause and message of the exception on ``index`` once the rest of the record is read:
+    a crash through a flag without the flag it needs, or through two choices that cannot run
+    together, is the config; a cause that says what but not where takes the phase its frames
+    name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses."""
+    frames = _frames_above(texts, index)
+    if reason == "crashed" and _EXCEPTION.match(texts[index]):
+        missing = _missing_requirement(texts[start:index]) or _clashing_choices(
+            texts[start:index], frames
+        )
+        if missing is not None:
+            return "invalid config", f"{message} ({missing})"
+    elif reason in _WHERE_IT_FAILED and _hinted(frames) == _WHERE_IT_FAILED[reason]:
+        return _WHERE_IT_FAILED[reason], message  # as SGLang's own headline would name it
+    elif FATAL_PATTERNS[rule][0].pattern == _GPU_REFUSAL:
+        chosen = _refused_choice(texts[start:index], [texts[index], *frames])
+        if chosen is not None:
+            return reason, f"{message} ({chosen})"
+    elif FATAL_PATTERNS[rule][0].pattern == _MORE_GPUS_THAN_THERE_ARE:
+        asked = _gpus_asked(texts[start:index])
+        if asked is not None:
+            return reason, f"{message} (more GPUs asked for than the machine shows: {asked})"
+    return reason, message
+
+
+def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
+    """The rule of FATAL_PATTERNS that ``text`` matches if it is more specific than ``best``
+    (the rule matched so far), else None. On a tie, ``outranks_on_a_tie`` (the line is an
+    exception, the best so far is not) wins: the exception that ended the start outranks a
+    warning before it that names the same cause (not so for crashes, placed by their frames)."""
+    for rule, (pattern, reason) in enumerate(FATAL_PATTERNS):
+        if best is not None and (rule > best or (rule == best and not outranks_on_a_tie)):
+            return None
+        if (best is None or rule < best or reason != "crashed") and pattern.search(text):
+            return rule
+    return None
+
+
+def _cited(texts: Sequence[str], owner: dict[int, int], rule: int, index: int) -> tuple[int, str]:
+    """The line to cite for a match of ``rule`` on line ``index``, and the message quoted: a
+    continuation line cites the exception it continues, a traceback's opening its exception line,
+    an exception whose message is all on its continuation lines quotes the one that matched."""
+    message = texts[index].strip()
+    if index in owner:
+        head = owner[index]
+        return head, f"{texts[head].strip()} ({message})"
+    if _TRACEBACK.search(texts[index]):
+        cause = _exception_line(texts, index)
+        if cause is not None:
+            return cause, texts[cause].strip()
+    elif message.endswith(":"):
+        # quote the continuation line that names the cause (the rule's own match), else the first
+        rest = [i for i, head in owner.items() if head == index]
+        named = [i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])] or rest
+        if named:
+            message = f"{message} ({texts[min(named)].strip()})"
+    return index, message
+
+
+def _message_carried_on(
+    texts: Sequence[str], owner: dict[int, int], rule: int, index: int, message: str
+) -> tuple[int, str]:
+    """The line to cite, and the message, for an exception whose message is all on the lines
+    after it (``ImportError: `` then ``[lib] Could not load ...``): the continuation line that
+    names the cause (the rule's own match, else the first) is cited, so the line and the
+    one-line reason both carry it; any other exception is cited as it is."""
+    head = texts[index].strip()
+    rest = sorted(i for i, at in owner.items() if at == index and texts[i].strip())
+    if not _EMPTY_MESSAGE.match(head) or not rest:
+        return index, message
+    cause = next((i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])), rest[0])
+    said = texts[cause].strip()
+    quoted = f"{head} ({said})"
+    if quoted in message:
+        return cause, message.replace(quoted, f"{head} {said}", 1)
+    return cause, message.replace(head, f"{head} {said}", 1)
+
+
+def _cause_of_crash(
+    lines: Sequence[str],
+    texts: Sequence[str],
+    exceptions: Sequence[int],
+    marker: int,
+    start: int,
+) -> tuple[int, str] | None:
+    """For a crash no rule names: the exception that caused it, placed by its traceback's frames.
+
+    The exception is the one on the marker line, else the nearest one before a summary marker
+    (the lines just before ``Received sigquit`` are its cause), else the first one after it (a
+    parent may print its summary before the child's traceback arrives). Without any exception,
+    a summary marker's own exit code -9 says the process was killed, and otherwise the last
+    untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``, a
+    native runtime's indented error line) is its last word.
+    """
+    if _EXCEPTION_GROUP.match(texts[marker]) and any(i > marker for i in exceptions):
+        # a group only gathers its sub-exceptions, printed after it: the first is the cause
+        chosen: int | None = min(i for i in exceptions if i > marker)
+    elif marker in exceptions and not _SUMMARY.search(texts[marker]):
+        chosen = marker
+    else:
+        before = [i for i in exceptions if i < marker]
+        after = [i for i in exceptions if i > marker]
+        chosen = before[-1] if before else (after[0] if after else None)
+    if chosen is not None:
+        return _most_specific_link(texts, chosen)
+    if re.search(_KILLED, texts[marker]):
+        return marker, "killed"
+    if _SUMMARY.search(texts[marker]):
+        for back in range(marker - 1, max(start, marker - 6) - 1, -1):
+            said = not _is_frame(texts[back]) or _stray_indented(texts, back)
+            if lines[back] == texts[back] and texts[back].strip() and said:
+                return back, "killed" if re.search(_KILLED, texts[back]) else "crashed"
+    return None
+
+
+#: An ``AssertionError`` with no message (``assert x`` failed, or ``raise AssertionError``):
+#: Python prints the type alone, or with a colon and nothing after it.
+_BARE_ASSERTION = re.compile(r"^([\w.]+\.)?AssertionError:?\s*$")
