@@ -264,6 +264,81 @@ _NATIVE_LAST_WORDS = (
     r"|^terminate called without an active exception"
 )
 
+#: CUDA's stream-capture errors (``cudaGetErrorString`` of ``cudaErrorStreamCapture*`` and
+#: ``cudaErrorCapturedEvent``, the driver API's ``CUDA_ERROR_STREAM_CAPTURE_*``): an operation a
+#: CUDA graph cannot record, made while one was being captured, so a capture failure whatever
+#: raised it.
+_CAPTURE_ERROR = (
+    r"operation not permitted when stream is capturing|operation failed due to a previous error"
+    r" during capture|operation would make the legacy stream depend on a capturing blocking stream"
+    r"|operation would result in a merge of separate capture sequences|capture sequence contains"
+    r" a fork that was not joined to the primary stream|dependency created on uncaptured work in"
+    r" another stream|the capture was not initiated in this stream|attempt to terminate a"
+    r" thread-local capture sequence from another thread|operation not permitted on an event last"
+    r" recorded in a capturing stream|cudaErrorStreamCapture\w+|cudaErrorCapturedEvent"
+    r"|CUDA_ERROR_STREAM_CAPTURE_\w+|CUDA_ERROR_CAPTURED_EVENT|hipErrorStreamCapture\w+"
+)
+
+#: The CUDA runtime's and driver's own words for a device fault or a launch refused
+#: (``cudaGetErrorString``/``cuGetErrorString``, printed by torch's ``CUDA error: ...``, Triton's
+#: ``Triton Error [CUDA]: ...``, a library's own check macro with no prefix), for the errors whose
+#: wording is CUDA's alone; the ones that name another cause (out of memory, no device, an
+#: insufficient driver, an invalid device ordinal, stream capture) are in those causes' rules,
+#: ahead of this one. The libraries' status codes (cuBLAS, cuDNN, cuSPARSE, cuSOLVER, cuFFT,
+#: cuRAND, and ROCm's rocBLAS, hipBLAS(Lt), MIOpen) are the same family.
+_CUDA_RUNTIME_ERROR = (
+    r"invalid configuration argument|too many resources requested for launch"
+    r"|the launch timed out and was terminated|invalid device function|device kernel image is"
+    r" invalid|invalid resource handle|an illegal memory access was encountered|misaligned address"
+    r"|an illegal instruction was encountered|load or store instruction on an invalid program"
+    r" counter|warp illegal address|uncorrectable ECC error encountered|uncorrectable NVLink error"
+    r"|peer access is not supported between these two devices|peer access has not been enabled"
+    r"|unspecified launch failure|launch failed because kernel uses unsupported"
+    r"|an exception occurred on the device while executing a kernel"
+    r"|\bCU(BLAS|SPARSE|SOLVER|RAND)_STATUS_\w+|\bCUFFT_(INTERNAL_ERROR|EXEC_FAILED|SETUP_FAILED"
+    r"|INVALID_\w+)\b|\b(cublas|cusparse|cusolver|cufft|curand|cuDNN|cudnn) error\b"
+    r"|\b(HIPBLAS|HIPBLASLT|HIPSPARSE|HIPSOLVER|ROCBLAS)_STATUS_\w+|\brocblas_status_(?!success)\w+"
+    r"|\bmiopenStatus(?!Success)\w+|\bhipblasLt\w* (failed|error)"
+)
+
+#: NCCL's own words for its result codes (``ncclGetErrorString``: ``unhandled system error (run
+#: with NCCL_DEBUG=INFO for details)``, ``remote process exited or there was a network error``),
+#: torch's c10d explanations of them and of its communicators (``NCCL communicator was aborted
+#: on rank``), its rendezvous store (TCPStore's ``The client socket has timed out after ...
+#: while trying to connect to``, a store-based barrier timed out, torchelastic's ``Rendezvous*``
+#: errors), and Gloo, torch's CPU collective backend (``Gloo connectFullMesh failed``, its
+#: ``[enforce fail at .../gloo/...]`` checks): a collective or its rendezvous failing, as NCCL's
+#: own errors are. Gloo's transport errors (``[.../gloo/transport/tcp/pair.cc:N] Connection reset
+#: by peer``) are placed by their frames (:mod:`.placement`), not here.
+_COLLECTIVE_FAILED = (
+    r"unhandled (cuda|system) error \(run with NCCL_DEBUG|invalid (argument|usage) \(run with"
+    r" NCCL_DEBUG|please report this issue to the NCCL developers|remote process exited or there"
+    r" was a network error|nccl(UnhandledCudaError|SystemError|InternalError|InvalidArgument"
+    r"|InvalidUsage|RemoteError|Timeout)\b|NCCL communicator was aborted|\bNCCL_ERROR_\w+"
+    r"|The client socket has (timed out after|failed to connect to)"
+    r"|Timed out initializing process group in store based barrier"
+    r"|\bRendezvous(Timeout|Connection|Closed|State)?Error\b|torch\.distributed\.DistError\b"
+    r"|\bGloo connectFullMesh failed|connectFullMesh failed|\[enforce fail at [^\]]*\bgloo/"
+    r"|(?i:\bgloo (\w+ )?(error|exception)\b)"
+)
+
+#: Triton's compile failing (``triton.compiler.errors.CompilationError`` and its subclasses,
+#: ``triton.runtime.errors.PTXASError``, the older ``Internal Triton PTX codegen error`` and
+#: ``` `ptxas` failed with error code```), ``ptxas``' and ``nvcc``'s own error lines, ninja's
+#: report of a failed step, and torch.compile's (``torch._dynamo.exc.*``, ``torch._inductor.exc.*``:
+#: ``CppCompileError``, ``LoweringException``): a kernel compiled at first use did not build.
+#: Triton's ``OutOfResources`` is not here: a kernel that built but needs more than the GPU has
+#: is a CUDA error.
+_JIT_TOOLCHAIN_FAILED = (
+    r"\bPTXASError\b|\bPTXAS error\b|Internal Triton PTX codegen error|`ptxas` failed with"
+    r"|^ptxas (fatal|error) *: |\btriton\.compiler\.errors\.\w+|\bCompileTimeAssertionFailure\b"
+    r"|\bUnsupportedLanguageConstruct\b|\btorch\._(dynamo|inductor)\.exc\.\w+"
+    r"|\b(CppCompileError|CUDACompileError|LoweringException|InvalidCxxCompiler"
+    r"|InternalTorchDynamoError)\b"
+    r"|\.(cu|cuh|cpp|cc|h|hpp)\(\d+\): (catastrophic )?error: |\d+ errors? detected in the"
+    r" compilation of |\bninja: build stopped: subcommand failed|^FAILED: \S+\.o\b"
+)
+
 #: (pattern, cause) for lines that mean the server will not come up, most specific first: when
 #: several lines match, the earliest rule wins (a CUDA-graph capture that ran out of memory is a
 #: capture failure; an NCCL watchdog that reports a CUDA error is a CUDA error). The patterns are
@@ -275,10 +350,14 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for p, reason in (
         (r"Not enough memory\. Please try to increase --mem-fraction-static", "out of memory"),
         (r"(?i:capture cuda graph failed|cuda graph capture failed)", "CUDA graph capture"),
+        (_CAPTURE_ERROR, "CUDA graph capture"),
         (
             r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|runs out of memory"
             r"|\[Errno 12\] Cannot allocate memory|std::bad_alloc|Unable to allocate \d"
             r"|^MemoryError\b|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation"
+            r"|\bCU(SPARSE|SOLVER|DNN)_STATUS_ALLOC_FAILED|\bCUFFT_ALLOC_FAILED"
+            r"|(?i:\b(cuda|hip)( driver)? error:? out of memory\b)"
+            r"|Error \[(CUDA|HIP)\]: out of memory"
             r"|Cuda failure '?out of memory|(?i:not enough (gpu |cuda |device )?memory)"
             r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
             r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|hipErrorOutOfMemory"
@@ -292,12 +371,14 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "bad flag",
         ),
         (
-            r"ddress already in use|error while attempting to bind on address|\[Errno 98\]",
+            r"ddress already in use|error while attempting to bind on address|\[Errno 98\]"
+            r"|\bEADDRINUSE\b",
             "port in use",
         ),
         (
             r"GatedRepoError|access a gated repo|Cannot access gated repo|401 Client Error"
-            r"|Invalid (credentials|username or password)",
+            r"|Invalid (credentials|username or password)|DisabledRepoError|403 Client Error"
+            r"|Access to model \S+ is restricted",
             "model access denied",
         ),
         (
@@ -306,7 +387,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|does not appear to have a file named config\.json|LocalEntryNotFoundError"
             r"|Can't load the configuration of|Incorrect path_or_model_id"
             r"|No such file or directory: '\S*config\.json'"
-            r"|EntryNotFoundError|RevisionNotFoundError"
+            r"|EntryNotFoundError|RevisionNotFoundError|OfflineModeIsEnabled"
             r"|does not appear to have a file named (?!\S*(tokenizer|\.bin\b|\.safetensors\b))"
             r"|config file at .* is not a valid JSON file"
             rf"|{_NOT_A_REPO_ID}",
@@ -334,6 +415,10 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"driver on your system is too old|CUDA driver version is insufficient"
             r"|cudaErrorInsufficientDriver|hipErrorInsufficientDriver"
+            r"|the provided PTX was compiled with an unsupported toolchain"
+            r"|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+            r"|forward compatibility was attempted on non supported HW"
+            r"|cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"
             r"|(?i:\b(hip|rocm|npu|cann|xpu) driver (version )?is (insufficient|too old)\b)",
             "driver too old",
         ),
@@ -344,7 +429,10 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|No \w+ GPUs are available|CUDA unknown error|available devices to be zero"
             r"|could not select device driver|nvidia-container-cli: .*error"
             r"|unknown or invalid runtime name: nvidia|Driver/library version mismatch"
-            r"|busy or unavailable|cudaErrorDevicesUnavailable"
+            r"|busy or unavailable|cudaErrorDevicesUnavailable|no CUDA-capable device is detected"
+            r"|CUDA_ERROR_NO_DEVICE|ProcessGroupNCCL is only supported with GPUs"
+            r"|CUDA driver initialization failed, you might not have a CUDA gpu"
+            r"|system has unsupported display driver / cuda driver combination"
             r"|(?i:\bno (cuda|hip|rocm|npu|xpu|musa|mlu|gpu|accelerator) devices? "
             r"(are |is |were |was )?(available|found|detected)\b)"
             r"|CUDA_HOME environment variable is not set|(?i:\bno CUDA (installation|toolkit)"
@@ -362,7 +450,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|: fatal error: |^compilation terminated\.$|CompilationError"
             r"|^LLVM ERROR: |PassManager::run failed|(mlir|llvm|triton)::.*\bAssertion [`']"
             r"|CalledProcessError: Command '\[?'?\S*\b(gcc|g\+\+|cc|c\+\+|clang|nvcc|hipcc|ninja)'"
-            r"|BackendCompilerFailed|InductorError"
+            rf"|BackendCompilerFailed|InductorError|{_JIT_TOOLCHAIN_FAILED}"
             rf"|{_KERNEL_COMPILER_FAILED}",
             "JIT compile failed",
         ),
@@ -375,7 +463,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|is not compatible with the current PyTorch installation|Error \[CUDA\]: "
             r"|\bCUDA_ERROR_\w+|HIP error: |\bhipError\w+"
             r"|(?i:\bout of resources?\b|OutOfResources|too many resources requested)"
-            rf"|{_CHECK_MACRO_FAILED}|{_OTHER_ACCELERATOR_ERROR}",
+            rf"|{_CUDA_RUNTIME_ERROR}|{_CHECK_MACRO_FAILED}|{_OTHER_ACCELERATOR_ERROR}",
             "CUDA error",
         ),
         (
@@ -383,7 +471,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|nccl(UnhandledCuda|System|Internal|InvalidUsage|RemoteError)"
             r"|DistStoreError|DistNetworkError|ProcessGroupNCCL\S* .*(timed out|Timeout)"
             r"|\bHccl\w+ failed|\bHCCL_E_\w+|failure detected by watchdog"
-            r"|\[E\d{4} [\d:.]+ (\d+ )?ProcessGroup(NCCL|Gloo)\b",
+            r"|\[E\d{4} [\d:.]+ (\d+ )?ProcessGroup(NCCL|Gloo)\b"
+            rf"|{_COLLECTIVE_FAILED}",
             "NCCL",
         ),
         (r"(?i)\bwatchdog timeout\b", "watchdog timeout"),
@@ -393,13 +482,19 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|Error while deserializing header"
             r"|does not appear to have a file named \S+\.(bin|safetensors)"
             r"|(?i:checkpoint) .*(is )?(corrupt|truncated)|MetadataIncompleteBuffer"
-            r"|Error\(s\) in loading state_dict|size mismatch for \w",
+            r"|Error\(s\) in loading state_dict|size mismatch for \w"
+            r"|File does not contain tensor \S|\bHeaderTooLarge\b|\bInvalidHeaderDeserialization\b"
+            r"|PytorchStreamReader failed|Weights only load failed"
+            r"|Unable to load weights from pytorch checkpoint file"
+            r"|Error no file named \S+.{0,200}? found in directory",
             "model loading",
         ),
         (
             r"Error loading tokenizer|Can't load tokenizer|(?i:tokenizer).* (is )?(invalid|corrupt)"
             r"|data did not match any variant of untagged enum|PyPreTokenizerTypeWrapper"
-            r"|EOF while parsing|Failed to load tokenizer",
+            r"|EOF while parsing|Failed to load tokenizer"
+            r"|Couldn't instantiate the backend tokenizer|Tokenizer class \w+ does not exist"
+            r"|could not parse ModelProto from|Not found: \"\S*tokenizer\.model\"",
             "tokenizer",
         ),
         (
@@ -421,6 +516,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|compiled with different CUDA (major )?versions|operator \S+::\S+ does not exist"
             r"|No matching distribution found for|Could not find a version that satisfies"
             r"|ResolutionImpossible|Failed building wheel for|exec format error"
+            r"|Please make sure you have `\w+` installed in order to use this tokenizer"
             rf"|{_KERNEL_OP_MISMATCH}",
             "broken install",
         ),
@@ -429,7 +525,11 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|We couldn't connect to|Network is unreachable|ConnectTimeout|ConnectionRefusedError"
             r"|ReadTimeoutError|SSLError|ProxyError|Cannot assign requested address"
             r"|429 Client Error|Too Many Requests|\b50[0234] Server Error"
-            r"|Connection error, and we cannot find the requested files",
+            r"|Connection error, and we cannot find the requested files"
+            r"|\bhttpx\.(ConnectError|ReadTimeout|WriteTimeout|PoolTimeout|ReadError|RemoteProtocolError"
+            r"|NetworkError|TimeoutException)\b|\brequests\.exceptions\.(ConnectionError|ReadTimeout"
+            r"|Timeout|ChunkedEncodingError)\b|Read timed out|Name or service not known"
+            r"|No route to host|\bNameResolutionError\b",
             "network",
         ),
         (_KILLED, "killed"),

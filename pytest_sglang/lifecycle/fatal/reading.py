@@ -66,12 +66,15 @@ _IGNORED = re.compile(
 )
 #: A line that only warns: the server goes on without a feature, and says why (``multimem
 #: all-gather disabled (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling
-#: back to ...``), or a kernel or backend says it does not support this GPU
-#: (:data:`.patterns._GPU_REFUSAL`: SGLang logs that when it picks another kernel by itself).
+#: back to ...``, a line that says how ``to silence this warning``: SGLang's ``Setup Custom
+#: allreduce failed with CUDART error: peer access is not supported ...``), or a kernel or
+#: backend says it does not support this GPU (:data:`.patterns._GPU_REFUSAL`: SGLang logs that
+#: when it picks another kernel by itself).
 #: Never a cause, whatever it quotes, unless it is raised: the same words on an exception line or
 #: the lines continuing it are the start's refusal, and are read.
 _WARNING_ONLY = re.compile(
-    r"(?i:\b(?:disabled|skipped|skipping|falling back|fall back)\b\s*(?:\(|because\b|since\b))"
+    r"(?i:\b(?:disabled|skipped|skipping|falling back|fall back)\b\s*(?:\(|because\b|since\b)"
+    r"|\bto silence this warning\b)"
     rf"|{_GPU_REFUSAL}"
 )
 
