@@ -69,6 +69,39 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"server_args\.py|arg_groups|model_config\.py"), "invalid config"),
 )
 
+#: Which library's code raised an exception no rule or hint above names, by the package of its
+#: frames: the second reading, after :data:`_FRAME_HINTS` and the types. A phase the frames or
+#: the milestones name (CUDA-graph capture, weight loading) outranks it, as it outranks a CUDA
+#: error: the library's failure is how that phase failed.
+_PACKAGE_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # a kernel being compiled at first use: Triton's compiler and its backends' compile steps
+    # (not its runtime, through which every launch passes), the launcher stub Triton builds with
+    # a C compiler, torch's extension builder and Inductor's compile steps (not the compiled
+    # code it runs), and the JIT builders of FlashInfer, tvm-ffi, DeepGEMM and SGLang's own
+    # ``jit_kernel``
+    (
+        re.compile(
+            r"/triton/(compiler/|backends/\w+/compiler\.py|runtime/build\.py)"
+            r"|torch/utils/cpp_extension\.py|torch/_inductor/(codecache|compile_fx|async_compile"
+            r"|cpp_builder|lowering|graph|scheduler)\.py|torch/_inductor/codegen/"
+            r"|/(flashinfer/jit|tvm_ffi/cpp|deep_gemm/jit|sglang/jit_kernel)/"
+        ),
+        "JIT compile failed",
+    ),
+    # a process group or its rendezvous being set up, or a collective or barrier run by torch's
+    # c10d or SGLang's NCCL binding (not the rest of torch.distributed, nor SGLang's own
+    # parallel-state bookkeeping: a fault there is the code's)
+    (
+        re.compile(
+            r"torch/distributed/(rendezvous\.py|elastic/rendezvous/|distributed_c10d\.py\", line"
+            r" \d+, in (init_process_group|_new_process_group_helper|new_group|_store_based_barrier"
+            r"|barrier|monitored_barrier|all_reduce|all_gather\w*|broadcast\w*|reduce_scatter\w*"
+            r"|send|recv)\b)|device_communicators/pynccl(_wrapper)?\.py"
+        ),
+        "NCCL",
+    ),
+)
+
 #: A frame of a module's top level: two of them of different files in one traceback (the entry
 #: point's own, and one it imports) mean the exception was raised while importing, so the
 #: installed packages, not the config, are at fault (one script's own ``raise e`` at its top
@@ -213,10 +246,12 @@ def _placed(texts: Sequence[str], index: int) -> str:
     install; then by what its type says where its frames agree (:data:`_TYPE_CAUSES`); a refusal
     that says it is about the quantization or model config is an invalid config wherever it was
     raised; a lost peer in collective code is NCCL; else by the innermost frame a hint knows;
+    else, outside a named phase, by the library whose code raised it (:data:`_PACKAGE_HINTS`);
     else SGLang's own refusal by its type (:func:`_refusal`); else by the phase the start was
     in (weight loading, CUDA-graph capture); else a crash."""
     if _FAULTHANDLER.match(texts[index]):
-        return _hinted(_fault_frames(texts, index)) or "crashed"
+        fault = _fault_frames(texts, index)
+        return _hinted(fault) or _package_hinted(fault) or "crashed"
     text, frames = texts[index], _frames_above(texts, index)
     modules = {m.group("path") for frame in frames if (m := _MODULE_FRAME.search(frame))}
     if len(modules) >= 2:
@@ -232,12 +267,14 @@ def _placed(texts: Sequence[str], index: int) -> str:
         return "broken install"
     if _NOT_IMPLEMENTED.match(text):
         return _not_implemented(texts, index, frames)
-    return (
-        _hinted(frames, bool(_REFUSAL_TYPE.match(text)))
-        or _refusal(texts, index, frames)
-        or _phase_cause(texts, index)
-        or "crashed"
-    )
+    hinted = _hinted(frames, bool(_REFUSAL_TYPE.match(text)))
+    if hinted is not None:
+        return hinted
+    phase = _phase_cause(texts, index)
+    package = _package_hinted(frames)
+    if package is not None and phase is None:
+        return package
+    return _refusal(texts, index, frames) or phase or "crashed"
 
 
 #: A ``NotImplementedError``: the code path the start took is not written.
@@ -331,4 +368,15 @@ def _hinted(frames: Sequence[str], refusal: bool = True) -> str | None:
         for pattern, reason in _FRAME_HINTS:
             if pattern.search(frame) and (refusal or depth == 0 or reason != "invalid config"):
                 return reason
+    return None
+
+
+def _package_hinted(frames: Sequence[str]) -> str | None:
+    """What the innermost frame of a library :data:`_PACKAGE_HINTS` knows says the failure is
+    (frames innermost first): the library whose code failed, when no frame names a phase."""
+    for frame in frames:
+        if frame.lstrip().startswith('File "'):
+            for pattern, reason in _PACKAGE_HINTS:
+                if pattern.search(frame):
+                    return reason
     return None

@@ -23,7 +23,7 @@ from .patterns import (
     _NEVER_READY_RULE,
     FATAL_PATTERNS,
 )
-from .placement import _hinted, _most_specific_link
+from .placement import _hinted, _most_specific_link, _package_hinted
 from .tracebacks import (
     _EMPTY_MESSAGE,
     _EXCEPTION,
@@ -44,7 +44,11 @@ from .tracebacks import (
 #: a CUDA error raised inside CUDA-graph capture is a capture failure (SGLang's own headline
 #: says so when it prints one); a connection error in the warmup thread is the warmup failing
 #: (its request went to the server itself or a proxy in front of it, not to a download).
-_WHERE_IT_FAILED = {"CUDA error": "CUDA graph capture", "network": "warmup failed"}
+#: A connection refused or timed out under torch.distributed's frames is its rendezvous failing.
+_WHERE_IT_FAILED: dict[str, tuple[str, ...]] = {
+    "CUDA error": ("CUDA graph capture",),
+    "network": ("warmup failed", "NCCL"),
+}
 
 #: An exception group's own line (``ExceptionGroup: unhandled errors in a TaskGroup``): it names
 #: no cause, its sub-exceptions printed below it do.
@@ -208,8 +212,10 @@ def _refined(
         )
         if missing is not None:
             return "invalid config", f"{message} ({missing})"
-    elif reason in _WHERE_IT_FAILED and _hinted(frames) == _WHERE_IT_FAILED[reason]:
-        return _WHERE_IT_FAILED[reason], message  # as SGLang's own headline would name it
+    elif reason in _WHERE_IT_FAILED and (
+        (place := _hinted(frames) or _package_hinted(frames)) in _WHERE_IT_FAILED[reason]
+    ):
+        return place, message  # as SGLang's own headline would name it
     elif FATAL_PATTERNS[rule][0].pattern == _GPU_REFUSAL:
         chosen = _refused_choice(texts[start:index], [texts[index], *frames])
         if chosen is not None:
