@@ -271,12 +271,13 @@ _NATIVE_LAST_WORDS = (
 _CAPTURE_ERROR = (
     r"operation not permitted when stream is capturing|operation failed due to a previous error"
     r" during capture|operation would make the legacy stream depend on a capturing blocking stream"
-    r"|operation would result in a merge of separate capture sequences|capture sequence contains"
-    r" a fork that was not joined to the primary stream|dependency created on uncaptured work in"
-    r" another stream|the capture was not initiated in this stream|attempt to terminate a"
-    r" thread-local capture sequence from another thread|operation not permitted on an event last"
-    r" recorded in a capturing stream|cudaErrorStreamCapture\w+|cudaErrorCapturedEvent"
-    r"|CUDA_ERROR_STREAM_CAPTURE_\w+|CUDA_ERROR_CAPTURED_EVENT|hipErrorStreamCapture\w+"
+    r"|operation would result in a merge of separate capture sequences"
+    r"|capturing stream has unjoined work|dependency created on uncaptured work in another stream"
+    r"|capture was not (initiated in this stream|ended in the same stream as it began)"
+    r"|attempt to terminate a thread-local capture sequence from another thread"
+    r"|operation not permitted on an event last recorded in a capturing stream"
+    r"|cudaErrorStreamCapture\w+|cudaErrorCapturedEvent|CUDA_ERROR_STREAM_CAPTURE_\w+"
+    r"|CUDA_ERROR_CAPTURED_EVENT|hipErrorStreamCapture\w+|hipErrorCapturedEvent"
 )
 
 #: The CUDA runtime's and driver's own words for a device fault or a launch refused
@@ -290,15 +291,15 @@ _CUDA_RUNTIME_ERROR = (
     r"invalid configuration argument|too many resources requested for launch"
     r"|the launch timed out and was terminated|invalid device function|device kernel image is"
     r" invalid|invalid resource handle|an illegal memory access was encountered|misaligned address"
-    r"|an illegal instruction was encountered|load or store instruction on an invalid program"
-    r" counter|warp illegal address|uncorrectable ECC error encountered|uncorrectable NVLink error"
+    r"|an illegal instruction was encountered|invalid program counter|hardware stack error"
+    r"|uncorrectable ECC error encountered|uncorrectable NVLink error"
     r"|peer access is not supported between these two devices|peer access has not been enabled"
-    r"|unspecified launch failure|launch failed because kernel uses unsupported"
-    r"|an exception occurred on the device while executing a kernel"
+    r"|unspecified launch failure|too many blocks in cooperative launch"
+    r"|limit is not supported on this architecture|launch failed because kernel uses unsupported"
     r"|\bCU(BLAS|SPARSE|SOLVER|RAND)_STATUS_\w+|\bCUFFT_(INTERNAL_ERROR|EXEC_FAILED|SETUP_FAILED"
     r"|INVALID_\w+)\b|\b(cublas|cusparse|cusolver|cufft|curand|cuDNN|cudnn) error\b"
     r"|\b(HIPBLAS|HIPBLASLT|HIPSPARSE|HIPSOLVER|ROCBLAS)_STATUS_\w+|\brocblas_status_(?!success)\w+"
-    r"|\bmiopenStatus(?!Success)\w+|\bhipblasLt\w* (failed|error)"
+    r"|\bmiopenStatus(?!Success)\w+"
 )
 
 #: NCCL's own words for its result codes (``ncclGetErrorString``: ``unhandled system error (run
@@ -324,13 +325,15 @@ _COLLECTIVE_FAILED = (
 
 #: Triton's compile failing (``triton.compiler.errors.CompilationError`` and its subclasses,
 #: ``triton.runtime.errors.PTXASError``, the older ``Internal Triton PTX codegen error`` and
-#: ``` `ptxas` failed with error code```), ``ptxas``' and ``nvcc``'s own error lines, ninja's
+#: ``` `ptxas` failed with error code```), the driver's own PTX JIT failing (``a PTX JIT
+#: compilation failed``), ``ptxas``' and ``nvcc``'s own error lines, ninja's
 #: report of a failed step, and torch.compile's (``torch._dynamo.exc.*``, ``torch._inductor.exc.*``:
 #: ``CppCompileError``, ``LoweringException``): a kernel compiled at first use did not build.
 #: Triton's ``OutOfResources`` is not here: a kernel that built but needs more than the GPU has
 #: is a CUDA error.
 _JIT_TOOLCHAIN_FAILED = (
     r"\bPTXASError\b|\bPTXAS error\b|Internal Triton PTX codegen error|`ptxas` failed with"
+    r"|a PTX JIT compilation failed|CUDA_ERROR_INVALID_PTX"
     r"|^ptxas (fatal|error) *: |\btriton\.compiler\.errors\.\w+|\bCompileTimeAssertionFailure\b"
     r"|\bUnsupportedLanguageConstruct\b|\btorch\._(dynamo|inductor)\.exc\.\w+"
     r"|\b(CppCompileError|CUDACompileError|LoweringException|InvalidCxxCompiler"
