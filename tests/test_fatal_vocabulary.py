@@ -1,0 +1,335 @@
+"""The libraries' own error vocabulary, named by the cause troubleshooting.md gives it.
+
+Each message is the library's own text (the source it comes from is named by its family), put in
+a small record of the kind an SGLang start leaves: a scheduler's traceback through SGLang's own
+code, the exception, the parent's ``Received sigquit``. The point is that a new wording of a known
+library lands in its category, not in the generic *crashed*.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sglang.lifecycle.journal import find_fatal
+
+SCHED = "[2026-12-05 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):"
+SIGQUIT = "[2026-12-05 10:00:01] Received sigquit from a child process. It usually means the child failed."
+
+
+def record(exception: str, *frames: str) -> list[str]:
+    """A failed start whose scheduler raised ``exception`` under ``frames`` (outermost first)."""
+    return [
+        SCHED,
+        '  File "/x/sglang/srt/managers/scheduler.py", line 3000, in run_scheduler_process',
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank)",
+        *frames,
+        exception,
+        "",
+        SIGQUIT,
+    ]
+
+
+def reason_of(exception: str, *frames: str) -> str | None:
+    """The cause the classifier names for ``record(exception, *frames)``."""
+    fatal = find_fatal(record(exception, *frames))
+    return None if fatal is None else fatal.reason
+
+
+# cudaGetErrorString / hipGetErrorString (the HIP runtime's table gives CUDA's spelling of each
+# hipError_t), printed by torch as ``CUDA error: <string>``, by Triton as ``Triton Error [CUDA]:``,
+# by a library's check macro with no prefix.
+CUDA_RUNTIME = [
+    "torch.AcceleratorError: CUDA error: invalid configuration argument",
+    "RuntimeError: CUDA error: too many resources requested for launch",
+    "RuntimeError: CUDA error: the launch timed out and was terminated",
+    "RuntimeError: invalid device function",
+    "RuntimeError: Triton Error [CUDA]: device kernel image is invalid",
+    "RuntimeError: invalid resource handle",
+    "RuntimeError: misaligned address",
+    "RuntimeError: an illegal instruction was encountered",
+    "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+    "RuntimeError: peer access is not supported between these two devices",
+    "RuntimeError: unspecified launch failure",
+    "RuntimeError: too many blocks in cooperative launch",
+    "RuntimeError: HIP error: invalid device function",
+    # cuBLAS / cuSPARSE / cuSOLVER / cuDNN statuses as torch reports them (ATen's CUDA checks)
+    "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( ... )`",
+    "RuntimeError: cusparse error: CUSPARSE_STATUS_INTERNAL_ERROR",
+    "RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in",
+    # ROCm's libraries
+    "RuntimeError: hipblaslt error: HIPBLAS_STATUS_NOT_SUPPORTED",
+    "RuntimeError: rocblas_status_internal_error",
+]
+
+
+@pytest.mark.parametrize("exception", CUDA_RUNTIME)
+def test_the_cuda_runtimes_own_error_strings_are_cuda_errors(exception: str) -> None:
+    assert reason_of(exception) == "CUDA error"
+
+
+# The same tables: the stream-capture errors (cudaErrorStreamCapture*, cudaErrorCapturedEvent).
+CAPTURE = [
+    "RuntimeError: CUDA error: operation not permitted when stream is capturing",
+    "RuntimeError: CUDA error: operation failed due to a previous error during capture",
+    "RuntimeError: capturing stream has unjoined work",
+    "RuntimeError: operation would make the legacy stream depend on a capturing blocking stream",
+    "RuntimeError: CUDA error: operation not permitted on an event last recorded in a capturing "
+    "stream",
+]
+
+
+@pytest.mark.parametrize("exception", CAPTURE)
+def test_a_stream_capture_error_is_a_capture_failure(exception: str) -> None:
+    assert reason_of(exception) == "CUDA graph capture"
+
+
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        # the runtime's strings that name another cause than a device fault
+        ("RuntimeError: CUDA error: no CUDA-capable device is detected", "no GPU"),
+        (
+            "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+            "no GPU",
+        ),
+        (
+            "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+            "driver too old",
+        ),
+        (
+            "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW",
+            "driver too old",
+        ),
+        ("RuntimeError: CUDA driver error: out of memory", "out of memory"),
+        ("RuntimeError: Triton Error [CUDA]: out of memory", "out of memory"),
+        ("RuntimeError: CUDA error: invalid device ordinal", "invalid config"),
+        # torch's ProcessGroupNCCL constructor (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp)
+        ("ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", "no GPU"),
+    ],
+)
+def test_runtime_strings_that_name_another_cause_keep_it(exception: str, reason: str) -> None:
+    assert reason_of(exception) == reason
+
+
+# ncclGetErrorString (NVIDIA/nccl), torch's c10d (NCCLUtils / ProcessGroupNCCL.cpp, socket.cpp,
+# distributed_c10d.py, torch.distributed.elastic.rendezvous.api), and Gloo as torch wraps it
+# (ProcessGroupGloo.cpp's ``Gloo connectFullMesh failed with ...``, gloo/common/logging.h's
+# ``[enforce fail at ...]``).
+COLLECTIVE = [
+    "RuntimeError: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    "RuntimeError: remote process exited or there was a network error",
+    "RuntimeError: internal error - please report this issue to the NCCL developers",
+    "RuntimeError: invalid usage (run with NCCL_DEBUG=WARN for details)",
+    "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 1. Original reason"
+    " for failure was: ...",
+    "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while "
+    "trying to connect to (10.0.0.1, 29500).",
+    "RuntimeError: Timed out initializing process group in store based barrier on rank 0, for key:"
+    " store_based_barrier_key:1 (world_size=2, num_workers_joined=1, timeout=0:30:00)",
+    "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+    "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+    "pair.cc:144] no error",
+    "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != "
+    "nullptr. Unable to find address for: eth0",
+]
+
+
+@pytest.mark.parametrize("exception", COLLECTIVE)
+def test_collective_and_rendezvous_failures_are_nccl(exception: str) -> None:
+    assert reason_of(exception) == "NCCL"
+
+
+def test_an_unknown_error_in_a_process_group_setup_or_collective_is_nccl() -> None:
+    """c10d's TCPStore and Gloo's transport raise in their own words (``Socket Timeout``, a
+    transport timeout); under ``init_process_group`` or a barrier, their frames say what failed.
+    A connection refused there is the rendezvous, not a download."""
+    setup = (
+        '  File "/x/sglang/srt/distributed/parallel_state.py", line 1200, in '
+        "init_distributed_environment",
+        "    torch.distributed.init_process_group(",
+        '  File "/x/torch/distributed/distributed_c10d.py", line 1500, in init_process_group',
+        "    store, rank, world_size = next(rendezvous_iterator)",
+    )
+    assert reason_of("RuntimeError: Socket Timeout", *setup) == "NCCL"
+    assert reason_of("ConnectionRefusedError: [Errno 111] Connection refused", *setup) == "NCCL"
+    barrier = (
+        '  File "/x/torch/distributed/distributed_c10d.py", line 4000, in barrier',
+        "    work.wait()",
+    )
+    timeout = (
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
+        "waiting 1800000ms for recv operation to complete"
+    )
+    assert reason_of(timeout, *barrier) == "NCCL"
+    # the same words with no such frame are not placed there
+    assert reason_of("RuntimeError: Socket Timeout") == "crashed"
+
+
+# Triton (python/triton/runtime/errors.py: PTXASError's ``PTXAS error: ...``; the older
+# ``Internal Triton PTX codegen error``; python/triton/compiler/errors.py), ptxas/nvcc/ninja's own
+# lines, torch.compile (torch/_dynamo/exc.py, torch/_inductor/exc.py), the driver's PTX JIT.
+JIT = [
+    "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error",
+    "RuntimeError: Internal Triton PTX codegen error: ",
+    "ptxas fatal   : Value 'sm_103a' is not defined for option 'gpu-name'",
+    "triton.compiler.errors.CompileTimeAssertionFailure: at 10:4:",
+    "torch._dynamo.exc.Unsupported: call_function BuiltinVariable(print) [ConstantVariable(str)] {}",
+    "torch._dynamo.exc.TorchRuntimeError: Failed running call_function <built-in function add>",
+    "torch._inductor.exc.CppCompileError: C++ compile error",
+    "torch._inductor.exc.LoweringException: AssertionError: ",
+    '/tmp/jit/kernel.cu(12): error: identifier "foo" is undefined',
+    '1 error detected in the compilation of "/tmp/jit/kernel.cu".',
+    "RuntimeError: ninja: build stopped: subcommand failed.",
+    "RuntimeError: CUDA error: a PTX JIT compilation failed",
+]
+
+
+@pytest.mark.parametrize("exception", JIT)
+def test_compilers_own_failures_are_jit_compile_failures(exception: str) -> None:
+    assert reason_of(exception) == "JIT compile failed"
+
+
+def test_tritons_out_of_resources_stays_a_cuda_error() -> None:
+    """troubleshooting.md: a kernel that needs more than the GPU has is a CUDA error."""
+    message = (
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 262144, "
+        "Hardware limit: 232448. Reducing block sizes or `num_stages` may help."
+    )
+    assert reason_of(message) == "CUDA error"
+
+
+def test_an_unknown_error_in_a_compilers_code_is_a_jit_compile_failure() -> None:
+    """Raised in Triton's compiler, torch's extension builder or a JIT builder, with no phase
+    that names it, an exception no rule knows is the compile failing."""
+    triton = (
+        '  File "/x/triton/compiler/compiler.py", line 300, in compile',
+        "    next_module = compile_ir(module, metadata)",
+    )
+    assert reason_of("KeyError: 'sm_120a'", *triton) == "JIT compile failed"
+    flashinfer = (
+        '  File "/x/flashinfer/jit/core.py", line 120, in build_and_load',
+        "    self.build(verbose)",
+    )
+    assert reason_of("subprocess.TimeoutExpired: Command 'ninja' timed out", *flashinfer) == (
+        "JIT compile failed"
+    )
+    # Triton's runtime, through which every launch passes, is no compiler
+    runtime = (
+        '  File "/x/sglang/srt/layers/attention/triton_ops/decode_attention.py", line 80, in f',
+        "    _fwd_kernel[grid](q, k)",
+        '  File "/x/triton/runtime/jit.py", line 330, in <lambda>',
+        "    return lambda *args, **kwargs: self.run(grid=grid, *args, **kwargs)",
+    )
+    assert reason_of("AttributeError: 'NoneType' object has no attribute 'stride'", *runtime) == (
+        "crashed"
+    )
+
+
+def test_a_phase_outranks_the_library_that_raised() -> None:
+    """Inside a CUDA-graph capture, an unknown error in Triton's compiler is how the capture
+    failed, as a CUDA error there is."""
+    lines = [
+        "[2026-12-05 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.",
+        *record(
+            "KeyError: 'sm_120a'",
+            '  File "/x/triton/compiler/compiler.py", line 300, in compile',
+            "    next_module = compile_ir(module, metadata)",
+        ),
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "CUDA graph capture"
+
+
+# huggingface_hub (src/huggingface_hub/errors.py), transformers (tokenization_utils_fast.py,
+# models/auto/tokenization_auto.py, modeling_utils.py), sentencepiece, safetensors, torch.load.
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        ("huggingface_hub.errors.DisabledRepoError: 403 Client Error.", "model access denied"),
+        (
+            "requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: "
+            "https://huggingface.co/api/models/org/model",
+            "model access denied",
+        ),
+        (
+            "huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach "
+            "https://huggingface.co/api/models/org/model: offline mode is enabled.",
+            "model not found",
+        ),
+        ("httpx.ConnectError: [Errno 111] Connection refused", "network"),
+        (
+            "requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='huggingface.co', port=443):"
+            " Read timed out. (read timeout=10)",
+            "network",
+        ),
+        ("socket.gaierror: [Errno -2] Name or service not known", "network"),
+        (
+            "ValueError: Couldn't instantiate the backend tokenizer from one of: (1) a `tokenizers` "
+            "library serialization file,",
+            "tokenizer",
+        ),
+        (
+            "ValueError: Tokenizer class LlamaTokenizerX does not exist or is not currently "
+            "imported.",
+            "tokenizer",
+        ),
+        (
+            "RuntimeError: Internal: could not parse ModelProto from /m/tokenizer.model",
+            "tokenizer",
+        ),
+        (
+            "ValueError: This tokenizer cannot be instantiated. Please make sure you have "
+            "`sentencepiece` installed in order to use this tokenizer.",
+            "broken install",
+        ),
+        (
+            "safetensors_rust.SafetensorError: File does not contain tensor "
+            "model.embed_tokens.weight",
+            "model loading",
+        ),
+        (
+            "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
+            "directory",
+            "model loading",
+        ),
+        (
+            "OSError: Error no file named pytorch_model.bin, model.safetensors, tf_model.h5, "
+            "model.ckpt.index or flax_model.msgpack found in directory /m.",
+            "model loading",
+        ),
+        (
+            "RuntimeError: The server socket has failed to listen on any local network address. "
+            "port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+            "port in use",
+        ),
+    ],
+)
+def test_the_hubs_and_loaders_words_name_their_cause(exception: str, reason: str) -> None:
+    assert reason_of(exception) == reason
+
+
+def test_a_warning_that_quotes_a_cuda_error_is_not_a_cause() -> None:
+    """SGLang goes on without custom all-reduce when peer access is missing, and says how to
+    silence the warning: the CUDA string it quotes is no failure."""
+    lines = [
+        "[2026-12-05 10:00:00 TP1] Setup Custom allreduce failed with CUDART error: peer access is "
+        "not supported between these two devices. To silence this warning, specify "
+        "--disable-custom-all-reduce explicitly.",
+        "[2026-12-05 10:00:05] The server is fired up and ready to roll!",
+    ]
+    assert find_fatal(lines) is None
+
+
+def test_a_code_fault_in_sglang_stays_a_crash() -> None:
+    """An ``AttributeError`` or ``TypeError`` in SGLang's own code names no library."""
+    frames = (
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 500, in init_memory_pool',
+        "    self.token_to_kv_pool.foo()",
+    )
+    assert reason_of(
+        "AttributeError: 'MHATokenToKVPool' object has no attribute 'foo'", *frames
+    ) == ("crashed")
+    assert reason_of(
+        "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'", *frames
+    ) == ("crashed")
