@@ -333,3 +333,47 @@ def test_a_code_fault_in_sglang_stays_a_crash() -> None:
     assert reason_of(
         "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'", *frames
     ) == ("crashed")
+
+
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        # torch's ProcessGroupNCCL.cpp: the store fetch of a communicator's id, the watchdog
+        (
+            "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving"
+            " ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got "
+            "error: Socket Timeout",
+            "NCCL",
+        ),
+        (
+            "RuntimeError: Some NCCL operations have failed or timed out. Due to the asynchronous "
+            "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete "
+            "data.",
+            "NCCL",
+        ),
+        # huggingface_hub's errors.py / utils/_http.py
+        (
+            "huggingface_hub.errors.GatedRepoError: 403 Client Error. Your request to access model"
+            " org/model is awaiting a review from the repo authors.",
+            "model access denied",
+        ),
+        (
+            "huggingface_hub.errors.LocalTokenNotFoundError: Token is required (`token=True`), but "
+            "no token found.",
+            "model access denied",
+        ),
+        # the HIP runtime's spellings (hipGetErrorString)
+        ("RuntimeError: HIP error: no ROCm-capable device is detected", "no GPU"),
+        (
+            "RuntimeError: HIP error: driver version is insufficient for runtime version",
+            "driver too old",
+        ),
+        # Triton's runtime/driver.py when no GPU driver is active
+        ("RuntimeError: 0 active drivers ([]). There should only be one.", "no GPU"),
+        # serde_json's errors, as the tokenizers library raises them reading tokenizer.json
+        ("Exception: expected value at line 1 column 1", "tokenizer"),
+        ("Exception: trailing characters at line 3 column 2", "tokenizer"),
+    ],
+)
+def test_more_of_the_libraries_words_name_their_cause(exception: str, reason: str) -> None:
+    assert reason_of(exception) == reason

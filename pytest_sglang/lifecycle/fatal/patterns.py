@@ -305,10 +305,12 @@ _CUDA_RUNTIME_ERROR = (
 #: NCCL's own words for its result codes (``ncclGetErrorString``: ``unhandled system error (run
 #: with NCCL_DEBUG=INFO for details)``, ``remote process exited or there was a network error``),
 #: torch's c10d explanations of them and of its communicators (``NCCL communicator was aborted
-#: on rank``), its rendezvous store (TCPStore's ``The client socket has timed out after ...
-#: while trying to connect to``, a store-based barrier timed out, torchelastic's ``Rendezvous*``
-#: errors), and Gloo, torch's CPU collective backend (``Gloo connectFullMesh failed``, its
-#: ``[enforce fail at .../gloo/...]`` checks): a collective or its rendezvous failing, as NCCL's
+#: on rank``, ``Some NCCL operations have failed or timed out``, its watchdog stuck or its
+#: heartbeat monitor timed out, a rank's ``ncclUniqueId`` not fetched from the store), its
+#: rendezvous store (TCPStore's ``The client socket has timed out after ... while trying to
+#: connect to``, a store-based barrier timed out, torchelastic's ``Rendezvous*`` errors), and
+#: Gloo, torch's CPU collective backend (``Gloo connectFullMesh failed``, its ``[enforce fail at
+#: .../gloo/...]`` checks): a collective or its rendezvous failing, as NCCL's
 #: own errors are. Gloo's transport errors (``[.../gloo/transport/tcp/pair.cc:N] Connection reset
 #: by peer``) are placed by their frames (:mod:`.placement`), not here.
 _COLLECTIVE_FAILED = (
@@ -321,6 +323,9 @@ _COLLECTIVE_FAILED = (
     r"|\bRendezvous(Timeout|Connection|Closed|State)?Error\b|torch\.distributed\.DistError\b"
     r"|\bGloo connectFullMesh failed|connectFullMesh failed|\[enforce fail at [^\]]*\bgloo/"
     r"|(?i:\bgloo (\w+ )?(error|exception)\b)"
+    r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store"
+    r"|Some NCCL operations have failed or timed out|ProcessGroupNCCL's watchdog got stuck"
+    r"|Heartbeat monitor timed out"
 )
 
 #: Triton's compile failing (``triton.compiler.errors.CompilationError`` and its subclasses,
@@ -381,7 +386,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"GatedRepoError|access a gated repo|Cannot access gated repo|401 Client Error"
             r"|Invalid (credentials|username or password)|DisabledRepoError|403 Client Error"
-            r"|Access to model \S+ is restricted",
+            r"|Access to model \S+ is restricted|is awaiting a review from the repo authors"
+            r"|Invalid user token|LocalTokenNotFoundError",
             "model access denied",
         ),
         (
@@ -422,6 +428,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
             r"|forward compatibility was attempted on non supported HW"
             r"|cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"
+            r"|^(\w+\.)*\w+: (HIP error: )?driver version is insufficient for runtime version"
             r"|(?i:\b(hip|rocm|npu|cann|xpu) driver (version )?is (insufficient|too old)\b)",
             "driver too old",
         ),
@@ -435,6 +442,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|busy or unavailable|cudaErrorDevicesUnavailable|no CUDA-capable device is detected"
             r"|CUDA_ERROR_NO_DEVICE|ProcessGroupNCCL is only supported with GPUs"
             r"|CUDA driver initialization failed, you might not have a CUDA gpu"
+            r"|no ROCm-capable device is detected|cudaErrorSystemDriverMismatch"
+            r"|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|CUDA_ERROR_SYSTEM_NOT_READY"
+            r"|\b0 active drivers \(\[\]\)\. There should only be one"
             r"|system has unsupported display driver / cuda driver combination"
             r"|(?i:\bno (cuda|hip|rocm|npu|xpu|musa|mlu|gpu|accelerator) devices? "
             r"(are |is |were |was )?(available|found|detected)\b)"
@@ -497,7 +507,10 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|data did not match any variant of untagged enum|PyPreTokenizerTypeWrapper"
             r"|EOF while parsing|Failed to load tokenizer"
             r"|Couldn't instantiate the backend tokenizer|Tokenizer class \w+ does not exist"
-            r"|could not parse ModelProto from|Not found: \"\S*tokenizer\.model\"",
+            r"|could not parse ModelProto from|Not found: \"\S*tokenizer\.model\""
+            r"|^Exception: (expected value|trailing characters|invalid type: .*|missing field `\w+`"
+            r"|unknown variant `.*|key must be a string|expected `[,:]` or `[}\]]`) at line \d+"
+            r" column \d+$",
             "tokenizer",
         ),
         (
