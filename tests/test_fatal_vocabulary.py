@@ -377,3 +377,28 @@ def test_a_code_fault_in_sglang_stays_a_crash() -> None:
 )
 def test_more_of_the_libraries_words_name_their_cause(exception: str, reason: str) -> None:
     assert reason_of(exception) == reason
+
+
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        # SGLang's (and vLLM's) Mooncake connector when its engine cannot start (an RDMA device)
+        ("RuntimeError: Mooncake Transfer Engine initialization failed.", "NCCL"),
+        # torch/backends/cudnn/__init__.py: another cuDNN loaded ahead of the bundled one
+        (
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 8, 0) "
+            "but found runtime version (9, 5, 1).",
+            "broken install",
+        ),
+        # torch/serialization.py on a host where CUDA is not available
+        (
+            "RuntimeError: Attempting to deserialize object on a CUDA device but "
+            "torch.cuda.is_available() is False. If you are running on a CPU-only machine, ...",
+            "no GPU",
+        ),
+    ],
+)
+def test_transfer_engines_and_torchs_own_setup_checks_name_their_cause(
+    exception: str, reason: str
+) -> None:
+    assert reason_of(exception) == reason

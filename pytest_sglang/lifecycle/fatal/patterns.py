@@ -310,9 +310,11 @@ _CUDA_RUNTIME_ERROR = (
 #: rendezvous store (TCPStore's ``The client socket has timed out after ... while trying to
 #: connect to``, a store-based barrier timed out, torchelastic's ``Rendezvous*`` errors), and
 #: Gloo, torch's CPU collective backend (``Gloo connectFullMesh failed``, its ``[enforce fail at
-#: .../gloo/...]`` checks): a collective or its rendezvous failing, as NCCL's
-#: own errors are. Gloo's transport errors (``[.../gloo/transport/tcp/pair.cc:N] Connection reset
-#: by peer``) are placed by their frames (:mod:`.placement`), not here.
+#: .../gloo/...]`` checks), and the KV-transfer engines of a disaggregated start (Mooncake's
+#: ``Transfer Engine initialization failed``, NIXL's ``NIXL_ERR_*`` statuses): a collective, its
+#: rendezvous or the ranks' transfer link failing, as NCCL's own errors are. Gloo's transport
+#: errors (``[.../gloo/transport/tcp/pair.cc:N] Connection reset by peer``) are placed by their
+#: frames (:mod:`.placement`), not here.
 _COLLECTIVE_FAILED = (
     r"unhandled (cuda|system) error \(run with NCCL_DEBUG|invalid (argument|usage) \(run with"
     r" NCCL_DEBUG|please report this issue to the NCCL developers|remote process exited or there"
@@ -325,7 +327,8 @@ _COLLECTIVE_FAILED = (
     r"|(?i:\bgloo (\w+ )?(error|exception)\b)"
     r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store"
     r"|Some NCCL operations have failed or timed out|ProcessGroupNCCL's watchdog got stuck"
-    r"|Heartbeat monitor timed out"
+    r"|Heartbeat monitor timed out|(?i:\bmooncake transfer engine initiali[sz]ation failed)"
+    r"|\bNIXL_ERR_\w+"
 )
 
 #: Triton's compile failing (``triton.compiler.errors.CompilationError`` and its subclasses,
@@ -445,6 +448,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|no ROCm-capable device is detected|cudaErrorSystemDriverMismatch"
             r"|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|CUDA_ERROR_SYSTEM_NOT_READY"
             r"|\b0 active drivers \(\[\]\)\. There should only be one"
+            r"|Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\)"
             r"|system has unsupported display driver / cuda driver combination"
             r"|(?i:\bno (cuda|hip|rocm|npu|xpu|musa|mlu|gpu|accelerator) devices? "
             r"(are |is |were |was )?(available|found|detected)\b)"
@@ -533,6 +537,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|No matching distribution found for|Could not find a version that satisfies"
             r"|ResolutionImpossible|Failed building wheel for|exec format error"
             r"|Please make sure you have `\w+` installed in order to use this tokenizer"
+            r"|cuDNN version incompatibility"
             rf"|{_KERNEL_OP_MISMATCH}",
             "broken install",
         ),
