@@ -549,8 +549,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|Connection error, and we cannot find the requested files"
             r"|\bhttpx\.(ConnectError|ReadTimeout|WriteTimeout|PoolTimeout|ReadError|RemoteProtocolError"
             r"|NetworkError|TimeoutException)\b|\brequests\.exceptions\.(ConnectionError|ReadTimeout"
-            r"|Timeout|ChunkedEncodingError)\b|Read timed out|Name or service not known"
-            r"|No route to host|\bNameResolutionError\b",
+            r"|Timeout|ChunkedEncodingError)\b|Read timed out\. \(read timeout="
+            r"|Name or service not known|No route to host|\bNameResolutionError\b",
             "network",
         ),
         (_KILLED, "killed"),
