@@ -101,10 +101,28 @@ HELD_OUT_CLEAN_8 = (13, 20)
 #: families were fixed (they never saw it); its expectations were committed before the classifier
 #: read it. Measured once with the rules frozen (commit "Failure classifier rules frozen for the
 #: ninth fresh batch"): 12 of 21 causes named (57%), under the 90% target (misses in the README).
-#: No rule has been changed for it: it is still clean.
+#: The libraries' vocabulary (README) was then written with three of its misses as examples of
+#: the gaps to close: four of its cases are named since (16/21), so it is tainted; the floor stays
+#: the clean figure.
 NINTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh9_")]
 HELD_OUT_CLEAN_9 = (12, 21)
-FRESH = ("fresh2_", "fresh3_", "fresh4_", "fresh5_", "fresh6_", "fresh7_", "fresh8_", "fresh9_")
+#: The tenth fresh batch (``fresh10_*``, README), collected blind while the libraries' vocabulary
+#: was written (it never saw this batch); its expectations were committed before the classifier
+#: read it. Measured once with the rules frozen (commit "Failure classifier rules frozen for the
+#: tenth fresh batch"): 7 of 20 causes named (35%), under the 90% target (misses in the README).
+TENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh10_")]
+HELD_OUT_CLEAN_10 = (7, 20)
+FRESH = (
+    "fresh2_",
+    "fresh3_",
+    "fresh4_",
+    "fresh5_",
+    "fresh6_",
+    "fresh7_",
+    "fresh8_",
+    "fresh9_",
+    "fresh10_",
+)
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
 #: The batches whose misses have been read as families (README): every case of them is named,
 #: but for those listed in :data:`LABELLED_OTHERWISE`. A batch joins only after its clean
@@ -156,7 +174,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
     assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20 and len(SEVENTH_BATCH) >= 19
-    assert len(EIGHTH_BATCH) >= 20 and len(NINTH_BATCH) >= 20
+    assert len(EIGHTH_BATCH) >= 20 and len(NINTH_BATCH) >= 20 and len(TENTH_BATCH) >= 20
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
@@ -172,14 +190,15 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
     third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
     sixth, seventh, eighth = figure(SIXTH_BATCH), figure(SEVENTH_BATCH), figure(EIGHTH_BATCH)
-    ninth = figure(NINTH_BATCH)
+    ninth, tenth = figure(NINTH_BATCH), figure(TENTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
         f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch), "
         f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch), "
         f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch), "
-        f"{eighth[0]}/{eighth[1]} (eighth batch), {ninth[0]}/{ninth[1]} (ninth batch) "
+        f"{eighth[0]}/{eighth[1]} (eighth batch), {ninth[0]}/{ninth[1]} (ninth batch), "
+        f"{tenth[0]}/{tenth[1]} (tenth batch) "
         f"(missed: {misses})"
     )
     print(report)
@@ -194,6 +213,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert seventh[0] / seventh[1] >= HELD_OUT_CLEAN_7[0] / HELD_OUT_CLEAN_7[1], report
     assert eighth[0] / eighth[1] >= HELD_OUT_CLEAN_8[0] / HELD_OUT_CLEAN_8[1], report
     assert ninth[0] / ninth[1] >= HELD_OUT_CLEAN_9[0] / HELD_OUT_CLEAN_9[1], report
+    assert tenth[0] / tenth[1] >= HELD_OUT_CLEAN_10[0] / HELD_OUT_CLEAN_10[1], report
 
 
 FAMILY_READ = [case for case in HELD_OUT if case["file"].startswith(READ_AS_FAMILIES)]

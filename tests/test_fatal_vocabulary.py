@@ -402,3 +402,64 @@ def test_transfer_engines_and_torchs_own_setup_checks_name_their_cause(
     exception: str, reason: str
 ) -> None:
     assert reason_of(exception) == reason
+
+
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        # c10d's collective fingerprint check (TORCH_DISTRIBUTED_DEBUG=DETAIL):
+        # torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp
+        ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running", "NCCL"),
+        # SGLang's own check of torch against the cuDNN it loads (server_args.py)
+        ("RuntimeError: PyTorch 2.9.1 & CuDNN Compatibility Issue Detected", "broken install"),
+        # a GPU refused in "not available" words (a quantization kernel for an older GPU)
+        ("RuntimeError: FP4 is not available on this device", "invalid config"),
+        # rocBLAS without the Tensile kernels of this GPU's arch (rocBLAS's own message)
+        (
+            "RuntimeError: rocBLAS error: Cannot read TensileLibrary_lazy_gfx90a.dat",
+            "broken install",
+        ),
+    ],
+)
+def test_wordings_of_c10d_sglangs_checks_and_rocblas_name_their_cause(
+    exception: str, reason: str
+) -> None:
+    assert reason_of(exception) == reason
+
+
+def test_a_launchers_own_error_line_is_the_cause_and_a_native_argument_refused_is_the_config() -> (
+    None
+):
+    """sglang-router's launcher logs its failure and exits, with no traceback: that line is the
+    cause, and PyO3's refusal of a value for a Rust function's argument is the config's value."""
+    lines = [
+        "$ python -m sglang_router.launch_router",
+        "[Router (Python)] 2025-01-09 00:28:10 - ERROR - Error starting router: argument"
+        " 'worker_urls': 'NoneType' object cannot be converted to 'Sequence'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+    lines[1] = "[Router (Python)] 2025-01-09 00:28:10 - ERROR - Error starting router: bad things"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed" and "bad things" in fatal.line
+    # the same words at info level, or about something else, are not a failed start
+    assert find_fatal(["[Router] - INFO - Error starting router is retried"]) is None
+
+
+def test_the_last_words_before_a_summary_the_parent_raises_itself() -> None:
+    """``RuntimeError: Rank 0 scheduler is dead`` ends the parent's own traceback: the native
+    library's line printed just before that traceback began is the cause."""
+    lines = [
+        "[2025-03-14 08:20:20 TP0] Load weight begin. avail mem=63.72 GB",
+        "Error: the device's kernel library could not be read.",
+        "Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/launch_server.py", line 14, in <module>',
+        "    launch_server(server_args)",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/entrypoints/engine.py", line 612, in'
+        " _launch_subprocesses",
+        "    raise RuntimeError(",
+        "RuntimeError: Rank 0 scheduler is dead. Please check if there are relevant logs.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "crashed"
+    assert "kernel library could not be read" in fatal.line

@@ -31,7 +31,8 @@ _KILLED = (
 _GPU_REFUSAL = (
     r"(?i:\bunsupported (gpu |cuda |sm |device |compute )?arch(?!itectures?:)"
     r"|\bunsupported (gpu|device|sm( version)?|compute capability)\b"
-    r"|\bnot supported (on|for) (this |the current |your |the )?(gpus?|device|sm_?\d+\w*"
+    r"|\bnot (supported|available) (on|for) (this |the current |your |the )?"
+    r"(gpus?|device|sm_?\d+\w*"
     r"|arch\w*|compute capability|[\w-]+ gpus?)\b"
     r"|\brequires? .*\b(compute capability|sm_?\d{2,3}\w?\b|sm ?\d{2,3}\+?(?!\w)"
     r"|(hopper|blackwell|ampere|ada)\b)"
@@ -309,12 +310,13 @@ _CUDA_RUNTIME_ERROR = (
 #: heartbeat monitor timed out, a rank's ``ncclUniqueId`` not fetched from the store), its
 #: rendezvous store (TCPStore's ``The client socket has timed out after ... while trying to
 #: connect to``, a store-based barrier timed out, torchelastic's ``Rendezvous*`` errors), and
-#: Gloo, torch's CPU collective backend (``Gloo connectFullMesh failed``, its ``[enforce fail at
-#: .../gloo/...]`` checks), and the KV-transfer engines of a disaggregated start (Mooncake's
-#: ``Transfer Engine initialization failed``, NIXL's ``NIXL_ERR_*`` statuses): a collective, its
-#: rendezvous or the ranks' transfer link failing, as NCCL's own errors are. Gloo's transport
-#: errors (``[.../gloo/transport/tcp/pair.cc:N] Connection reset by peer``) are placed by their
-#: frames (:mod:`.placement`), not here.
+#: c10d's check that the ranks call the same collectives (``Detected mismatch between collectives on
+#: ranks``, with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``), Gloo, torch's CPU collective backend (``Gloo
+#: connectFullMesh failed``, its ``[enforce fail at .../gloo/...]`` checks), and the KV-transfer
+#: engines of a disaggregated start (Mooncake's ``Transfer Engine initialization failed``, NIXL's
+#: ``NIXL_ERR_*`` statuses): a collective, its rendezvous or the ranks' transfer link failing, as
+#: NCCL's own errors are. Gloo's transport errors (``[.../gloo/transport/tcp/pair.cc:N] Connection
+#: reset by peer``) are placed by their frames (:mod:`.placement`), not here.
 _COLLECTIVE_FAILED = (
     r"unhandled (cuda|system) error \(run with NCCL_DEBUG|invalid (argument|usage) \(run with"
     r" NCCL_DEBUG|please report this issue to the NCCL developers|remote process exited or there"
@@ -327,6 +329,7 @@ _COLLECTIVE_FAILED = (
     r"|(?i:\bgloo (\w+ )?(error|exception)\b)"
     r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store"
     r"|Some NCCL operations have failed or timed out|ProcessGroupNCCL's watchdog got stuck"
+    r"|Detected mismatch between collectives on ranks"
     r"|Heartbeat monitor timed out|(?i:\bmooncake transfer engine initiali[sz]ation failed)"
     r"|\bNIXL_ERR_\w+"
 )
@@ -348,6 +351,24 @@ _JIT_TOOLCHAIN_FAILED = (
     r"|InternalTorchDynamoError)\b"
     r"|\.(cu|cuh|cpp|cc|h|hpp)\(\d+\): (catastrophic )?error: |\d+ errors? detected in the"
     r" compilation of |\bninja: build stopped: subcommand failed|^FAILED: \S+\.o\b"
+)
+
+#: A value handed to a native (Rust, through PyO3) function's argument that does not fit it
+#: (``argument 'worker_urls': 'NoneType' object cannot be converted to 'Sequence'``): the router's
+#: and the kernel bindings' launchers pass the config's values straight through, so the config
+#: gave a value of the wrong kind, or none where one is needed.
+_ARGUMENT_NOT_CONVERTED = (
+    r"\bargument '\w+': '\w+' object (cannot be (converted to|interpreted as)"
+    r"|is not an instance of)"
+)
+
+#: A launcher's, router's or harness's own error-level line saying it could not start what it
+#: starts (``[Router (Python)] ... - ERROR - Error starting router: ...``, ``Failed to launch
+#: server: ...``): printed instead of a traceback, it is the start's last word, a crash unless a
+#: more specific rule names what it quotes.
+_LAUNCHER_GAVE_UP = (
+    r"(?:\bERROR\b|\bCRITICAL\b|\bFATAL\b)\W.*\b(Error (starting|launching|initiali[sz]ing)"
+    r"|Failed to (start|launch|initiali[sz]e)) (the )?(router|server|engine|workers?|launcher)\b"
 )
 
 #: (pattern, cause) for lines that mean the server will not come up, most specific first: when
@@ -473,6 +494,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (_MORE_GPUS_THAN_THERE_ARE, "invalid config"),
         (_GPU_REFUSAL, "invalid config"),
+        (_ARGUMENT_NOT_CONVERTED, "invalid config"),
         (
             r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
             r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"
@@ -537,7 +559,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|No matching distribution found for|Could not find a version that satisfies"
             r"|ResolutionImpossible|Failed building wheel for|exec format error"
             r"|Please make sure you have `\w+` installed in order to use this tokenizer"
-            r"|cuDNN version incompatibility"
+            r"|\bTensileLibrary\w*\.dat\b|Could not initialize Tensile host"
+            r"|cuDNN version incompatibility|(?i:\bcudnn compatibility issue\b)"
             rf"|{_KERNEL_OP_MISMATCH}",
             "broken install",
         ),
@@ -559,6 +582,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
         (r"Subprocess \S+ \(pid=\d+\) crashed|Scheduler PP\d+ TP\d+ crashed: ", "crashed"),
+        (_LAUNCHER_GAVE_UP, "crashed"),
         (
             r"Traceback \(most recent call last\):|^terminate called after throwing"
             rf"|Segmentation fault|Fatal Python error|core dumped|{_NATIVE_LAST_WORDS}",

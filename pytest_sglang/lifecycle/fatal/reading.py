@@ -310,6 +310,11 @@ def _cause_of_crash(
     if re.search(_KILLED, texts[marker]):
         return marker, "killed"
     if _SUMMARY.search(texts[marker]):
+        # a summary the parent raises itself (``RuntimeError: Rank 0 scheduler is dead``) ends a
+        # traceback of its own: the last words are the ones just before that traceback begins
+        head = marker - len(_frames_above(texts, marker)) - 1
+        if head < marker - 1 and head >= start and _TRACEBACK.search(texts[head]):
+            marker = head
         for back in range(marker - 1, max(start, marker - 6) - 1, -1):
             said = not _is_frame(texts[back]) or _stray_indented(texts, back)
             if lines[back] == texts[back] and texts[back].strip() and said:
