@@ -117,9 +117,10 @@ SERVER_TESTS = (
 
 #: Tests whose assertions hang on wall-clock figures (TTFT/ITL gates, rate searches, paced
 #: arrivals, link cuts timed against a deadline): under parallel load they measure the load, not
-#: the code. ``make test-fast`` runs them alone after the rest has run with ``pytest -n``; they get
-#: the ``serial`` marker (by node id prefix, from the rootdir: this conftest sees scenarios/ too
-#: when both directories are collected, as ``make test`` does).
+#: the code. ``make test`` runs them in a session of their own at normal priority, beside the rest
+#: run with ``pytest -n`` at ``nice 19``; they get the ``serial`` marker (by node id prefix, from
+#: the rootdir: this conftest sees scenarios/ too when both directories are collected, as ``make
+#: test`` does).
 SERIAL_TESTS = (
     # the tuning job: its verdict tests read the benchmarks of the same session
     "scenarios/",
