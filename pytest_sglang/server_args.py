@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import threading
 from typing import Any
 
 __all__ = ["find_server_args", "parse_server_args"]
@@ -60,9 +61,21 @@ def _literal(node: ast.expr, source: str) -> Any:
         return segment if segment is not None else ast.unparse(node)
 
 
+#: CPython 3.11 keeps the AST constructor's recursion depth in per-interpreter state, so two
+#: threads parsing at once can fail with ``SystemError: AST constructor recursion depth mismatch``
+#: (python/cpython#106905). A topology's parts read their journals in threads of one process.
+_AST_LOCK = threading.Lock()
+
+
+def _parse_expression(text: str) -> ast.Expression:
+    """``ast.parse(text, mode="eval")``, one thread at a time (:data:`_AST_LOCK`)."""
+    with _AST_LOCK:
+        return ast.parse(text, mode="eval")
+
+
 def _parse_repr(body: str) -> dict[str, Any]:
     try:
-        tree = ast.parse(body, mode="eval")
+        tree = _parse_expression(body)
     except SyntaxError:
         return _parse_pairs(body[len("ServerArgs(") :], keyed_by="=")
     call = tree.body
@@ -73,7 +86,7 @@ def _parse_repr(body: str) -> dict[str, Any]:
 
 def _parse_dict(body: str) -> dict[str, Any]:
     try:
-        tree = ast.parse(body, mode="eval")
+        tree = _parse_expression(body)
     except SyntaxError:
         return _parse_pairs(body[1:], keyed_by=":")
     node = tree.body
@@ -130,7 +143,7 @@ def _parse_pairs(text: str, *, keyed_by: str) -> dict[str, Any]:
         key = key.strip().strip("'\"")
         raw = raw.strip()
         try:
-            expr = ast.parse(raw, mode="eval").body
+            expr = _parse_expression(raw).body
             result[key] = _literal(expr, raw)
         except SyntaxError:
             result[key] = raw
