@@ -80,24 +80,25 @@ check: $(STAMP) lint typecheck
 	$(BIN)/pytest tests/ -q -m "not systemd and not server"
 
 # The whole suite in two sessions at once. The `serial` tests (tests/conftest.py SERIAL_TESTS and
-# SERIAL_FIXTURES: the scenarios, pytest-benchmark measurements, wall-clock gates, paced load) run
-# alone in one session at normal priority: they spend their time waiting on simulated GPU time
-# (about a minute of CPU in five and a half of wall clock), so their figures measure the code. The
-# rest runs beside them on TEST_WORKERS pytest-xdist workers at `nice 19`, so that it takes only
-# the CPU the measured session leaves. Its output is shown when it ends; either session failing
-# fails the target. The serial session runs the simulated GPU start-ups at 1% of a real host's
+# SERIAL_FIXTURES: the scenarios, pytest-benchmark measurements, wall-clock gates, paced load,
+# baselines saved then gated) run alone in one session at normal priority: they spend their time
+# waiting on simulated GPU time (about a minute of CPU in six minutes of wall clock), so their
+# figures measure the code. Beside them, at `nice 19` on the CPU they leave: ruff and mypy (`make
+# lint typecheck`), then everything else on TEST_WORKERS pytest-xdist workers; that output is
+# shown when it ends. Either side failing fails the target. The serial session runs the simulated GPU start-ups at 1% of a real host's
 # (scenarios/conftest.py's default is 5%): no test asserts on their length.
 TEST_WORKERS ?= 3
 SERIAL_ENV ?= SGLANG_SIM_STARTUP_SCALE=0.01
-test: $(STAMP) testhost-deps report-deps lint typecheck
+test: $(STAMP) testhost-deps report-deps
 	@tmp=$$(mktemp -d); \
-	nice -n 19 $(BIN)/pytest tests/ scenarios/ -m "not serial" -n $(TEST_WORKERS) -q \
-		-p no:cacheprovider --basetemp=$$tmp/parallel > $$tmp/parallel.log 2>&1 & parallel=$$!; \
-	echo "tests/ scenarios/ -m 'not serial' on $(TEST_WORKERS) workers at nice 19 (output when it ends); the serial tests:"; \
+	{ nice -n 19 $(MAKE) --no-print-directory lint typecheck && \
+	  nice -n 19 $(BIN)/pytest tests/ -m "not serial" -n $(TEST_WORKERS) -q -p no:cacheprovider \
+		--basetemp=$$tmp/parallel; } > $$tmp/parallel.log 2>&1 & parallel=$$!; \
+	echo "ruff, mypy, then tests/ -m 'not serial' on $(TEST_WORKERS) workers run beside this at nice 19 (output when they end)"; \
 	$(SERIAL_ENV) $(BIN)/pytest tests/ scenarios/ -m serial -p no:cacheprovider --basetemp=$$tmp/serial; \
-	serial=$$?; wait $$parallel; status=$$?; \
-	echo "== tests/ scenarios/ -m 'not serial' -n $(TEST_WORKERS) =="; cat $$tmp/parallel.log; \
-	rm -rf $$tmp; [ $$serial = 0 ] && [ $$status = 0 ]
+	serial=$$?; wait $$parallel; parallel=$$?; \
+	echo "== ruff, mypy, tests/ -m 'not serial' -n $(TEST_WORKERS) =="; cat $$tmp/parallel.log; \
+	rm -rf $$tmp; [ $$serial = 0 ] && [ $$parallel = 0 ]
 
 # The same tests one at a time in one session (as CI ran them before the split above; about 18
 # minutes): for a test that only fails beside the others.
