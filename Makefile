@@ -64,9 +64,10 @@ conformance: $(CONFORMANCE_VENV)/.installed
 conformance-wide: $(CONFORMANCE_VENV)/.installed
 	$(CONFORMANCE_VENV)/bin/python conformance/harness.py --out $(CONFORMANCE_OUT) --matrix wide
 
+LINTED := pytest_sglang tests tests_real scenarios benchmarks conformance docs
 lint: $(STAMP)
-	$(BIN)/ruff check pytest_sglang tests tests_real scenarios benchmarks conformance docs
-	$(BIN)/ruff format --check pytest_sglang tests tests_real scenarios benchmarks conformance docs
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -79,26 +80,35 @@ unit: $(STAMP)
 check: $(STAMP) lint typecheck
 	$(BIN)/pytest tests/ -q -m "not systemd and not server"
 
-# The whole suite in two sessions at once. The `serial` tests (tests/conftest.py SERIAL_TESTS and
+# The whole suite in three sessions at once. The `serial` tests (tests/conftest.py SERIAL_TESTS and
 # SERIAL_FIXTURES: the scenarios, pytest-benchmark measurements, wall-clock gates, paced load,
-# baselines saved then gated) run alone in one session at normal priority: they spend their time
-# waiting on simulated GPU time (about a minute of CPU in six minutes of wall clock), so their
-# figures measure the code. Beside them, at `nice 19` on the CPU they leave: ruff and mypy (`make
-# lint typecheck`), then everything else on TEST_WORKERS pytest-xdist workers; that output is
-# shown when it ends. Either side failing fails the target. The serial session runs the simulated GPU start-ups at 1% of a real host's
-# (scenarios/conftest.py's default is 5%): no test asserts on their length.
+# baselines saved then gated) run at normal priority: they spend their time waiting on simulated
+# GPU time (about a minute of CPU in six minutes of wall clock), so their figures measure the code.
+# The scenarios come first in their session; beside them, in a session of its own, run the child
+# sessions that save a baseline and gate the next run against it (GATED_TESTS: they bear the
+# scenarios' load, not the rate searches', which would find other rates beside them). Beside both,
+# at `nice 19` on the CPU they leave: ruff and mypy (as `make lint typecheck`), then everything else
+# on TEST_WORKERS pytest-xdist workers. The scenarios' output is shown as it comes, the others'
+# when they end; any session failing fails the target. The serial sessions run the simulated GPU
+# start-ups at 1% of a real host's (scenarios/conftest.py's default is 5%): no test asserts on
+# their length.
 TEST_WORKERS ?= 3
 SERIAL_ENV ?= SGLANG_SIM_STARTUP_SCALE=0.01
+GATED_TESTS := tests/baseline/test_baseline_plugin.py tests/baseline/test_upgrade.py
 test: $(STAMP) testhost-deps report-deps
 	@tmp=$$(mktemp -d); \
-	{ nice -n 19 $(MAKE) --no-print-directory lint typecheck && \
-	  nice -n 19 $(BIN)/pytest tests/ -m "not serial" -n $(TEST_WORKERS) -q -p no:cacheprovider \
+	{ nice -n 19 $(BIN)/ruff check $(LINTED) && nice -n 19 $(BIN)/ruff format --check $(LINTED) && \
+	  nice -n 19 $(BIN)/mypy && nice -n 19 $(BIN)/pytest tests/ -m "not serial" -n $(TEST_WORKERS) -q -p no:cacheprovider \
 		--basetemp=$$tmp/parallel; } > $$tmp/parallel.log 2>&1 & parallel=$$!; \
-	echo "ruff, mypy, then tests/ -m 'not serial' on $(TEST_WORKERS) workers run beside this at nice 19 (output when they end)"; \
-	$(SERIAL_ENV) $(BIN)/pytest tests/ scenarios/ -m serial -p no:cacheprovider --basetemp=$$tmp/serial; \
-	serial=$$?; wait $$parallel; parallel=$$?; \
+	$(SERIAL_ENV) $(BIN)/pytest $(GATED_TESTS) -q -p no:cacheprovider --basetemp=$$tmp/gated \
+		> $$tmp/gated.log 2>&1 & gated=$$!; \
+	echo "beside this (output when they end): $(GATED_TESTS); ruff, mypy, then tests/ -m 'not serial' on $(TEST_WORKERS) workers at nice 19"; \
+	$(SERIAL_ENV) $(BIN)/pytest scenarios/ tests/ -m serial $(GATED_TESTS:%=--ignore=%) \
+		-p no:cacheprovider --basetemp=$$tmp/serial; \
+	serial=$$?; wait $$gated; gated=$$?; wait $$parallel; parallel=$$?; \
+	echo "== $(GATED_TESTS) =="; cat $$tmp/gated.log; \
 	echo "== ruff, mypy, tests/ -m 'not serial' -n $(TEST_WORKERS) =="; cat $$tmp/parallel.log; \
-	rm -rf $$tmp; [ $$serial = 0 ] && [ $$parallel = 0 ]
+	rm -rf $$tmp; [ $$serial = 0 ] && [ $$gated = 0 ] && [ $$parallel = 0 ]
 
 # The same tests one at a time in one session (as CI ran them before the split above; about 18
 # minutes): for a test that only fails beside the others.
