@@ -82,16 +82,16 @@ check: $(STAMP) lint typecheck
 
 # The whole suite in three sessions at once. The `serial` tests (tests/conftest.py SERIAL_TESTS and
 # SERIAL_FIXTURES: the scenarios, pytest-benchmark measurements, wall-clock gates, paced load,
-# baselines saved then gated) run at normal priority: they spend their time waiting on simulated
-# GPU time (about a minute of CPU in six minutes of wall clock), so their figures measure the code.
-# The scenarios come first in their session; beside them, in a session of its own, run the child
-# sessions that save a baseline and gate the next run against it (GATED_TESTS: they bear the
-# scenarios' load, not the rate searches', which would find other rates beside them). Beside both,
-# at `nice 19` on the CPU they leave: ruff and mypy (as `make lint typecheck`), then everything else
-# on TEST_WORKERS pytest-xdist workers. The scenarios' output is shown as it comes, the others'
-# when they end; any session failing fails the target. The serial sessions run the simulated GPU
-# start-ups at 1% of a real host's (scenarios/conftest.py's default is 5%): no test asserts on
-# their length.
+# baselines saved then gated) run at normal priority: they spend their time waiting on simulated GPU
+# time (about a minute of CPU in six minutes of wall clock), so their figures measure the code.
+# Beside the scenarios, in a session of its own, run the child sessions that save a baseline and
+# gate the next run against it (GATED_TESTS: they bear the scenarios' load, not the rate searches',
+# which would find other rates beside them). Beside both, at `nice 19` on the CPU they leave: ruff
+# and mypy (as `make lint typecheck`), then everything else on TEST_WORKERS pytest-xdist workers.
+# Once all three have ended, the searches whose probes sit at the edge of an SLO (the `quiet`
+# marker, QUIET_TESTS) run alone. The scenarios' output is shown as it comes, the others' when they
+# end; any session failing fails the target. The serial sessions run the simulated GPU start-ups at
+# 1% of a real host's (scenarios/conftest.py's default is 5%): no test asserts on their length.
 TEST_WORKERS ?= 3
 SERIAL_ENV ?= SGLANG_SIM_STARTUP_SCALE=0.01
 GATED_TESTS := tests/baseline/test_baseline_plugin.py tests/baseline/test_upgrade.py
@@ -103,12 +103,15 @@ test: $(STAMP) testhost-deps report-deps
 	$(SERIAL_ENV) $(BIN)/pytest $(GATED_TESTS) -q -p no:cacheprovider --basetemp=$$tmp/gated \
 		> $$tmp/gated.log 2>&1 & gated=$$!; \
 	echo "beside this (output when they end): $(GATED_TESTS); ruff, mypy, then tests/ -m 'not serial' on $(TEST_WORKERS) workers at nice 19"; \
-	$(SERIAL_ENV) $(BIN)/pytest scenarios/ tests/ -m serial $(GATED_TESTS:%=--ignore=%) \
-		-p no:cacheprovider --basetemp=$$tmp/serial; \
+	$(SERIAL_ENV) $(BIN)/pytest scenarios/ tests/ -m "serial and not quiet" \
+		$(GATED_TESTS:%=--ignore=%) -p no:cacheprovider --basetemp=$$tmp/serial; \
 	serial=$$?; wait $$gated; gated=$$?; wait $$parallel; parallel=$$?; \
 	echo "== $(GATED_TESTS) =="; cat $$tmp/gated.log; \
 	echo "== ruff, mypy, tests/ -m 'not serial' -n $(TEST_WORKERS) =="; cat $$tmp/parallel.log; \
-	rm -rf $$tmp; [ $$serial = 0 ] && [ $$gated = 0 ] && [ $$parallel = 0 ]
+	echo "== last, alone: tests/ -m quiet =="; \
+	$(SERIAL_ENV) $(BIN)/pytest tests/ -m quiet -p no:cacheprovider --basetemp=$$tmp/quiet; \
+	quiet=$$?; rm -rf $$tmp; \
+	[ $$serial = 0 ] && [ $$gated = 0 ] && [ $$parallel = 0 ] && [ $$quiet = 0 ]
 
 # The same tests one at a time in one session (as CI ran them before the split above; about 18
 # minutes): for a test that only fails beside the others.
