@@ -85,28 +85,28 @@ check: $(STAMP) lint typecheck
 # baselines saved then gated) run at normal priority: they spend their time waiting on simulated GPU
 # time (about a minute of CPU in six minutes of wall clock), so their figures measure the code.
 # Beside the scenarios, in a session of its own, run the child sessions that save a baseline and
-# gate the next run against it (GATED_TESTS: they bear the scenarios' load, not the rate searches',
-# which would find other rates beside them). Beside both, at `nice 19` on the CPU they leave: ruff
-# and mypy (as `make lint typecheck`), then everything else on TEST_WORKERS pytest-xdist workers.
-# Once all three have ended, the searches whose probes sit at the edge of an SLO (the `quiet`
-# marker, QUIET_TESTS) run alone. The scenarios' output is shown as it comes, the others' when they
-# end; any session failing fails the target. The serial sessions run the simulated GPU start-ups at
-# 1% of a real host's (scenarios/conftest.py's default is 5%): no test asserts on their length.
+# gate the next run against it (the `gated` marker, GATED_TESTS: they bear the scenarios' load, not
+# the rate searches', which would find other rates beside them). Beside both, at `nice 19` on the
+# CPU they leave: ruff and mypy (as `make lint typecheck`), then everything else on TEST_WORKERS
+# pytest-xdist workers. Once all three have ended, the searches whose probes sit at the edge of an
+# SLO (the `quiet` marker, QUIET_TESTS) run alone. The scenarios' output is shown as it comes, the
+# others' when they end; any session failing fails the target. The serial sessions run the simulated
+# GPU start-ups at 1% of a real host's (scenarios/conftest.py's default is 5%): no test asserts on
+# their length.
 TEST_WORKERS ?= 3
 SERIAL_ENV ?= SGLANG_SIM_STARTUP_SCALE=0.01
-GATED_TESTS := tests/baseline/test_baseline_plugin.py tests/baseline/test_upgrade.py
 test: $(STAMP) testhost-deps report-deps
 	@tmp=$$(mktemp -d); \
 	{ nice -n 19 $(BIN)/ruff check $(LINTED) && nice -n 19 $(BIN)/ruff format --check $(LINTED) && \
 	  nice -n 19 $(BIN)/mypy && nice -n 19 $(BIN)/pytest tests/ -m "not serial" -n $(TEST_WORKERS) -q -p no:cacheprovider \
 		--basetemp=$$tmp/parallel; } > $$tmp/parallel.log 2>&1 & parallel=$$!; \
-	$(SERIAL_ENV) $(BIN)/pytest $(GATED_TESTS) -q -p no:cacheprovider --basetemp=$$tmp/gated \
+	$(SERIAL_ENV) $(BIN)/pytest tests/ -m gated -q -p no:cacheprovider --basetemp=$$tmp/gated \
 		> $$tmp/gated.log 2>&1 & gated=$$!; \
-	echo "beside this (output when they end): $(GATED_TESTS); ruff, mypy, then tests/ -m 'not serial' on $(TEST_WORKERS) workers at nice 19"; \
-	$(SERIAL_ENV) $(BIN)/pytest scenarios/ tests/ -m "serial and not quiet" \
-		$(GATED_TESTS:%=--ignore=%) -p no:cacheprovider --basetemp=$$tmp/serial; \
+	echo "beside this (output when they end): tests/ -m gated; ruff, mypy, then tests/ -m 'not serial' on $(TEST_WORKERS) workers at nice 19"; \
+	$(SERIAL_ENV) $(BIN)/pytest scenarios/ tests/ -m "serial and not quiet and not gated" \
+		-p no:cacheprovider --basetemp=$$tmp/serial; \
 	serial=$$?; wait $$gated; gated=$$?; wait $$parallel; parallel=$$?; \
-	echo "== $(GATED_TESTS) =="; cat $$tmp/gated.log; \
+	echo "== tests/ -m gated =="; cat $$tmp/gated.log; \
 	echo "== ruff, mypy, tests/ -m 'not serial' -n $(TEST_WORKERS) =="; cat $$tmp/parallel.log; \
 	echo "== last, alone: tests/ -m quiet =="; \
 	$(SERIAL_ENV) $(BIN)/pytest tests/ -m quiet -p no:cacheprovider --basetemp=$$tmp/quiet; \

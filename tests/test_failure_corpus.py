@@ -112,31 +112,12 @@ HELD_OUT_CLEAN_9 = (12, 21)
 #: tenth fresh batch"): 7 of 20 causes named (35%), under the 90% target (misses in the README).
 TENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh10_")]
 HELD_OUT_CLEAN_10 = (7, 20)
-FRESH = (
-    "fresh2_",
-    "fresh3_",
-    "fresh4_",
-    "fresh5_",
-    "fresh6_",
-    "fresh7_",
-    "fresh8_",
-    "fresh9_",
-    "fresh10_",
-)
+FRESH = tuple(f"fresh{n}_" for n in range(2, 11))  # the second to the tenth batch
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
 #: The batches whose misses have been read as families (README): every case of them is named,
 #: but for those listed in :data:`LABELLED_OTHERWISE`. A batch joins only after its clean
 #: measurement and its families' round, never while it is still a clean held-out figure.
-READ_AS_FAMILIES = (
-    "fresh_",
-    "fresh2_",
-    "fresh3_",
-    "fresh4_",
-    "fresh5_",
-    "fresh6_",
-    "fresh7_",
-    "fresh8_",
-)
+READ_AS_FAMILIES = ("fresh_", *(f"fresh{n}_" for n in range(2, 9)))  # the first to the eighth
 #: Cases of those batches that stay misses on purpose, with the cause the classifier names and
 #: why. ``invalid device ordinal`` at a rank's ``set_device`` came labelled two ways by two
 #: collectors' readings of their threads (README, the eighth batch's families): invalid config
