@@ -457,3 +457,137 @@ def test_the_last_words_before_a_summary_the_parent_raises_itself() -> None:
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "crashed"
     assert "kernel library could not be read" in fatal.line
+
+
+#: Messages no rule of the classifier knows, in words an engineer reads the family from
+#: (:mod:`pytest_sglang.lifecycle.fatal.words`): each would otherwise be a bare *crashed*.
+UNKNOWN_WORDS = [
+    ("RuntimeError: the staging buffer ran out of device memory", "out of memory"),
+    ("RuntimeError: ptxas exited with status 255 for kernel fused_topk", "JIT compile failed"),
+    ("Exception: module_gemm_a8w8 build failed", "JIT compile failed"),
+    ("RuntimeError: version mismatch between the runtime and its kernels", "broken install"),
+    ("OSError: libfoo_ops.so.2: wrong ELF class: ELFCLASS32", "broken install"),
+    ("RuntimeError: Failed to import the grammar backend's bindings", "broken install"),
+    ("RuntimeError: UCX transport could not open an endpoint to the peer", "NCCL"),
+    ("RuntimeError: Detected a mismatch between collectives across the ranks", "NCCL"),
+    ("RuntimeError: rendezvous round closed before every rank joined", "NCCL"),
+    ("RuntimeError: the NPU stream reported an unrecoverable fault", "CUDA error"),
+    ("RuntimeError: cuBLASLt heuristic returned no algorithm for this shape", "CUDA error"),
+    ("ValueError: --max-lora-rank must be set when --lora-paths is given", "invalid config"),
+    ("RuntimeError: FP4 GEMM is not available on this GPU generation", "invalid config"),
+    ("RuntimeError: this page size is not supported by the chosen backend", "invalid config"),
+    # a value over a maximum the config sets, whichever library's words surround it
+    (
+        "RuntimeError: Failed: Assertion error /x/nccl_ext/csrc/buffer.cpp:88 'n <= "
+        "num_max_tokens_per_rank'",
+        "invalid config",
+    ),
+    ("RuntimeError: the number of UCX endpoints exceeds the maximum of 64", "invalid config"),
+    ("OSError: failed while reading the checkpoint shard 3 of 8", "model loading"),
+    ("RuntimeError: the tokenizer returned no special tokens", "tokenizer"),
+    ("RuntimeError: model directory /models/x not found on this node", "model not found"),
+]
+
+
+@pytest.mark.parametrize(("exception", "reason"), UNKNOWN_WORDS)
+def test_an_unknown_message_is_named_by_its_words(exception: str, reason: str) -> None:
+    assert reason_of(exception) == reason
+
+
+@pytest.mark.parametrize(
+    "exception",
+    [
+        # the code's own mistakes, whatever words they quote
+        "AttributeError: 'CudaGraphRunner' object has no attribute 'nccl_group'",
+        "TypeError: launch_gpu_kernel() missing 1 required positional argument: 'stream'",
+        "KeyError: 'cuda:0'",
+        "NameError: name 'cuda_graph_workspace' is not defined",
+        "IndexError: list index out of range",
+        # a device named in a tensor's place is no device fault
+        "RuntimeError: Expected all tensors to be on the same device, but found cuda:0 and cpu!",
+        # a library's report of its own bug
+        'RuntimeError: handles_.empty() INTERNAL ASSERT FAILED at "../c10/cuda/CUDAGraph.cpp":90,'
+        " please report a bug to PyTorch.",
+        # no family's words
+        "RuntimeError: result expired",
+    ],
+)
+def test_a_code_mistake_or_a_message_without_family_words_stays_a_crash(exception: str) -> None:
+    assert reason_of(exception) == "crashed"
+
+
+def test_a_rule_a_frame_or_a_phase_outranks_the_words() -> None:
+    """The words are the last reading: a phase the start was in, or a frame a hint knows, says
+    more than a message's vocabulary."""
+    capture = (
+        '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 300, in capture',
+        "    self.capture_one_batch_size(bs, forward)",
+    )
+    assert reason_of("RuntimeError: UCX endpoint closed", *capture) == "CUDA graph capture"
+    loading = [
+        "[2026-12-05 10:00:00 TP0] Load weight begin. avail mem=70.00 GB",
+        *record("RuntimeError: rendezvous closed while fetching the tensor"),
+    ]
+    fatal = find_fatal(loading)
+    assert fatal is not None and fatal.reason == "model loading"
+
+
+@pytest.mark.parametrize(
+    ("exception", "reason"),
+    [
+        # a GPU generation asked for as SM>=NN (FlashAttention 3's backend check), not a package
+        (
+            "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "
+            "`--attention-backend flashinfer`.",
+            "invalid config",
+        ),
+        ("ImportError: This model requires transformers>=4.57.0", "broken install"),
+        ("RuntimeError: The fused MoE kernel does not support this GPU", "invalid config"),
+        # a torch built without the backend the start runs on
+        (
+            "NotImplementedError: Could not run 'aten::empty_strided' with arguments from the "
+            "'CUDA' backend.",
+            "broken install",
+        ),
+        # huggingface_hub's HTTP error for a repo or file that is not there
+        (
+            "huggingface_hub.errors.HfHubHTTPError: 404 Client Error: Not Found for url: "
+            "https://huggingface.co/api/models/org/model",
+            "model not found",
+        ),
+    ],
+)
+def test_a_gpu_asked_for_a_package_asked_for_and_a_hub_404(exception: str, reason: str) -> None:
+    assert reason_of(exception) == reason
+
+
+def test_a_summary_that_points_above_is_never_the_cause() -> None:
+    """``... initialization failed. See root cause above.`` (another engine's words for SGLang's
+    ``Please see the error messages above``) names the lines before it."""
+    lines = [
+        "[2026-12-05 10:00:00] Load weight begin. avail mem=70.00 GB",
+        "E1205 10:00:01.000 12 ucx_utils.cpp:537] UCX endpoint create failed: no such device",
+        "RuntimeError: Engine core initialization failed. See root cause above.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 1 and fatal.reason == "NCCL"
+    lines[2] = "RuntimeError: Worker failed, please check the stack trace above for the root cause"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 1 and fatal.reason == "NCCL"
+
+
+def test_a_line_logged_at_error_level_is_a_last_word_before_a_summary() -> None:
+    """Timestamped or not, the error-level line just before ``Rank 0 scheduler is dead`` is the
+    process's last word (and named by its words), never the summary."""
+    lines = [
+        "[2026-12-05 10:00:00 TP0] Load weight begin. avail mem=70.00 GB",
+        "[2026-12-05 10:00:01 TP0] ERROR: could not read weights: shard 2 of 4 is missing",
+        "[2026-12-05 10:00:02 TP0] INFO: releasing the memory pool",
+        "[2026-12-05 10:00:05] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.index, fatal.reason) == (1, "model loading")
+    # an info line is no last word: the summary stays the cited line
+    lines[1] = "[2026-12-05 10:00:01 TP0] INFO: reading shard 2 of 4"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 3

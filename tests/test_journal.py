@@ -627,6 +627,7 @@ def test_a_lost_peer_in_a_distributed_frame_is_nccl() -> None:
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == ("NCCL", 3)
     lines[1] = '  File "/x/sglang/srt/entrypoints/http_server.py", line 10, in post'
+    lines[3] = "RuntimeError: Connection reset by peer"
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "crashed"
     # a W-level line of the process group is no failure
@@ -689,6 +690,10 @@ SCHED = "[2026-11-30 19:50:40 TP0] Scheduler hit an exception: Traceback (most r
         "sglang-1  | ",
         "Dec 03 10:00:01 gpu1 python[123]: ",
         "\x1b[31m",
+        "2026-11-30T19:50:00.123456789Z ",
+        "2026-11-30T19:50:00+0000 gpu1 python[123]: ",
+        "[pod/sglang-0/server] 2026-11-30T19:50:00Z ",
+        "[pod/sglang-0/server] 2026-11-30T19:50:00Z (WorkerDict pid=77) ",
     ],
 )
 def test_a_traceback_relayed_under_another_stacks_tag_is_read_as_a_traceback(tag: str) -> None:
@@ -790,11 +795,37 @@ def test_an_unplaced_exception_takes_the_phase_its_start_was_in(
     lines = [
         f"[2026-11-30 19:50:00 TP0] {milestone}",
         SCHED,
-        '  File "/x/sglang/srt/layers/thing.py", line 1, in forward',
+        '  File "/x/sglang/srt/layers/thing.py", line 1, in apply',
         "RuntimeError: shape mismatch in an unnamed kernel",
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and (fatal.reason, fatal.index) == (reason, 3)
+
+
+@pytest.mark.parametrize(
+    ("frame", "line"),
+    [
+        # the model's forward pass run after weight loading began: a warmup, not the weights read
+        (
+            '  File "/x/sglang/srt/models/transformers.py", line 250, in forward',
+            "AttributeError: 'TransformersForCausalLM' object has no attribute 'tp_size'",
+        ),
+        (
+            '  File "/x/sglang/srt/models/llama.py", line 40, in forward_extend',
+            "RuntimeError: shape mismatch in an unnamed kernel",
+        ),
+        # a library's own internal check says it is the library's bug
+        (
+            '  File "/x/sglang/srt/managers/scheduler.py", line 9, in __init__',
+            "RuntimeError: captures_underway.empty() INTERNAL ASSERT FAILED at "
+            '"../c10/cuda/CUDACachingAllocator.cpp":2967; please report a bug to PyTorch.',
+        ),
+    ],
+)
+def test_a_fault_of_the_code_in_the_loading_phase_is_a_crash(frame: str, line: str) -> None:
+    lines = ["[2026-11-30 19:50:00 TP0] Load weight begin. avail mem=70.00 GB", SCHED, frame, line]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("crashed", 3)
 
 
 @pytest.mark.parametrize(

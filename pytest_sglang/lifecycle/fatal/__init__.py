@@ -12,6 +12,7 @@ order data flows through them (each imports only those before it):
 - :mod:`.logged_settings`: what the logged ``server_args`` say about a crash (a flag missing,
   two choices that clash, GPUs asked for);
 - :mod:`.placement`: where an exception no rule names lands, by its frames, type and phase;
+- :mod:`.words`: the family a crash's own words name, when nothing above does (the last reading);
 - :mod:`.reading`: :func:`find_fatal`, the entry point, and :class:`Fatal`, its answer.
 """
 

@@ -18,11 +18,16 @@ _TS_PREFIX = re.compile(r"^\[(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A
 #: Prefixes that the stack carrying SGLang's output puts before every line it relays, whatever
 #: the line says: Ray's actor tag (``(WorkerDict pid=7, ip=10.0.0.1) ``), torch distributed's rank
 #: (``[rank0]: ``), docker compose's service (``sglang-1  | ``), syslog's as journald prints it
-#: (``Dec 03 10:00:00 gpu1 sglang[123]: ``). A traceback relayed this way is still a traceback:
-#: the tag is taken off before the line is read, and so are a terminal's colour codes.
+#: (``Dec 03 10:00:00 gpu1 sglang[123]: ``, or ``journalctl -o short-iso``'s), the RFC 3339 time
+#: ``kubectl logs --timestamps``, ``docker logs -t`` and CI runners put first
+#: (``2026-01-01T10:00:00.123456789Z ``), ``kubectl logs --prefix``'s ``[pod/name/container] ``.
+#: A traceback relayed this way is still a traceback: the tags are taken off before the line is
+#: read (several, where stacks nest), and so are a terminal's colour codes.
 _CARRIER = re.compile(
     r"^(\(\w+ pid=\d+(, ip=[\d.]+)?\) |\[rank\d+\]: ?|[\w.-]+-\d+ +\| "
-    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@/-]+(\[\d+\])?: )"
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@/-]+(\[\d+\])?: "
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)? (\S+ [\w.@/-]+\[\d+\]: )?"
+    r"|\[pod/[\w.-]+/[\w.-]+\] )"
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -37,7 +42,12 @@ _GROUP_RULE = re.compile(r"^ {2,}\+[-+]*-[-+\d ]*$")
 def _unwrap(line: str) -> str:
     """The line as SGLang wrote it, without a carrier's tag (:data:`_CARRIER`), colours or an
     exception group's gutter (:data:`_GROUP_GUTTER`)."""
-    line = _CARRIER.sub("", _ANSI.sub("", line), count=1)
+    line = _ANSI.sub("", line)
+    for _ in range(3):  # a pod's prefix, then the runtime's time, then Ray's tag
+        unwrapped = _CARRIER.sub("", line, count=1)
+        if unwrapped == line:
+            break
+        line = unwrapped
     if _GROUP_RULE.match(line):
         return ""
     return _GROUP_GUTTER.sub("", line, count=1)

@@ -34,11 +34,13 @@ _GPU_REFUSAL = (
     r"|\bnot (supported|available) (on|for) (this |the current |your |the )?"
     r"(gpus?|device|sm_?\d+\w*"
     r"|arch\w*|compute capability|[\w-]+ gpus?)\b"
-    r"|\brequires? .*\b(compute capability|sm_?\d{2,3}\w?\b|sm ?\d{2,3}\+?(?!\w)"
+    r"|\brequires? .*\b(compute capability|sm_?\d{2,3}\w?\b|sm ?\d{2,3}\+?(?!\w)|sm ?>= ?\d{2,3}"
     r"|(hopper|blackwell|ampere|ada)\b)"
     r"|\bonly (supports?|supported on|works on|available on|runs on) .*\b(gpus?|sm_?\d{2,3}\w?"
     r"|sm ?\d{2,3}\+?|hopper|blackwell|ampere|compute capability)(?!\w)"
-    r"|\bsm_?\d{2,3}\w? (is |are )?not supported\b)"
+    r"|\bsm_?\d{2,3}\w? (is |are )?not supported\b"
+    r"|\b(does not|doesn't|do not|cannot|can't) (yet )?(support|run on) (this|the current|your)"
+    r" (gpu|device|architecture|arch)\b)"
 )
 
 #: A refusal of the model's kind (an embedding, reward, encoder or classification model served
@@ -362,6 +364,32 @@ _ARGUMENT_NOT_CONVERTED = (
     r"|is not an instance of)"
 )
 
+#: A value the config names that is not one of the names the runtime knows (``Chat template
+#: zephyr.jinja is not a built-in template name``, ``Unknown attention backend: x``): the config
+#: gave a name outside the choices, as argparse's ``invalid choice`` says of a flag. Not a model
+#: or architecture name (:data:`_NO_IMPLEMENTATION` and the unsupported-model rule come first).
+_NOT_A_KNOWN_NAME = (
+    r"(?i:\bis not an? (valid|known|built-?in|supported|recogni[sz]ed|available|registered)"
+    r" ([\w-]+ ){0,2}(name|choice|option|value|template|backend|mode|format|parser|method"
+    r"|algorithm|dtype|kind)s?\b"
+    r"|\bunknown ([\w-]+ ){0,2}(backend|parser|template|mode|format|method|algorithm|choice"
+    r"|option|dtype|kind)s?\b ?[:'\"`=])"
+)
+
+#: A library saying the failure is its own bug (torch's ``INTERNAL ASSERT FAILED ... please
+#: report a bug to PyTorch``): a fault of the code, whatever the start was doing when it fired
+#: and whatever device words its message quotes.
+_CODE_FAULT = re.compile(r"INTERNAL ASSERT FAILED|(?i:\bplease (report|file) (a|this) bug\b)")
+
+#: A summary that points back at the cause (SGLang's ``Initialization failed. Please see the
+#: error messages above``, another engine's ``Engine core initialization failed. See root cause
+#: above.``): never the cause itself, the exception or last words before it are.
+_SEE_ABOVE = (
+    r"Initialization failed\. Please see the error messages above"
+    r"|(?i:\b(see|check) (the )?(root cause|stack ?trace|errors?|error messages?|logs?|messages?"
+    r"|traceback)( printed| logged| shown)? above\b)"
+)
+
 #: A launcher's, router's or harness's own error-level line saying it could not start what it
 #: starts (``[Router (Python)] ... - ERROR - Error starting router: ...``, ``Failed to launch
 #: server: ...``): printed instead of a traceback, it is the start's last word, a crash unless a
@@ -422,7 +450,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|No such file or directory: '\S*config\.json'"
             r"|EntryNotFoundError|RevisionNotFoundError|OfflineModeIsEnabled"
             r"|does not appear to have a file named (?!\S*(tokenizer|\.bin\b|\.safetensors\b))"
-            r"|config file at .* is not a valid JSON file"
+            r"|config file at .* is not a valid JSON file|\bHfHubHTTPError: 404\b"
             rf"|{_NOT_A_REPO_ID}",
             "model not found",
         ),
@@ -495,6 +523,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (_MORE_GPUS_THAN_THERE_ARE, "invalid config"),
         (_GPU_REFUSAL, "invalid config"),
         (_ARGUMENT_NOT_CONVERTED, "invalid config"),
+        (_NOT_A_KNOWN_NAME, "invalid config"),
         (
             r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
             r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"
@@ -548,7 +577,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (_NEVER_READY, "warmup failed"),
         (
             r"^(ModuleNotFoundError|ImportError): |undefined symbol: |GLIBC\w* not found"
-            r"|requires \w[\w-]*(>=|==)|cannot open shared object file|No module named '"
+            r"|requires (?!(?i:sm|compute|cc)\b)\w[\w-]*(>=|==)|cannot open shared object file"
+            r"|No module named '"
             r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA"
             r"|PackageNotFoundError|DistributionNotFound|distribution was not found"
             r"|: command not found$|executable file not found in \$PATH"
@@ -561,6 +591,8 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|Please make sure you have `\w+` installed in order to use this tokenizer"
             r"|\bTensileLibrary\w*\.dat\b|Could not initialize Tensile host"
             r"|cuDNN version incompatibility|(?i:\bcudnn compatibility issue\b)"
+            r"|is already used by a Transformers model|(?i:\bis already registered\b)"
+            r"|Could not run 'aten::\w+' with arguments from the '(CUDA|HIP|XPU|NPU|MPS)' backend"
             rf"|{_KERNEL_OP_MISMATCH}",
             "broken install",
         ),
@@ -578,7 +610,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (_KILLED, "killed"),
         (r"\b\w+ hit an exception", "crashed"),
-        (r"Initialization failed\. Please see the error messages above", "crashed"),
+        (_SEE_ABOVE, "crashed"),
         (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
         (r"Subprocess \S+ \(pid=\d+\) crashed|Scheduler PP\d+ TP\d+ crashed: ", "crashed"),

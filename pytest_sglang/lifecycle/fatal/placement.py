@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .patterns import _KERNEL_LIBRARIES, FATAL_PATTERNS, READY_LINE
+from .patterns import _CODE_FAULT, _KERNEL_LIBRARIES, FATAL_PATTERNS, READY_LINE
 from .tracebacks import (
     _FAULTHANDLER,
     _FRAME_CALL,
@@ -271,6 +271,9 @@ def _placed(texts: Sequence[str], index: int) -> str:
     if hinted is not None:
         return hinted
     phase = _phase_cause(texts, index)
+    if phase == "model loading" and (_CODE_FAULT.search(text) or _runs_the_model(frames)):
+        # a library's own internal check, or the model's forward run: not the weights read
+        phase = None
     package = _package_hinted(frames)
     if package is not None and phase is None:
         return package
@@ -321,6 +324,18 @@ def _phase_cause(texts: Sequence[str], index: int) -> str | None:
             if pattern.search(text):
                 return cause
     return None
+
+
+#: The call a frame makes: ``File "...", line N, in <function>``.
+_FRAME_FUNCTION = re.compile(r'^\s*File "[^"]*", line \d+, in (?P<func>[\w<>.]+)')
+
+
+def _runs_the_model(frames: Sequence[str]) -> bool:
+    """Whether the raising frame is a model's forward pass (``forward``, ``forward_extend``):
+    the model being run (by a warmup, a capture, a first request), which a ``Load weight
+    begin`` with no end logged before it does not make a weight-loading failure."""
+    calls = [m for frame in frames if (m := _FRAME_FUNCTION.match(frame))]
+    return bool(calls) and calls[0].group("func").split(".")[-1].startswith("forward")
 
 
 #: Milestones that open a phase whose failures have a name of their own (0.5.23

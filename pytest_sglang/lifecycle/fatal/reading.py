@@ -21,6 +21,7 @@ from .patterns import (
     _KILLED,
     _MORE_GPUS_THAN_THERE_ARE,
     _NEVER_READY_RULE,
+    _SEE_ABOVE,
     FATAL_PATTERNS,
 )
 from .placement import _hinted, _most_specific_link, _package_hinted
@@ -39,6 +40,7 @@ from .tracebacks import (
     _texts,
     traceback_complete,
 )
+from .words import family_named_by_words
 
 #: Causes that say what went wrong but not where, and the phase whose frames name them instead:
 #: a CUDA error raised inside CUDA-graph capture is a capture failure (SGLang's own headline
@@ -59,7 +61,7 @@ _SUMMARY = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
     r"|Subprocess \S+ \(pid=\d+\) crashed|\b\w+ hit an exception|Exit code: "
     r"|Scheduler PP\d+ TP\d+ crashed: "
-    r"|Initialization failed\. Please see the error messages above"
+    rf"|{_SEE_ABOVE}"
 )
 
 #: Lines where SGLang says it goes on despite an error (a model module it could not import, a
@@ -204,7 +206,8 @@ def _refined(
     """The cause and message of the exception on ``index`` once the rest of the record is read:
     a crash through a flag without the flag it needs, or through two choices that cannot run
     together, is the config; a cause that says what but not where takes the phase its frames
-    name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses."""
+    name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing
+    else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
         missing = _missing_requirement(texts[start:index]) or _clashing_choices(
@@ -224,6 +227,9 @@ def _refined(
         asked = _gpus_asked(texts[start:index])
         if asked is not None:
             return reason, f"{message} (more GPUs asked for than the machine shows: {asked})"
+    if reason == "crashed" and not _SUMMARY.search(texts[index]):
+        # the last reading: what the message's own words say of its family (:mod:`.words`)
+        reason = family_named_by_words(texts[index]) or reason
     return reason, message
 
 
@@ -294,7 +300,8 @@ def _cause_of_crash(
     parent may print its summary before the child's traceback arrives). Without any exception,
     a summary marker's own exit code -9 says the process was killed, and otherwise the last
     untimestamped line just before it (``Killed``, ``Segmentation fault``, a C++ ``what():``, a
-    native runtime's indented error line) is its last word.
+    native runtime's indented error line), or the last line logged at error level, is its last
+    word.
     """
     if _EXCEPTION_GROUP.match(texts[marker]) and any(i > marker for i in exceptions):
         # a group only gathers its sub-exceptions, printed after it: the first is the cause
@@ -317,10 +324,15 @@ def _cause_of_crash(
             marker = head
         for back in range(marker - 1, max(start, marker - 6) - 1, -1):
             said = not _is_frame(texts[back]) or _stray_indented(texts, back)
-            if lines[back] == texts[back] and texts[back].strip() and said:
+            last = lines[back] == texts[back] or bool(_ERROR_LEVEL.search(texts[back]))
+            if last and texts[back].strip() and said:
                 return back, "killed" if re.search(_KILLED, texts[back]) else "crashed"
     return None
 
+
+#: A line logged at error level (``ERROR: ...``, ``... - ERROR - ...``, glog's ``E1205 ...``):
+#: timestamped or not, it is a process's last word before a summary, as an untimestamped line is.
+_ERROR_LEVEL = re.compile(r"^(ERROR|CRITICAL|FATAL)\b|\s-\s(ERROR|CRITICAL|FATAL)\s-\s|^E\d{4} ")
 
 #: An ``AssertionError`` with no message (``assert x`` failed, or ``raise AssertionError``):
 #: Python prints the type alone, or with a colon and nothing after it.
