@@ -112,7 +112,13 @@ HELD_OUT_CLEAN_9 = (12, 21)
 #: tenth fresh batch"): 7 of 20 causes named (35%), under the 90% target (misses in the README).
 TENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh10_")]
 HELD_OUT_CLEAN_10 = (7, 20)
-FRESH = tuple(f"fresh{n}_" for n in range(2, 11))  # the second to the tenth batch
+#: The eleventh fresh batch (``fresh11_*``, README), collected blind while the words reading was
+#: written (it never saw this batch); its expectations were committed before the classifier read
+#: it. Measured once with the rules frozen: 7 of 20 causes named (35%), the cited line right for
+#: 17, under the 90% target (misses in the README).
+ELEVENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh11_")]
+HELD_OUT_CLEAN_11 = (7, 20)
+FRESH = tuple(f"fresh{n}_" for n in range(2, 12))  # the second to the eleventh batch
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
 #: The batches whose misses have been read as families (README): every case of them is named,
 #: but for those listed in :data:`LABELLED_OTHERWISE`. A batch joins only after its clean
@@ -156,6 +162,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
     assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20 and len(SEVENTH_BATCH) >= 19
     assert len(EIGHTH_BATCH) >= 20 and len(NINTH_BATCH) >= 20 and len(TENTH_BATCH) >= 20
+    assert len(ELEVENTH_BATCH) >= 20
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
@@ -171,7 +178,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
     third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
     sixth, seventh, eighth = figure(SIXTH_BATCH), figure(SEVENTH_BATCH), figure(EIGHTH_BATCH)
-    ninth, tenth = figure(NINTH_BATCH), figure(TENTH_BATCH)
+    ninth, tenth, eleventh = figure(NINTH_BATCH), figure(TENTH_BATCH), figure(ELEVENTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
@@ -179,7 +186,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
         f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch), "
         f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch), "
         f"{eighth[0]}/{eighth[1]} (eighth batch), {ninth[0]}/{ninth[1]} (ninth batch), "
-        f"{tenth[0]}/{tenth[1]} (tenth batch) "
+        f"{tenth[0]}/{tenth[1]} (tenth batch), {eleventh[0]}/{eleventh[1]} (eleventh batch) "
         f"(missed: {misses})"
     )
     print(report)
@@ -195,6 +202,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert eighth[0] / eighth[1] >= HELD_OUT_CLEAN_8[0] / HELD_OUT_CLEAN_8[1], report
     assert ninth[0] / ninth[1] >= HELD_OUT_CLEAN_9[0] / HELD_OUT_CLEAN_9[1], report
     assert tenth[0] / tenth[1] >= HELD_OUT_CLEAN_10[0] / HELD_OUT_CLEAN_10[1], report
+    assert eleventh[0] / eleventh[1] >= HELD_OUT_CLEAN_11[0] / HELD_OUT_CLEAN_11[1], report
 
 
 FAMILY_READ = [case for case in HELD_OUT if case["file"].startswith(READ_AS_FAMILIES)]
