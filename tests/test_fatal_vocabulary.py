@@ -591,3 +591,49 @@ def test_a_line_logged_at_error_level_is_a_last_word_before_a_summary() -> None:
     lines[1] = "[2026-12-05 10:00:01 TP0] INFO: reading shard 2 of 4"
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.index == 3
+
+
+def test_a_check_in_the_serving_loop_and_an_operators_own_check_are_crashes() -> None:
+    """An ``AssertionError`` raised under the scheduler's event loop is a batch being run (the
+    warmup's), not the config refused; an operator's ``The bias should be 1D`` is its check of a
+    tensor, not a setting that must be something."""
+    loop = (
+        '  File "/x/sglang/srt/managers/scheduler.py", line 1012, in event_loop_overlap',
+        "    self.process_batch_result(tmp_batch, tmp_result)",
+    )
+    assert reason_of("AssertionError: output ids out of step", *loop) == "crashed"
+    assert reason_of("RuntimeError: The bias should be 1D") == "crashed"
+    assert reason_of("RuntimeError: page_size must be 1 for this backend") == "invalid config"
+
+
+def test_a_librarys_class_built_with_an_argument_it_no_longer_takes_is_an_install() -> None:
+    frames = (
+        '  File "/x/sglang/srt/mem_cache/storage/lmcache/lmc_radix_cache.py", line 103, in '
+        "__init__",
+        "    self.lmcache_connector = LMCacheLayerwiseConnector(",
+    )
+    exception = (
+        "TypeError: LMCacheLayerwiseConnector.__init__() got an unexpected keyword argument "
+        "'tp_group'"
+    )
+    assert reason_of(exception, *frames) == "broken install"
+    # SGLang's own class built wrongly stays a fault of its code
+    own = (frames[0], "    self.cache = RadixCache(")
+    assert reason_of(
+        "TypeError: RadixCache.__init__() got an unexpected keyword argument 'x'", *own
+    ) == ("crashed")
+
+
+def test_the_last_words_are_the_error_line_before_a_librarys_dump() -> None:
+    """A native library prints the object it failed on after its error line: the error line is
+    the last word, not the dump's last field."""
+    lines = [
+        "[2026-12-05 10:00:00 TP0] Capture cuda graph end. Time elapsed: 3.0 s",
+        "Error: Failed to initialize the TMA descriptor 801",
+        "format         9",
+        "dim            4",
+        "oobFill        0",
+        "[2026-12-05 10:00:05] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 1

@@ -181,6 +181,9 @@ _KERNEL_LIBRARIES: tuple[str, ...] = (
     "triton",
     "transformer_engine",
     "fbgemm_gpu",
+    # the KV-cache and transfer libraries SGLang integrates (their connectors' APIs move too)
+    "lmcache",
+    "nixl",
 )
 #: The torch operator namespaces those libraries register their kernels under (vLLM's ``_C``).
 _KERNEL_OP_NAMESPACE = (

@@ -174,8 +174,9 @@ def _library_api_misfit(texts: Sequence[str], index: int) -> bool:
     it (:data:`_CALL_MISFIT`, :data:`_ATTRIBUTE_MISSING`): raised in the library's own code, or
     by SGLang's call on one of the library's objects (the raising statement calls ``func`` on an
     object whose name names the library: ``model_runner.flashinfer_prefill_wrapper.plan(``,
-    ``torch.ops.sgl_kernel.rmsnorm(``). A call into SGLang's own function that does not fit is
-    a fault of its code, and stays a crash."""
+    ``torch.ops.sgl_kernel.rmsnorm(``), or builds one of the library's classes:
+    ``LMCacheLayerwiseConnector(``). A call into SGLang's own function that does not fit is a
+    fault of its code, and stays a crash."""
     text = texts[index]
     found = _CALL_MISFIT.match(text) or _ATTRIBUTE_MISSING.match(text)
     if found is None:
@@ -192,7 +193,14 @@ def _library_api_misfit(texts: Sequence[str], index: int) -> bool:
     if _CALL_MISFIT.match(text) and _LIBRARY_FRAME.search(texts[inner]):
         return True
     below = texts[inner + 1] if inner + 1 < index else ""
-    func = re.escape(found.group("func").rsplit(".", 1)[-1])
+    owner, _, name = found.group("func").rpartition(".")
+    if name == "__init__" and owner and below.startswith("    "):
+        # a library's class built with arguments it no longer takes (``LMCacheConnector(``)
+        cls = owner.rsplit(".", 1)[-1]
+        named = cls.lower().startswith(tuple(lib.replace("_", "") for lib in _RECEIVERS))
+        if named and re.search(rf"\b{re.escape(cls)}\(", below):
+            return True
+    func = re.escape(name)
     call = re.search(rf"(?P<receiver>[\w.\[\]]+)\.{func}\b", below)
     if not below.startswith("    ") or call is None:
         return False
@@ -363,10 +371,15 @@ def _refusal(texts: Sequence[str], index: int, frames: Sequence[str]) -> str | N
     raiser = next((f for f in frames if f.lstrip().startswith('File "')), None)
     if raiser is not None and _STDLIB_FRAME.search(raiser):
         return None
-    if any(READY_LINE in text for text in texts[:index]):
+    if any(READY_LINE in text for text in texts[:index]) or any(_SERVING.search(f) for f in frames):
         return None
     return "invalid config"
 
+
+#: A frame of the scheduler's serving loop: an exception raised under it came from running a
+#: batch (the warmup request's, or the first user's), not from checking the config, even before
+#: the ready line is logged.
+_SERVING = re.compile(r"\bin (event_loop\w*|process_batch_result\w*|run_batch)\b")
 
 #: An ``assert`` of the code's own objects (their type, their attributes), not of a value the
 #: config gave: a check of SGLang's internal state, whose failure is a fault of the code.

@@ -322,12 +322,33 @@ def _cause_of_crash(
         head = marker - len(_frames_above(texts, marker)) - 1
         if head < marker - 1 and head >= start and _TRACEBACK.search(texts[head]):
             marker = head
-        for back in range(marker - 1, max(start, marker - 6) - 1, -1):
-            said = not _is_frame(texts[back]) or _stray_indented(texts, back)
-            last = lines[back] == texts[back] or bool(_ERROR_LEVEL.search(texts[back]))
-            if last and texts[back].strip() and said:
-                return back, "killed" if re.search(_KILLED, texts[back]) else "crashed"
+        words = _last_words(lines, texts, marker, start)
+        if words is not None:
+            return words, "killed" if re.search(_KILLED, texts[words]) else "crashed"
     return None
+
+
+def _last_words(lines: Sequence[str], texts: Sequence[str], marker: int, start: int) -> int | None:
+    """The process's last word before the summary on ``marker``: the nearest untimestamped (or
+    error-level) line just before it; or, when that line says no error (a native library's dump
+    of the object it failed on: ``oobFill 0``), the nearest line of the same run before it that
+    does (``Error: Failed to initialize the TMA descriptor 801``)."""
+    said: list[int] = []
+    for back in range(marker - 1, max(start, marker - 40) - 1, -1):
+        text = texts[back]
+        spoken = not _is_frame(text) or _stray_indented(texts, back)
+        last = lines[back] == text or bool(_ERROR_LEVEL.search(text))
+        if last and text.strip() and spoken:
+            said.append(back)
+        elif said or back < marker - 6:
+            break  # the run of last words ended (or none began near the summary)
+    if not said:
+        return None
+    return next((i for i in said if _SAYS_ERROR.search(texts[i])), said[0])
+
+
+#: A line that says something failed, among a process's last words.
+_SAYS_ERROR = re.compile(r"(?i:^(error|fatal)\b|\berror:|\bfailed\b|\bfailure\b)")
 
 
 #: A line logged at error level (``ERROR: ...``, ``... - ERROR - ...``, glog's ``E1205 ...``):

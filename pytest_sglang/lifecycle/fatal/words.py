@@ -75,10 +75,12 @@ FAMILY_WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "CUDA error",
         ),
         (
-            r"(^|[\s'\"`(])--[a-z][\w-]+|\b(not supported|unsupported|only supports?|must be"
-            r"|should be|cannot be (used|combined|enabled|set)|not compatible with"
-            r"|incompatible with|invalid (value|argument|option|setting|choice|combination)"
-            r"|is required|not allowed|not available)\b",
+            # a setting named as one (``--flag``, a ``snake_case`` name) that ``must be`` something,
+            # or a choice refused; ``The bias should be 1D`` is an operator's check of its tensor
+            r"(^|[\s'\"`(])--[a-z][\w-]+|\b[a-z][a-z0-9]*_[a-z0-9_]+`?'? (must|should) be\b"
+            r"|\b(not supported|unsupported|only supports?|cannot be (used|combined|enabled|set)"
+            r"|not compatible with|incompatible with|invalid (value|argument|option|setting|choice"
+            r"|combination)|is required|not allowed|not available)\b",
             "invalid config",
         ),
         (
