@@ -120,7 +120,12 @@ HELD_OUT_CLEAN_10 = (7, 20)
 #: (9/20 since), so it is tainted; the floor stays the clean figure.
 ELEVENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh11_")]
 HELD_OUT_CLEAN_11 = (7, 20)
-FRESH = tuple(f"fresh{n}_" for n in range(2, 12))  # the second to the eleventh batch
+#: The twelfth fresh batch (``fresh12_*``, README): ten failures (its fixed queries ran out),
+#: collected blind while the eleventh batch's families were fixed. Measured once with the rules
+#: frozen: 3 of 10 causes named (30%), the cited line right for 7.
+TWELFTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh12_")]
+HELD_OUT_CLEAN_12 = (3, 10)
+FRESH = tuple(f"fresh{n}_" for n in range(2, 13))  # the second to the twelfth batch
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
 #: The batches whose misses have been read as families (README): every case of them is named,
 #: but for those listed in :data:`LABELLED_OTHERWISE`. A batch joins only after its clean
@@ -164,7 +169,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
     assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20 and len(SEVENTH_BATCH) >= 19
     assert len(EIGHTH_BATCH) >= 20 and len(NINTH_BATCH) >= 20 and len(TENTH_BATCH) >= 20
-    assert len(ELEVENTH_BATCH) >= 20
+    assert len(ELEVENTH_BATCH) >= 20 and len(TWELFTH_BATCH) >= 10
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
@@ -181,6 +186,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
     sixth, seventh, eighth = figure(SIXTH_BATCH), figure(SEVENTH_BATCH), figure(EIGHTH_BATCH)
     ninth, tenth, eleventh = figure(NINTH_BATCH), figure(TENTH_BATCH), figure(ELEVENTH_BATCH)
+    twelfth = figure(TWELFTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
@@ -188,7 +194,8 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
         f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch), "
         f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch), "
         f"{eighth[0]}/{eighth[1]} (eighth batch), {ninth[0]}/{ninth[1]} (ninth batch), "
-        f"{tenth[0]}/{tenth[1]} (tenth batch), {eleventh[0]}/{eleventh[1]} (eleventh batch) "
+        f"{tenth[0]}/{tenth[1]} (tenth batch), {eleventh[0]}/{eleventh[1]} (eleventh batch), "
+        f"{twelfth[0]}/{twelfth[1]} (twelfth batch) "
         f"(missed: {misses})"
     )
     print(report)
@@ -205,6 +212,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert ninth[0] / ninth[1] >= HELD_OUT_CLEAN_9[0] / HELD_OUT_CLEAN_9[1], report
     assert tenth[0] / tenth[1] >= HELD_OUT_CLEAN_10[0] / HELD_OUT_CLEAN_10[1], report
     assert eleventh[0] / eleventh[1] >= HELD_OUT_CLEAN_11[0] / HELD_OUT_CLEAN_11[1], report
+    assert twelfth[0] / twelfth[1] >= HELD_OUT_CLEAN_12[0] / HELD_OUT_CLEAN_12[1], report
 
 
 FAMILY_READ = [case for case in HELD_OUT if case["file"].startswith(READ_AS_FAMILIES)]
