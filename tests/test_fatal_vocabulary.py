@@ -637,3 +637,28 @@ def test_the_last_words_are_the_error_line_before_a_librarys_dump() -> None:
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.index == 1
+
+
+def test_a_program_embedding_sglang_with_arguments_this_release_does_not_take() -> None:
+    """A harness calling SGLang's API (``Runtime``, ``Engine``, ``ServerArgs``) with arguments
+    this release does not take was written for another release: a broken install. The same
+    misfit with only SGLang's own frames is a fault of its code."""
+    lines = [
+        "2024-06-02 00:26:10 | INFO | model_worker | args: Namespace(host='0.0.0.0', "
+        "trust_remote_code=True)",
+        "2024-06-02 00:26:10 | ERROR | stderr | Traceback (most recent call last):",
+        '2024-06-02 00:26:10 | ERROR | stderr |   File "/home/u/FastChat/fastchat/serve/'
+        'sglang_worker.py", line 290, in <module>',
+        "2024-06-02 00:26:10 | ERROR | stderr |     runtime = sgl.Runtime(",
+        '2024-06-02 00:26:10 | ERROR | stderr |   File "/x/site-packages/sglang/srt/server.py", '
+        "line 394, in __init__",
+        "2024-06-02 00:26:10 | ERROR | stderr |     self.server_args = ServerArgs(*args, "
+        "log_level=log_level, **kwargs)",
+        "2024-06-02 00:26:10 | ERROR | stderr | TypeError: sglang.srt.server_args.ServerArgs() "
+        "got multiple values for keyword argument 'log_level'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and (fatal.reason, fatal.index) == ("broken install", 6)
+    own = [lines[1], *lines[4:]]
+    fatal = find_fatal(own)
+    assert fatal is not None and fatal.reason == "crashed"

@@ -20,14 +20,16 @@ _TS_PREFIX = re.compile(r"^\[(?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A
 #: (``[rank0]: ``), docker compose's service (``sglang-1  | ``), syslog's as journald prints it
 #: (``Dec 03 10:00:00 gpu1 sglang[123]: ``, or ``journalctl -o short-iso``'s), the RFC 3339 time
 #: ``kubectl logs --timestamps``, ``docker logs -t`` and CI runners put first
-#: (``2026-01-01T10:00:00.123456789Z ``), ``kubectl logs --prefix``'s ``[pod/name/container] ``.
+#: (``2026-01-01T10:00:00.123456789Z ``), ``kubectl logs --prefix``'s ``[pod/name/container] ``,
+#: FastChat's workers relaying SGLang's output (``2024-06-02 00:26:10 | ERROR | stderr | ``).
 #: A traceback relayed this way is still a traceback: the tags are taken off before the line is
 #: read (several, where stacks nest), and so are a terminal's colour codes.
 _CARRIER = re.compile(
     r"^(\(\w+ pid=\d+(, ip=[\d.]+)?\) |\[rank\d+\]: ?|[\w.-]+-\d+ +\| "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w.@/-]+(\[\d+\])?: "
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)? (\S+ [\w.@/-]+\[\d+\]: )?"
-    r"|\[pod/[\w.-]+/[\w.-]+\] )"
+    r"|\[pod/[\w.-]+/[\w.-]+\] "
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| [A-Z]+ \| [\w.]+ \| )"
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

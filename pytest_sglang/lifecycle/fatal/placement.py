@@ -144,8 +144,9 @@ _TYPE_CAUSES: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, str], ...] = 
 _CALL_MISFIT = re.compile(
     r"^([\w.]+\.)?TypeError: (?P<func>[\w.<>]+)\(\):? (missing \d+ required "
     r"(positional|keyword-only) arguments?|got an unexpected keyword argument"
-    r"|got multiple values for argument|takes (from )?\d+ (to \d+ )?positional arguments? but "
-    r"\d+ (were|was) given|incompatible function arguments)"
+    r"|got multiple values for (keyword )?argument"
+    r"|takes (from )?\d+ (to \d+ )?positional arguments? but \d+ (were|was) given"
+    r"|incompatible function arguments)"
 )
 #: An attribute the library's object lacks, on SGLang's call into it (``wrapper.begin_forward``
 #: gone in a newer release).
@@ -181,6 +182,8 @@ def _library_api_misfit(texts: Sequence[str], index: int) -> bool:
     found = _CALL_MISFIT.match(text) or _ATTRIBUTE_MISSING.match(text)
     if found is None:
         return False
+    if _CALL_MISFIT.match(text) and _embedding_call(texts, index, found.group("func")):
+        return True
     inner = None  # the innermost frame's call line that is not a pass-through
     for back in range(index - 1, -1, -1):
         if not _is_frame(texts[back]):
@@ -206,6 +209,23 @@ def _library_api_misfit(texts: Sequence[str], index: int) -> bool:
         return False
     receiver = call.group("receiver").lower()
     return any(re.search(rf"(^|[._\[]){lib}([._\]]|$)", receiver) for lib in _RECEIVERS)
+
+
+#: SGLang's API that other programs embed it through (its argument class, engine and runtime).
+_EMBEDDED_API = re.compile(r"(^|\.)(ServerArgs|Engine|Runtime|RuntimeEndpoint)(\.__init__)?$")
+#: A frame of a program's own code: not SGLang's, not an installed package, not Python's.
+_PROGRAM_FRAME = re.compile(
+    r'^\s*File "(?![^"]*/(sglang|site-packages|dist-packages|lib/python3\.\d+)/)(?!<frozen)[^"]*"'
+)
+
+
+def _embedding_call(texts: Sequence[str], index: int, func: str) -> bool:
+    """Whether a call that does not fit is a program embedding SGLang (a harness's worker, an RL
+    framework) handing SGLang's own API (``ServerArgs``, ``Engine``, ``Runtime``) arguments this
+    release does not take: the program was written for another SGLang release, a version
+    mismatch like a kernel library's."""
+    frames = _frames_above(texts, index)
+    return bool(_EMBEDDED_API.search(func)) and any(_PROGRAM_FRAME.match(f) for f in frames)
 
 
 #: A frame of Python's standard library (``multiprocessing``, ``json``, ``asyncio``), not of an

@@ -66,9 +66,11 @@ _SUMMARY = re.compile(
 
 #: Lines where SGLang says it goes on despite an error (a model module it could not import, a
 #: fallback it takes), and its dump of the arguments it runs with (``trust_remote_code=True`` there
-#: is a setting, not a request for it): never a cause, whatever they quote.
+#: is a setting, not a request for it), or a harness's argparse dump of its own (``args:
+#: Namespace(...)``): never a cause, whatever they quote.
 _IGNORED = re.compile(
     r"^Ignore import error when loading |(?i:\bwill be ignored\b|\bignoring\b)|server_args="
+    r"|\bNamespace\(\w+="
 )
 #: A line that only warns: the server goes on without a feature, and says why (``multimem
 #: all-gather disabled (Found no NVIDIA driver ...)``, ``... skipped because ...``, ``falling
