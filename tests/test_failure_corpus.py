@@ -127,7 +127,14 @@ HELD_OUT_CLEAN_11 = (7, 20)
 #: the eleventh batch have three blind readings each (README): a majority label for 27 of 30.
 TWELFTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh12_")]
 HELD_OUT_CLEAN_12 = (3, 10)
-FRESH = tuple(f"fresh{n}_" for n in range(2, 13))  # the second to the twelfth batch
+#: The thirteenth fresh batch (``fresh13_*``, README): fifteen failures (its 60 fixed queries ran
+#: out), collected blind while the twelfth batch's families were fixed, with two more blind
+#: readings made before it was measured. Measured once with the rules frozen: 8 of 15 causes
+#: named (53%), the cited line right for 13; the majority of three readers' category for 10 of 14.
+#: Three general fixes were then made on its misses (9/15 since), so it is tainted.
+THIRTEENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh13_")]
+HELD_OUT_CLEAN_13 = (8, 15)
+FRESH = tuple(f"fresh{n}_" for n in range(2, 14))  # the second to the thirteenth batch
 FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
 #: The batches whose misses have been read as families (README): every case of them is named,
 #: but for those listed in :data:`LABELLED_OTHERWISE`. A batch joins only after its clean
@@ -171,7 +178,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
     assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20 and len(SEVENTH_BATCH) >= 19
     assert len(EIGHTH_BATCH) >= 20 and len(NINTH_BATCH) >= 20 and len(TENTH_BATCH) >= 20
-    assert len(ELEVENTH_BATCH) >= 20 and len(TWELFTH_BATCH) >= 10
+    assert len(ELEVENTH_BATCH) >= 20 and len(TWELFTH_BATCH) >= 10 and len(THIRTEENTH_BATCH) >= 15
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
@@ -188,7 +195,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
     sixth, seventh, eighth = figure(SIXTH_BATCH), figure(SEVENTH_BATCH), figure(EIGHTH_BATCH)
     ninth, tenth, eleventh = figure(NINTH_BATCH), figure(TENTH_BATCH), figure(ELEVENTH_BATCH)
-    twelfth = figure(TWELFTH_BATCH)
+    twelfth, thirteenth = figure(TWELFTH_BATCH), figure(THIRTEENTH_BATCH)
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
         f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
@@ -197,7 +204,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
         f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch), "
         f"{eighth[0]}/{eighth[1]} (eighth batch), {ninth[0]}/{ninth[1]} (ninth batch), "
         f"{tenth[0]}/{tenth[1]} (tenth batch), {eleventh[0]}/{eleventh[1]} (eleventh batch), "
-        f"{twelfth[0]}/{twelfth[1]} (twelfth batch) "
+        f"{twelfth[0]}/{twelfth[1]} (twelfth batch), {thirteenth[0]}/{thirteenth[1]} (thirteenth) "
         f"(missed: {misses})"
     )
     print(report)
@@ -215,6 +222,7 @@ def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart(
     assert tenth[0] / tenth[1] >= HELD_OUT_CLEAN_10[0] / HELD_OUT_CLEAN_10[1], report
     assert eleventh[0] / eleventh[1] >= HELD_OUT_CLEAN_11[0] / HELD_OUT_CLEAN_11[1], report
     assert twelfth[0] / twelfth[1] >= HELD_OUT_CLEAN_12[0] / HELD_OUT_CLEAN_12[1], report
+    assert thirteenth[0] / thirteenth[1] >= HELD_OUT_CLEAN_13[0] / HELD_OUT_CLEAN_13[1], report
 
 
 FAMILY_READ = [case for case in HELD_OUT if case["file"].startswith(READ_AS_FAMILIES)]
@@ -347,3 +355,32 @@ def test_the_reason_is_one_line() -> None:
         fatal = find_fatal(lines_of(case))
         assert fatal is not None or case["file"] in READ_AS_HEALTHY
         assert fatal is None or "\n" not in fatal.summary
+
+
+#: Three blind readings (README): the collector's ``category``, ``second_reading.json`` and
+#: ``third_reading.json``. Where two of the three agree, their category is the case's majority
+#: label, a fairer one than any single reader's. The floors are the classifier's figures against
+#: it with the rules frozen for each batch (eleventh, twelfth, thirteenth).
+SECOND = json.loads((CORPUS / "second_reading.json").read_text())
+THIRD = json.loads((CORPUS / "third_reading.json").read_text())
+MAJORITY_CLEAN = {"fresh11_": (7, 17), "fresh12_": (5, 10), "fresh13_": (10, 14)}
+
+
+def majority(case: dict[str, Any]) -> str | None:
+    votes = [case["category"], SECOND[case["file"]]["category"], THIRD[case["file"]]["category"]]
+    top = max(set(votes), key=votes.count)
+    return top if votes.count(top) >= 2 else None
+
+
+@pytest.mark.parametrize("batch", sorted(MAJORITY_CLEAN))
+def test_the_classifier_against_the_majority_of_three_blind_readings(batch: str) -> None:
+    cases = [case for case in HELD_OUT if case["file"].startswith(batch)]
+    assert all(case["file"] in SECOND and case["file"] in THIRD for case in cases)
+    labelled = [(case, label) for case in cases if (label := majority(case)) is not None]
+    agreed = sum(
+        (fatal := find_fatal(lines_of(case))) is not None and fatal.reason == label
+        for case, label in labelled
+    )
+    floor = MAJORITY_CLEAN[batch]
+    print(f"{batch}: the majority's category for {agreed} of {len(labelled)}")
+    assert len(labelled) == floor[1] and agreed >= floor[0]

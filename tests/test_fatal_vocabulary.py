@@ -367,6 +367,26 @@ def test_a_code_fault_in_sglang_stays_a_crash() -> None:
         # serde_json's errors, as the tokenizers library raises them reading tokenizer.json
         ("Exception: expected value at line 1 column 1", "tokenizer"),
         ("Exception: trailing characters at line 3 column 2", "tokenizer"),
+        # a GPU generation asked for as SM>=NN (FlashAttention 3's backend check), not a package
+        (
+            "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "
+            "`--attention-backend flashinfer`.",
+            "invalid config",
+        ),
+        ("ImportError: This model requires transformers>=4.57.0", "broken install"),
+        ("RuntimeError: The fused MoE kernel does not support this GPU", "invalid config"),
+        # a torch built without the backend the start runs on
+        (
+            "NotImplementedError: Could not run 'aten::empty_strided' with arguments from the "
+            "'CUDA' backend.",
+            "broken install",
+        ),
+        # huggingface_hub's HTTP error for a repo or file that is not there
+        (
+            "huggingface_hub.errors.HfHubHTTPError: 404 Client Error: Not Found for url: "
+            "https://huggingface.co/api/models/org/model",
+            "model not found",
+        ),
     ],
 )
 def test_more_of_the_libraries_words_name_their_cause(exception: str, reason: str) -> None:
@@ -532,35 +552,6 @@ def test_a_rule_a_frame_or_a_phase_outranks_the_words() -> None:
     assert fatal is not None and fatal.reason == "model loading"
 
 
-@pytest.mark.parametrize(
-    ("exception", "reason"),
-    [
-        # a GPU generation asked for as SM>=NN (FlashAttention 3's backend check), not a package
-        (
-            "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "
-            "`--attention-backend flashinfer`.",
-            "invalid config",
-        ),
-        ("ImportError: This model requires transformers>=4.57.0", "broken install"),
-        ("RuntimeError: The fused MoE kernel does not support this GPU", "invalid config"),
-        # a torch built without the backend the start runs on
-        (
-            "NotImplementedError: Could not run 'aten::empty_strided' with arguments from the "
-            "'CUDA' backend.",
-            "broken install",
-        ),
-        # huggingface_hub's HTTP error for a repo or file that is not there
-        (
-            "huggingface_hub.errors.HfHubHTTPError: 404 Client Error: Not Found for url: "
-            "https://huggingface.co/api/models/org/model",
-            "model not found",
-        ),
-    ],
-)
-def test_a_gpu_asked_for_a_package_asked_for_and_a_hub_404(exception: str, reason: str) -> None:
-    assert reason_of(exception) == reason
-
-
 def test_a_summary_that_points_above_is_never_the_cause() -> None:
     """``... initialization failed. See root cause above.`` (another engine's words for SGLang's
     ``Please see the error messages above``) names the lines before it."""
@@ -662,3 +653,58 @@ def test_a_program_embedding_sglang_with_arguments_this_release_does_not_take() 
     own = [lines[1], *lines[4:]]
     fatal = find_fatal(own)
     assert fatal is not None and fatal.reason == "crashed"
+
+
+def test_nccls_failed_allocation_is_out_of_memory() -> None:
+    """NCCL's ``Failed to CUDA calloc N bytes`` (its alloc.h), printed under ``Last error:`` after
+    the ``ncclUnhandledCudaError``, is the device out of memory, not a collective failing."""
+    exception = (
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:76, unhandled cuda error"
+    )
+    lines = record(exception)
+    lines[4:4] = [
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Failed to CUDA calloc 67108864 bytes",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "out of memory"
+    assert "Failed to CUDA calloc" in fatal.summary
+
+
+def test_a_summary_quoting_a_childs_traceback_cites_the_childs_exception() -> None:
+    """SGLang 0.2's parent raises ``Initialization failed. controller_init_state: Traceback ...``
+    with its child's traceback in the message: the child's exception, printed after it, is the
+    cause, and the record is not complete until it is there."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/sglang/srt/server.py", line 376, in launch_server',
+        "    raise RuntimeError(",
+        "RuntimeError: Initialization failed. controller_init_state: Traceback (most recent call"
+        " last):",
+        '  File "/x/torch/cuda/__init__.py", line 279, in _lazy_init',
+        "    raise RuntimeError(",
+        "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+        "multiprocessing, you must use the 'spawn' start method",
+        ", detoken_init_state: init ok",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.index == 6 and fatal.complete
+    early = find_fatal(lines[:6])
+    assert early is not None and not early.complete
+
+
+def test_sglangs_own_function_called_wrongly_is_a_crash_in_any_phase() -> None:
+    """A call into SGLang's own code that does not fit (a model's layer builder handed an
+    argument its lambda does not take) is a fault of the code, even while weights load."""
+    loading = (
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 300, in load_model',
+        "    self.model = get_model(model_config=self.model_config)",
+        '  File "/x/sglang/srt/models/phi3_small.py", line 380, in __init__',
+        "    self.start_layer, self.end_layer, self.layers = make_layers(",
+    )
+    exception = (
+        "TypeError: Phi3SmallModel.__init__.<locals>.<lambda>() got an unexpected keyword "
+        "argument 'idx'"
+    )
+    assert reason_of(exception, *loading) == "crashed"

@@ -172,7 +172,10 @@ def test_a_replica_drains_mid_benchmark(sglang_server, sglang_bench):
     for _ in range(4):
         assert sglang_server.post("/generate", json=GENERATE).status_code == 200
     again = sglang_server.requests_by_part()
-    assert again["replica-2"]["success"] - after["replica-2"]["success"] == 2
+    # round robin over both again: half of the four go to replica-1 (replica-2's counter at the
+    # router may begin again from 0 when its worker was taken out and added back)
+    assert again["replica-1"]["success"] - after["replica-1"]["success"] == 2
+    assert again["replica-2"]["success"] >= 2
 """
 
 

@@ -425,6 +425,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|killed by the OOM killer|Failed with result 'oom-kill'|Out of memory: Killed process"
             r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|hipErrorOutOfMemory"
             r"|CUDA_ERROR_OUT_OF_MEMORY|DefaultCPUAllocator: can't allocate memory"
+            r"|Failed to CUDA (calloc|malloc|host alloc) \d+ bytes"
             rf"|{_DEVICE_OOM}|{_NO_ROOM_FOR_CACHE}",
             "out of memory",
         ),

@@ -60,7 +60,7 @@ _EXCEPTION_GROUP = re.compile(r"^([\w.]+\.)?(Base)?ExceptionGroup\b")
 _SUMMARY = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
     r"|Subprocess \S+ \(pid=\d+\) crashed|\b\w+ hit an exception|Exit code: "
-    r"|Scheduler PP\d+ TP\d+ crashed: "
+    r"|Scheduler PP\d+ TP\d+ crashed: |Initialization failed\. \w+_init_state: Traceback"
     rf"|{_SEE_ABOVE}"
 )
 

@@ -125,8 +125,13 @@ def traceback_complete(lines: Sequence[str], start: int = 0) -> bool:
             end = _exception_line(texts, index)
             if end is None:
                 return False
-            index = end
             pending = False
+            if end != index and _TRACEBACK.search(texts[end]):
+                # an exception quoting a traceback of its own, printed after it (SGLang 0.2's
+                # ``Initialization failed. controller_init_state: Traceback ...``)
+                index = end
+                continue
+            index = end
         elif _CHAIN.match(texts[index]):
             pending = True
         index += 1
