@@ -29,113 +29,33 @@ FAILURES = [case for case in INDEX if case["category"]]
 FINE = [case for case in INDEX if not case["category"]]
 TUNED = [case for case in FAILURES if case["split"] == "tuned"]
 HELD_OUT = [case for case in FAILURES if case["split"] == "held-out"]
-#: The fresh held-out batch (README) measured once, before any rule was changed after reading it:
-#: 14 of 17 causes named, under issue 32's target of 90%. Three general reading faults its misses
-#: showed were then fixed (17/17 since), so the batch no longer measures an unseen failure; the
-#: floor stays at the clean figure and the target is not claimed on the later one.
-HELD_OUT_CLEAN = (14, 17)
-HELD_OUT_FLOOR = HELD_OUT_CLEAN[0] / HELD_OUT_CLEAN[1]
-#: The second fresh batch (``fresh2_*``, README), collected after those fixes and measured once with
-#: no rule changed for it: 17 of 21 causes named (81%), again under the 90% target. Its four misses
-#: were then fixed by general rules (21/21 since), so it is tainted too; the floor stays the clean
-#: figure.
-HELD_OUT_CLEAN_2 = (17, 21)
-SECOND_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh2_")]
-#: The third fresh batch (``fresh3_*``, README), collected after the second batch's fixes froze the
-#: rules again; its expectations were committed before the classifier read it. Measured once: 17 of
-#: 20 causes named (85%), under the 90% target. Its three misses were then fixed by general rules
-#: (README; 20/20 since), so it is tainted too; the floor stays the clean figure.
-HELD_OUT_CLEAN_3 = (17, 20)
-THIRD_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh3_")]
-#: The fourth fresh batch (``fresh4_*``, README), collected after the third batch's fixes froze the
-#: rules again; its expectations were committed before the classifier read it. Measured once: 16 of
-#: 20 causes named (80%), under the 90% target. Its four misses were then read as examples of
-#: general families (a GPU refusal, a resource limit, two choices that cannot run together, NCCL's
-#: wordings) and those families fixed (README; 20/20 since), so it is tainted too; the floor stays
-#: the clean figure.
-HELD_OUT_CLEAN_4 = (16, 20)
-FOURTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh4_")]
-#: The fifth fresh batch (``fresh5_*``, README), chosen by a search rule fixed before any search
-#: (the first qualifying results of fixed queries) after the general reading rules were frozen;
-#: its expectations were committed before the classifier read it.
-FIFTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh5_")]
-#: Measured once: 15 of 26 causes named (58%), far under the 90% target; the misses are listed in
-#: the README. The structural reading then read this batch too (26/26 since), so it is tainted like
-#: the others; the floor stays the clean figure.
-HELD_OUT_CLEAN_5 = (15, 26)
-#: The sixth fresh batch (``fresh6_*``, README), collected by a fixed search rule by someone who
-#: never read the classifier, while the structural reading was written (it never saw this batch);
-#: its expectations were committed before the classifier read it. Measured once with the rules
-#: frozen: 15 of 21 causes named (71%), under the 90% target (misses in the README). Its six misses
-#: were then read as general families (warmup and readiness wordings, the model's kind or config
-#: refused, the tokenizer manager's own faults, frames quoted without indentation, a machine
-#: without CUDA) and those fixed (README; 21/21 since), so it is tainted too; the floor stays the
-#: clean figure.
-SIXTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh6_")]
-HELD_OUT_CLEAN_6 = (15, 21)
-#: The seventh fresh batch (``fresh7_*``, README), collected by a fixed search rule by someone who
-#: never read the classifier, while the sixth batch's families were fixed (they never saw this
-#: batch); its expectations were committed before the classifier read it. Measured once with the
-#: rules frozen (commit "Failure classifier rules frozen for the seventh fresh batch"): 11 of 19
-#: causes named (58%), under the 90% target (misses in the README). Its eight misses were then
-#: read as general families (a native runtime's own fatal line, other accelerators' device errors,
-#: a kernel compiler that cannot start, a message carried on the next lines, no room for the KV
-#: cache, no processor for the model's type, a path taken for a Hub repo id, a quantization the
-#: loader refuses) and those fixed (README; 19/19 since), so it is tainted too; the floor stays
-#: the clean figure.
-SEVENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh7_")]
-HELD_OUT_CLEAN_7 = (11, 19)
-#: The eighth fresh batch (``fresh8_*``, README), collected the same way while the seventh
-#: batch's families were fixed (they never saw it); its expectations were committed before the
-#: classifier read it. Measured once with the rules frozen (commit "Failure classifier rules
-#: frozen for the eighth fresh batch"): 13 of 20 causes named (65%), under the 90% target (misses
-#: in the README). Its seven misses were then read as general families (a bare assertion's
-#: statement, a runtime without the architecture's implementation, a launcher giving up on its
-#: workers' readiness, more GPUs asked for than the machine has, a path not implemented, a kernel
-#: library's API changed under SGLang) and those fixed (README; 19/20 since, the twentieth a line
-#: labelled two ways, :data:`LABELLED_OTHERWISE`), so it is tainted too; the floor stays the clean
-#: figure.
-EIGHTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh8_")]
-HELD_OUT_CLEAN_8 = (13, 20)
-#: The ninth fresh batch (``fresh9_*``, README), collected the same way while the eighth batch's
-#: families were fixed (they never saw it); its expectations were committed before the classifier
-#: read it. Measured once with the rules frozen (commit "Failure classifier rules frozen for the
-#: ninth fresh batch"): 12 of 21 causes named (57%), under the 90% target (misses in the README).
-#: The libraries' vocabulary (README) was then written with three of its misses as examples of
-#: the gaps to close: four of its cases are named since (16/21), so it is tainted; the floor stays
-#: the clean figure.
-NINTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh9_")]
-HELD_OUT_CLEAN_9 = (12, 21)
-#: The tenth fresh batch (``fresh10_*``, README), collected blind while the libraries' vocabulary
-#: was written (it never saw this batch); its expectations were committed before the classifier
-#: read it. Measured once with the rules frozen (commit "Failure classifier rules frozen for the
-#: tenth fresh batch"): 7 of 20 causes named (35%), under the 90% target (misses in the README).
-TENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh10_")]
-HELD_OUT_CLEAN_10 = (7, 20)
-#: The eleventh fresh batch (``fresh11_*``, README), collected blind while the words reading was
-#: written (it never saw this batch); its expectations were committed before the classifier read
-#: it. Measured once with the rules frozen: 7 of 20 causes named (35%), the cited line right for
-#: 17, under the 90% target (misses in the README). A blind second reading agrees with its
-#: collector's categories for 13 of 20 only. Four general fixes were then made on its misses
-#: (9/20 since), so it is tainted; the floor stays the clean figure.
-ELEVENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh11_")]
-HELD_OUT_CLEAN_11 = (7, 20)
-#: The twelfth fresh batch (``fresh12_*``, README): ten failures (its fixed queries ran out),
-#: collected blind while the eleventh batch's families were fixed. Measured once with the rules
-#: frozen: 3 of 10 causes named (30%), the cited line right for 7. Three general fixes were then
-#: made on its misses (4/10 since), so it is tainted; the floor stays the clean figure. It and
-#: the eleventh batch have three blind readings each (README): a majority label for 27 of 30.
-TWELFTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh12_")]
-HELD_OUT_CLEAN_12 = (3, 10)
-#: The thirteenth fresh batch (``fresh13_*``, README): fifteen failures (its 60 fixed queries ran
-#: out), collected blind while the twelfth batch's families were fixed, with two more blind
-#: readings made before it was measured. Measured once with the rules frozen: 8 of 15 causes
-#: named (53%), the cited line right for 13; the majority of three readers' category for 10 of 14.
-#: Three general fixes were then made on its misses (9/15 since), so it is tainted.
-THIRTEENTH_BATCH = [case for case in HELD_OUT if case["file"].startswith("fresh13_")]
-HELD_OUT_CLEAN_13 = (8, 15)
-FRESH = tuple(f"fresh{n}_" for n in range(2, 14))  # the second to the thirteenth batch
-FIRST_BATCH = [case for case in HELD_OUT if not case["file"].startswith(FRESH)]
+#: Each held-out batch (README, one section each), by its files' prefix: the fewest failures it
+#: holds, and its *clean* figure, measured once with the rules frozen in a commit that never saw
+#: it (causes named, of its failures). Every batch was then read for its misses and rules were
+#: fixed on them, so none measures an unseen failure any more: each is held to its clean figure,
+#: never pooled with one the rules saw, and the 90% target is not claimed on a later figure.
+BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
+    "fresh_": (15, (14, 17)),  # the first, collected after the first freeze
+    "fresh2_": (20, (17, 21)),
+    "fresh3_": (20, (17, 20)),
+    "fresh4_": (20, (16, 20)),
+    "fresh5_": (25, (15, 26)),  # the first chosen by a fixed-query rule
+    "fresh6_": (20, (15, 21)),  # the first collected by someone who never read the classifier
+    "fresh7_": (19, (11, 19)),
+    "fresh8_": (20, (13, 20)),
+    "fresh9_": (20, (12, 21)),
+    "fresh10_": (20, (7, 20)),
+    "fresh11_": (20, (7, 20)),  # the first with three blind readings (MAJORITY_CLEAN)
+    "fresh12_": (10, (3, 10)),  # its fixed queries ran out at ten
+    "fresh13_": (15, (8, 15)),  # its sixty fixed queries ran out at fifteen
+}
+
+
+def batch(prefix: str) -> list[dict[str, Any]]:
+    """The failures of the held-out batch whose files start with ``prefix``."""
+    return [case for case in HELD_OUT if case["file"].startswith(prefix)]
+
+
 #: The batches whose misses have been read as families (README): every case of them is named,
 #: but for those listed in :data:`LABELLED_OTHERWISE`. A batch joins only after its clean
 #: measurement and its families' round, never while it is still a clean held-out figure.
@@ -174,11 +94,10 @@ def named(case: dict[str, Any]) -> bool:
 
 
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
-    assert len(FAILURES) >= 45 and len(FINE) >= 6 and len(FIRST_BATCH) >= 15
-    assert len(SECOND_BATCH) >= 20 and len(THIRD_BATCH) >= 20 and len(FOURTH_BATCH) >= 20
-    assert len(FIFTH_BATCH) >= 25 and len(SIXTH_BATCH) >= 20 and len(SEVENTH_BATCH) >= 19
-    assert len(EIGHTH_BATCH) >= 20 and len(NINTH_BATCH) >= 20 and len(TENTH_BATCH) >= 20
-    assert len(ELEVENTH_BATCH) >= 20 and len(TWELFTH_BATCH) >= 10 and len(THIRTEENTH_BATCH) >= 15
+    assert len(FAILURES) >= 45 and len(FINE) >= 6
+    for prefix, (least, _) in BATCHES.items():
+        assert len(batch(prefix)) >= least, prefix
+    assert sum(len(batch(prefix)) for prefix in BATCHES) == len(HELD_OUT)
     for case in INDEX:
         text = (CORPUS / case["file"]).read_text()
         assert case["source"].startswith(("https://", REAL_TIER)), case["file"]
@@ -191,38 +110,19 @@ def figure(cases: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 def test_causes_are_named_on_both_parts_and_the_held_out_part_is_reported_apart() -> None:
-    tuned, first, second = figure(TUNED), figure(FIRST_BATCH), figure(SECOND_BATCH)
-    third, fourth, fifth = figure(THIRD_BATCH), figure(FOURTH_BATCH), figure(FIFTH_BATCH)
-    sixth, seventh, eighth = figure(SIXTH_BATCH), figure(SEVENTH_BATCH), figure(EIGHTH_BATCH)
-    ninth, tenth, eleventh = figure(NINTH_BATCH), figure(TENTH_BATCH), figure(ELEVENTH_BATCH)
-    twelfth, thirteenth = figure(TWELFTH_BATCH), figure(THIRTEENTH_BATCH)
+    tuned = figure(TUNED)
+    figures = {prefix: figure(batch(prefix)) for prefix in BATCHES}
     misses = [case["file"] for case in HELD_OUT if not named(case)]
     report = (
-        f"tuned {tuned[0]}/{tuned[1]}, held-out {first[0]}/{first[1]} (first batch), "
-        f"{second[0]}/{second[1]} (second batch), {third[0]}/{third[1]} (third batch), "
-        f"{fourth[0]}/{fourth[1]} (fourth batch), {fifth[0]}/{fifth[1]} (fifth batch), "
-        f"{sixth[0]}/{sixth[1]} (sixth batch), {seventh[0]}/{seventh[1]} (seventh batch), "
-        f"{eighth[0]}/{eighth[1]} (eighth batch), {ninth[0]}/{ninth[1]} (ninth batch), "
-        f"{tenth[0]}/{tenth[1]} (tenth batch), {eleventh[0]}/{eleventh[1]} (eleventh batch), "
-        f"{twelfth[0]}/{twelfth[1]} (twelfth batch), {thirteenth[0]}/{thirteenth[1]} (thirteenth) "
-        f"(missed: {misses})"
+        f"tuned {tuned[0]}/{tuned[1]}, held-out "
+        + ", ".join(f"{prefix} {got}/{of}" for prefix, (got, of) in figures.items())
+        + f" (missed: {misses})"
     )
     print(report)
     assert tuned[0] == tuned[1], report
-    assert first[0] / first[1] >= HELD_OUT_FLOOR, report
-    # each batch against its own clean figure: a batch is never pooled with one the rules saw
-    assert second[0] / second[1] >= HELD_OUT_CLEAN_2[0] / HELD_OUT_CLEAN_2[1], report
-    assert third[0] / third[1] >= HELD_OUT_CLEAN_3[0] / HELD_OUT_CLEAN_3[1], report
-    assert fourth[0] / fourth[1] >= HELD_OUT_CLEAN_4[0] / HELD_OUT_CLEAN_4[1], report
-    assert fifth[0] / fifth[1] >= HELD_OUT_CLEAN_5[0] / HELD_OUT_CLEAN_5[1], report
-    assert sixth[0] / sixth[1] >= HELD_OUT_CLEAN_6[0] / HELD_OUT_CLEAN_6[1], report
-    assert seventh[0] / seventh[1] >= HELD_OUT_CLEAN_7[0] / HELD_OUT_CLEAN_7[1], report
-    assert eighth[0] / eighth[1] >= HELD_OUT_CLEAN_8[0] / HELD_OUT_CLEAN_8[1], report
-    assert ninth[0] / ninth[1] >= HELD_OUT_CLEAN_9[0] / HELD_OUT_CLEAN_9[1], report
-    assert tenth[0] / tenth[1] >= HELD_OUT_CLEAN_10[0] / HELD_OUT_CLEAN_10[1], report
-    assert eleventh[0] / eleventh[1] >= HELD_OUT_CLEAN_11[0] / HELD_OUT_CLEAN_11[1], report
-    assert twelfth[0] / twelfth[1] >= HELD_OUT_CLEAN_12[0] / HELD_OUT_CLEAN_12[1], report
-    assert thirteenth[0] / thirteenth[1] >= HELD_OUT_CLEAN_13[0] / HELD_OUT_CLEAN_13[1], report
+    for prefix, (got, of) in figures.items():
+        clean = BATCHES[prefix][1]
+        assert got / of >= clean[0] / clean[1], report
 
 
 FAMILY_READ = [case for case in HELD_OUT if case["file"].startswith(READ_AS_FAMILIES)]

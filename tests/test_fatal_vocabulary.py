@@ -367,6 +367,18 @@ def test_a_code_fault_in_sglang_stays_a_crash() -> None:
         # serde_json's errors, as the tokenizers library raises them reading tokenizer.json
         ("Exception: expected value at line 1 column 1", "tokenizer"),
         ("Exception: trailing characters at line 3 column 2", "tokenizer"),
+        # a name outside the ones the runtime knows, as argparse's ``invalid choice`` is
+        (
+            "RuntimeError: Chat template configs/zephyr.jinja is not a built-in template name",
+            "invalid config",
+        ),
+        ("RuntimeError: Unknown attention backend: 'flashmla3'", "invalid config"),
+        # a configuration class registered by two packages whose releases do not go together
+        (
+            "ValueError: '<class 'sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLConfig'>' is "
+            "already used by a Transformers model.",
+            "broken install",
+        ),
         # a GPU generation asked for as SM>=NN (FlashAttention 3's backend check), not a package
         (
             "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "

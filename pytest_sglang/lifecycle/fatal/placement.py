@@ -295,11 +295,11 @@ def _placed(texts: Sequence[str], index: int) -> str:
         return "broken install"
     if _NOT_IMPLEMENTED.match(text):
         return _not_implemented(texts, index, frames)
-    if _CALL_MISFIT.match(text) and _hinted(frames) != "invalid config":
+    hinted = _hinted(frames, bool(_REFUSAL_TYPE.match(text)))
+    if _CALL_MISFIT.match(text) and hinted != "invalid config":
         # SGLang's own function called with arguments it does not take: a fault of its code,
         # whatever phase the start was in (unless raised in its argument checks)
         return "crashed"
-    hinted = _hinted(frames, bool(_REFUSAL_TYPE.match(text)))
     if hinted is not None:
         return hinted
     phase = _phase_cause(texts, index)
