@@ -45,7 +45,11 @@ def test_a_failed_start_shows_in_its_state_and_its_output(any_deployer: Deployer
     wait_for(lambda: any_deployer.state().exited, "the failed start to end")
     state = any_deployer.state()
     assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0
-    assert any("Not enough memory" in m for m in messages(any_deployer, cursor))
+    # a journal may file the last lines after the process is gone: wait for them
+    wait_for(
+        lambda: any("Not enough memory" in m for m in messages(any_deployer, cursor)),
+        "the failed start's last words in its output",
+    )
 
 
 def test_preflight_refuses_an_unknown_flag_before_the_host_changes(

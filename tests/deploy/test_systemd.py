@@ -165,7 +165,12 @@ def test_restore_after_failed_start(deployer: SystemdDeployer, host: Any) -> Non
     wait_for(lambda: deployer.state().exited, "the failed start to end")
     state = deployer.state()
     assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0
-    assert any("Not enough memory" in m for m in messages(deployer, cursor))
+    # journald files a stream's last lines after the process is gone (the readiness check waits
+    # EXIT_GRACE_S for the same reason): wait for them rather than read once
+    wait_for(
+        lambda: any("Not enough memory" in m for m in messages(deployer, cursor)),
+        "the failed start's last words in the journal",
+    )
     deployer.restore()
     assert snapshot(host) == original
 
