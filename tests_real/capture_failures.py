@@ -204,7 +204,9 @@ def capture(real: RealSglang, case: Case, out_dir: Path, scratch: Path) -> dict[
         "model_as_qwen2": str(qwen2),
         "busy_port": str(holder.getsockname()[1]),
     }
-    extra = [a.format(**values) for a in case.argv]
+    extra = list(case.argv)
+    for key, value in values.items():  # not str.format: an argument may hold braces (JSON)
+        extra = [a.replace("{" + key + "}", value) for a in extra]
     argv = ["--model-path", str(model), *CPU_FLAGS.split(), "--host", "127.0.0.1"]
     if "--port" not in extra:
         argv += ["--port", str(_free_port())]
