@@ -107,3 +107,20 @@ def test_a_silent_death_is_noticed_by_its_exit_record(deployer: ProcessDeployer)
     assert "killed by signal 9" in str(err.value)
     assert "last line: " in str(err.value) and "main process ended" not in str(err.value)
     assert 1 <= counted.calls <= 3, counted.calls
+
+
+def test_an_exit_status_of_systemds_own_names_its_setup_step() -> None:
+    """systemd exits 200-245 when it could not set up the process (a cgroup, a working directory,
+    a user): the cause is on the host, named by systemd's step, not a crash of the server."""
+    from pytest_sglang.lifecycle.deployer import ServiceState
+    from pytest_sglang.lifecycle.journal import StartupJournal
+
+    state = ServiceState("failed", "failed", 0, "exited", 219, 0, "exit-code")
+    journal = StartupJournal(["sglang.service: Failed with result 'exit-code'."])
+    assert readiness._exit_reason(state, journal) == "service setup failed"
+    assert readiness.describe_exit(state) == (
+        "process exited with status 219: systemd failed at step CGROUP before the server ran"
+    )
+    crashed = ServiceState("failed", "failed", 0, "exited", 1, 0, "exit-code")
+    assert readiness._exit_reason(crashed, journal) == "crashed"
+    assert readiness.describe_exit(crashed) == "process exited with status 1"

@@ -105,6 +105,29 @@ def _health(http: requests.Session, base_url: str) -> int | None:
         return None
 
 
+#: systemd's own exit statuses (systemd.exec(5), "Process Exit Codes"): the service manager failed
+#: to set up the process before the server's program ran, so the cause is on the host (a missing
+#: binary, a working directory, a user, a cgroup), never in the server's configuration.
+SYSTEMD_STEPS = {
+    200: "CHDIR", 201: "NICE", 202: "FDS", 203: "EXEC", 204: "MEMORY", 205: "LIMITS",
+    206: "OOM_ADJUST", 207: "SIGNAL_MASK", 208: "STDIN", 209: "STDOUT", 210: "CHROOT",
+    211: "IOPRIO", 212: "TIMERSLACK", 213: "SECUREBITS", 214: "SETSCHEDULER", 215: "CPUAFFINITY",
+    216: "GROUP", 217: "USER", 218: "CAPABILITIES", 219: "CGROUP", 220: "SETSID", 221: "CONFIRM",
+    222: "STDERR", 224: "PAM", 225: "NETWORK", 226: "NAMESPACE", 227: "NO_NEW_PRIVILEGES",
+    228: "SECCOMP", 229: "SELINUX_CONTEXT", 230: "PERSONALITY", 231: "APPARMOR_PROFILE",
+    232: "ADDRESS_FAMILIES", 233: "RUNTIME_DIRECTORY", 235: "CHOWN", 236: "SMACK_PROCESS_LABEL",
+    237: "KEYRING", 238: "STATE_DIRECTORY", 239: "CACHE_DIRECTORY", 240: "LOGS_DIRECTORY",
+    241: "CONFIGURATION_DIRECTORY", 242: "NUMA_POLICY", 243: "CREDENTIALS", 245: "BPF",
+}  # fmt: skip
+
+
+def _setup_step(state: ServiceState) -> str | None:
+    """systemd's step that failed, when the exit status is one of systemd's own."""
+    if state.exec_main_code != "exited" or state.result != "exit-code":
+        return None
+    return SYSTEMD_STEPS.get(state.exec_main_status)
+
+
 def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
     """The cause of a process that ended: its fatal line's, else what the exit itself says (a kill
     by signal 9 with no line naming a cause is the kernel's OOM killer, most often)."""
@@ -115,12 +138,20 @@ def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
         return "bad flag"
     if state.exec_main_code == "killed" and state.exec_main_status == 9:
         return "killed"
+    if _setup_step(state) is not None:
+        return "service setup failed"
     return "crashed"
 
 
 def describe_exit(state: ServiceState) -> str:
     if state.exec_main_code == "killed":
         return f"process killed by signal {state.exec_main_status}"
+    step = _setup_step(state)
+    if step is not None:
+        return (
+            f"process exited with status {state.exec_main_status}: systemd failed at step {step}"
+            " before the server ran"
+        )
     if state.exec_main_code:
         return f"process {state.exec_main_code} with status {state.exec_main_status}"
     return f"service {state.active_state}/{state.sub_state}"

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.lifecycle.deployer import Deployer
+from pytest_sglang.lifecycle.deployer import Deployer, ServiceState
 from pytest_sglang.lifecycle.process import ProcessDeployer
+from pytest_sglang.lifecycle.readiness import SYSTEMD_STEPS
 from pytest_sglang.lifecycle.spec import HostSpec
 from pytest_sglang.lifecycle.systemd import SystemdDeployer
 from pytest_sglang.transport.local import LocalTransport
@@ -62,6 +63,21 @@ def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) ->
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(0.1)
+
+
+def start_that_fails(deployer: Deployer, plan: Any, tries: int = 3) -> tuple[str, ServiceState]:
+    """Deploy ``plan`` (a server that fails at start) and wait for it to end: its journal cursor
+    and final state. A start that systemd itself could not set up (an exit status of its own,
+    ``219``: a cgroup still being torn down after the last restart on a loaded test host) never
+    ran the server, so it says nothing of the failure under test: deployed again, up to
+    ``tries`` times."""
+    for _ in range(tries):
+        cursor = deployer.deploy(plan)
+        wait_for(lambda: deployer.state().exited, "the failed start to end")
+        state = deployer.state()
+        if not (state.exec_main_code == "exited" and state.exec_main_status in SYSTEMD_STEPS):
+            break
+    return cursor, state
 
 
 #: The unit ``systemd_deployer`` deploys as (none exists before: the session's own unit).

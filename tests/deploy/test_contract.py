@@ -14,7 +14,7 @@ from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import PreflightError
 from pytest_sglang.lifecycle.deployer import Deployer
 
-from .conftest import wait_for
+from .conftest import start_that_fails, wait_for
 
 
 def messages(deployer: Deployer, cursor: str) -> list[str]:
@@ -41,14 +41,12 @@ def test_a_deployed_plan_runs_and_its_output_is_read_after_the_cursor(
 
 def test_a_failed_start_shows_in_its_state_and_its_output(any_deployer: Deployer) -> None:
     config = ServerConfig(model_path="/models/tiny", port=30000, env={"SGLANG_SIM_FAULT": "oom"})
-    cursor = any_deployer.deploy(any_deployer.launch_plan(config))
-    wait_for(lambda: any_deployer.state().exited, "the failed start to end")
-    state = any_deployer.state()
-    assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0
+    cursor, state = start_that_fails(any_deployer, any_deployer.launch_plan(config))
+    assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0, state
     # a journal may file the last lines after the process is gone: wait for them
     wait_for(
         lambda: any("Not enough memory" in m for m in messages(any_deployer, cursor)),
-        "the failed start's last words in its output",
+        f"the failed start's last words in its output ({state})",
     )
 
 

@@ -17,7 +17,7 @@ from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import PreflightError
 from pytest_sglang.lifecycle.systemd import SystemdDeployer
 
-from .conftest import Launcher, systemd_host_spec, wait_for
+from .conftest import Launcher, start_that_fails, systemd_host_spec, wait_for
 
 SERVICE = "sglang-qwen.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
@@ -161,15 +161,14 @@ def test_deploy_then_restore_byte_identical(
 def test_restore_after_failed_start(deployer: SystemdDeployer, host: Any) -> None:
     setup_original(host, active=True)
     original = snapshot(host)
-    cursor = deployer.deploy(deployer.launch_plan(config(env={"SGLANG_SIM_FAULT": "oom"})))
-    wait_for(lambda: deployer.state().exited, "the failed start to end")
-    state = deployer.state()
-    assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0
+    plan = deployer.launch_plan(config(env={"SGLANG_SIM_FAULT": "oom"}))
+    cursor, state = start_that_fails(deployer, plan)
+    assert state.exec_main_code in ("killed", "exited") and state.n_restarts == 0, state
     # journald files a stream's last lines after the process is gone (the readiness check waits
     # EXIT_GRACE_S for the same reason): wait for them rather than read once
     wait_for(
         lambda: any("Not enough memory" in m for m in messages(deployer, cursor)),
-        "the failed start's last words in the journal",
+        f"the failed start's last words in the journal ({state})",
     )
     deployer.restore()
     assert snapshot(host) == original
