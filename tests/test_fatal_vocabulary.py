@@ -720,3 +720,118 @@ def test_sglangs_own_function_called_wrongly_is_a_crash_in_any_phase() -> None:
         "argument 'idx'"
     )
     assert reason_of(exception, *loading) == "crashed"
+
+
+JSON_FRAMES = (
+    '  File "/usr/lib/python3.11/json/__init__.py", line 293, in load',
+    "    return loads(fp.read(),",
+    '  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode',
+    '    raise JSONDecodeError("Expecting value", s, err.value) from None',
+)
+
+
+@pytest.mark.parametrize(
+    ("frames", "reason"),
+    [
+        # tokenizer_config.json unreadable: transformers' tokenizer loader read it
+        (
+            (
+                '  File "/v/sglang/srt/utils/hf_transformers/tokenizer.py", line 538, in'
+                " get_tokenizer",
+                "    tokenizer = _auto_tokenizer_from_pretrained(",
+                '  File "/v/transformers/models/auto/tokenization_auto.py", line 653, in'
+                " get_tokenizer_config",
+                "    result = json.load(reader)",
+            ),
+            "tokenizer",
+        ),
+        # --json-model-override-args that is not JSON: SGLang's model config parses the value
+        (
+            (
+                '  File "/v/sglang/srt/configs/model_config.py", line 955, in from_server_args',
+                "    return ModelConfig(",
+                '  File "/v/sglang/srt/configs/model_config.py", line 612, in __init__',
+                "    json.loads(json_model_override_args)",
+            ),
+            "invalid config",
+        ),
+        # the model's config.json unreadable: a path that holds no model (the convention kept)
+        (
+            (
+                '  File "/v/sglang/srt/utils/hf_transformers/config.py", line 200, in get_config',
+                "    config = AutoConfig.from_pretrained(",
+                '  File "/v/transformers/configuration_utils.py", line 700, in'
+                " _dict_from_json_file",
+                "    return json.loads(text)",
+            ),
+            "model not found",
+        ),
+    ],
+    ids=["tokenizer", "override-args", "model-config"],
+)
+def test_a_decode_error_is_named_by_whose_reading_failed(
+    frames: tuple[str, ...], reason: str
+) -> None:
+    """The innermost frame outside Python's own decoders says whose file or value it was."""
+    exception = "json.decoder.JSONDecodeError: Expecting value: line 23 column 17 (char 487)"
+    assert reason_of(exception, *frames, *JSON_FRAMES) == reason
+
+
+@pytest.mark.parametrize(
+    "exception",
+    [
+        "AssertionError: Fp8LinearMethod on CPU requires that CPU has AMX support",
+        "ValueError: CPU FP8 KV cache requires Intel AMX support.",
+        "RuntimeError: this kernel requires AVX512 support",
+        "ValueError: AMX is not supported on this machine",
+    ],
+)
+def test_a_feature_the_cpu_lacks_is_the_config_even_while_weights_load(exception: str) -> None:
+    loading = (
+        '  File "/v/sglang/srt/model_loader/loader.py", line 1089, in postprocess_weights',
+        "    quant_method.process_weights_after_loading(module)",
+        '  File "/v/sglang/srt/layers/quantization/fp8.py", line 1291, in'
+        " process_weights_after_loading",
+        "    assert cpu_has_amx_support()",
+    )
+    assert reason_of(exception, *loading) == "invalid config"
+
+
+@pytest.mark.parametrize(
+    "exception",
+    [
+        'AssertionError: {"object":"error","message":"The request queue is full.","type":"503",'
+        '"param":null,"code":503}',
+        'AssertionError: {"error":{"message":"Input length (14 tokens) exceeds the maximum allowed'
+        ' length (2 tokens). Use a shorter input or enable --allow-auto-truncate."}}',
+    ],
+)
+def test_a_warmup_request_refused_by_a_limit_the_config_set_is_the_config(exception: str) -> None:
+    lines = [
+        "[2026-12-05 10:00:00] Application startup complete.",
+        "[2026-12-05 10:00:00] Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
+        "Traceback (most recent call last):",
+        '  File "/v/sglang/srt/entrypoints/http_server.py", line 3300, in _wait_and_warmup',
+        "    _execute_server_warmup(server_args)",
+        '  File "/v/sglang/srt/entrypoints/http_server.py", line 3250, in _execute_server_warmup',
+        '    assert res.status_code == 200, f"{res.text}"',
+        exception,
+        "[2026-12-05 10:00:02] Initialization failed. warmup error: Traceback (most recent call"
+        " last):",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+    assert fatal.line == exception
+
+
+def test_a_warmup_error_of_another_kind_stays_a_warmup_failure() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/v/sglang/srt/entrypoints/http_server.py", line 3300, in _wait_and_warmup',
+        "    _execute_server_warmup(server_args)",
+        'AssertionError: {"object":"error","message":"Internal server error","code":500}',
+        "[2026-12-05 10:00:02] Initialization failed. warmup error: Traceback (most recent call"
+        " last):",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "warmup failed"

@@ -1,4 +1,4 @@
-"""Real start-up failures, not replays: the real server refuses or dies, on this machine, in nine
+"""Real start-up failures, not replays: the real server refuses or dies, on this machine, in eleven
 different ways (and a flag its parser lacks is refused before it starts), and each deployment
 ends with one line that names the real cause. (A value outside a flag's choices never reaches
 the server: the config is refused when it is built.)
@@ -59,6 +59,15 @@ CASES: dict[str, tuple[str, str]] = {
         "production(extra_args=('--no-such-flag', '1'))",
         r"--no-such-flag",
     ),
+    # a decode error is named by whose reading failed (the tokenizer's file, a config value)
+    "bad-tokenizer-config": (
+        "production(extra_args=('--tokenizer-path', MODELS['bad-tokenizer-config']))",
+        r"\btokenizer\b.*JSONDecodeError",
+    ),
+    "override-not-json": (
+        "production(extra_args=('--json-model-override-args', '{rope_scaling: 2'))",
+        r"\binvalid config\b.*JSONDecodeError",
+    ),
     "kv-pool-too-small": (
         "production(extra_args=('--max-total-tokens', '16'))",
         r"(?i)memory|token",
@@ -91,7 +100,7 @@ def test_start(sglang_server):
 def _broken_models(root: Path, model: Path) -> dict[str, str]:
     """Copies of the tiny model, each broken in one way."""
     out = {}
-    for name in ("unknown-arch", "no-weights", "bad-tokenizer"):
+    for name in ("unknown-arch", "no-weights", "bad-tokenizer", "bad-tokenizer-config"):
         target = root / name
         shutil.copytree(model, target)
         out[name] = str(target)
@@ -100,6 +109,7 @@ def _broken_models(root: Path, model: Path) -> dict[str, str]:
     (root / "unknown-arch" / "config.json").write_text(json.dumps(config))
     (root / "no-weights" / "model.safetensors").unlink()
     (root / "bad-tokenizer" / "tokenizer.json").write_text("{ this is not json")
+    (root / "bad-tokenizer-config" / "tokenizer_config.json").write_text('{"model_max_length": ')
     return out
 
 

@@ -23,9 +23,10 @@ _KILLED = (
 )
 
 #: A kernel, backend or dtype refusing the GPU it runs on (``Unsupported arch``, ``not supported
-#: on sm_120``, ``requires compute capability 9.0``, ``only supports Hopper GPUs``): the config
-#: chose something this GPU cannot run, so it is an invalid config, named only on an exception
-#: line or its continuation (a warning with the same words is
+#: on sm_120``, ``requires compute capability 9.0``, ``only supports Hopper GPUs``), or the CPU
+#: (``Fp8LinearMethod on CPU requires that CPU has AMX support``, ``requires Intel AMX``): the
+#: config chose something this machine cannot run, so it is an invalid config, named only on an
+#: exception line or its continuation (a warning with the same words is
 #: :data:`.reading._WARNING_ONLY`) since SGLang logs them when it falls back to another kernel by
 #: itself.
 _GPU_REFUSAL = (
@@ -40,7 +41,10 @@ _GPU_REFUSAL = (
     r"|sm ?\d{2,3}\+?|hopper|blackwell|ampere|compute capability)(?!\w)"
     r"|\bsm_?\d{2,3}\w? (is |are )?not supported\b"
     r"|\b(does not|doesn't|do not|cannot|can't) (yet )?(support|run on) (this|the current|your)"
-    r" (gpu|device|architecture|arch)\b)"
+    r" (gpu|device|architecture|arch)\b"
+    r"|\brequires? (that )?(the |this |your )?(cpu|host|machine|processor)?( has| to have| with)?"
+    r" ?(intel )?(amx|avx-?512\w*|avx2|sve2?|neon)\b"
+    r"|\b(amx|avx-?512\w*)( support)? (is |are )?not (supported|available|detected)\b)"
 )
 
 #: A refusal of the model's kind (an embedding, reward, encoder or classification model served
@@ -367,6 +371,15 @@ _ARGUMENT_NOT_CONVERTED = (
     r"|is not an instance of)"
 )
 
+#: The server's own limits refusing a request before it serves (its warmup request): a queue
+#: that holds none (``The request queue is full.``), a prompt longer than the context or the KV
+#: pool allow (``Input length (14 tokens) exceeds the maximum allowed length (2 tokens)``). One
+#: request at start-up meets them only when the config set the limit below it.
+_LIMIT_REFUSES_ONE_REQUEST = (
+    r"^([\w.]+\.)?\w*(Error|Exception): .*(The request queue is full"
+    r"|exceeds the maximum allowed length|is longer than the model's context length)"
+)
+
 #: A value the config names that is not one of the names the runtime knows (``Chat template
 #: zephyr.jinja is not a built-in template name``, ``Unknown attention backend: x``): the config
 #: gave a name outside the choices, as argparse's ``invalid choice`` says of a flag. Not a model
@@ -528,6 +541,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (_GPU_REFUSAL, "invalid config"),
         (_ARGUMENT_NOT_CONVERTED, "invalid config"),
         (_NOT_A_KNOWN_NAME, "invalid config"),
+        (_LIMIT_REFUSES_ONE_REQUEST, "invalid config"),
         (
             r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
             r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"

@@ -119,9 +119,7 @@ _CONFIG_EXCEPTION = re.compile(r"^(AssertionError|ValueError|NotImplementedError
 _REFUSAL_TYPE = re.compile(r"^(AssertionError|ValueError|NotImplementedError|TypeError|KeyError)\b")
 
 #: What an exception's type says, where its frames agree (type, frames that must be above it or
-#: None, cause): a package missing or unreadable is a broken install wherever it is found out;
-#: a model config that cannot be decoded is a path that holds no model (a checkpoint file, a
-#: directory of something else), since SGLang reads the config first.
+#: None, cause): a package missing or unreadable is a broken install wherever it is found out.
 _TYPE_CAUSES: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, str], ...] = (
     (
         re.compile(
@@ -131,12 +129,38 @@ _TYPE_CAUSES: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, str], ...] = 
         None,
         "broken install",
     ),
+)
+
+#: A file or value that could not be decoded (JSON, UTF-8, a pickle).
+_DECODE_ERROR = re.compile(r"^([\w.]+\.)?(\w*DecodeError|UnpicklingError)\b")
+#: Whose reading it was, by the innermost frame outside Python's own decoders (frames innermost
+#: first): the tokenizer's files; a value of the config (``--json-model-override-args``, read in
+#: the argument checks or the model config's own code); the model's config, which SGLang reads
+#: first, so a path that holds no model (a checkpoint file, a directory of something else).
+_DECODED_BY: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer"), "tokenizer"),
     (
-        re.compile(r"^([\w.]+\.)?(\w*DecodeError|UnpicklingError)\b"),
+        re.compile(r"server_args\.py|arg_groups/|sglang/srt/configs/model_config\.py"),
+        "invalid config",
+    ),
+    (
         re.compile(r"configuration_utils\.py|in (get_config|_dict_from_json_file|from_pretrained)"),
         "model not found",
     ),
 )
+
+
+def _decoded_by(frames: Sequence[str]) -> str | None:
+    """The cause of a decode error, by whose reading failed (:data:`_DECODED_BY`): the innermost
+    frame outside the standard library that one of them knows."""
+    for frame in frames:
+        if not frame.lstrip().startswith('File "') or _STDLIB_FRAME.search(frame):
+            continue
+        for pattern, cause in _DECODED_BY:
+            if pattern.search(frame):
+                return cause
+    return None
+
 
 #: A call that does not fit the function it calls: Python's ``TypeError`` for a missing, an
 #: unexpected or a repeated argument, or too many; pybind11's for a native function. The group
@@ -287,6 +311,9 @@ def _placed(texts: Sequence[str], index: int) -> str:
     for kind, where, cause in _TYPE_CAUSES:
         if kind.match(text) and (where is None or any(where.search(f) for f in frames)):
             return cause
+    decoded = _decoded_by(frames) if _DECODE_ERROR.match(text) else None
+    if decoded is not None:
+        return decoded
     if _CONFIG_MEANING.match(text):
         return "invalid config"
     if _PEER_LOST.search(text) and any(_DISTRIBUTED_FRAME.search(f) for f in frames):
