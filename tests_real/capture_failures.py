@@ -2,16 +2,20 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
 this machine causes on purpose is verbatim and its cause is known from what was broken, so it can
 be scored against that cause rather than against a reader's judgement.
 
-The cases are fixed by rule (:func:`cases`), so that what is captured is not picked to suit the
-classifier: every file of the tier's tiny model broken three ways; a seeded sample of the real
-parser's numeric flags given a negative value; and a fixed list of first-run mistakes. Each case
+The cases are fixed by rule, so that what is captured is not picked to suit the classifier. The
+fourteenth batch (:func:`cases14`): every file of the tier's tiny model broken three ways; a
+seeded sample of the real parser's numeric flags given a negative value; and a fixed list of
+first-run mistakes. The fifteenth (:func:`cases15`): every key of the tiny model's
+``config.json`` removed in turn; a seeded sample of the parser's free-text flags given a path that
+does not exist; a seeded sample of its flags with choices given a choice other than the default.
+Each case
 records the cause expected from what was broken (``expected``); the log and the way the process
 ended are whatever the real package does. A case that serves anyway is recorded as serving (a
 healthy start, the corpus's controls).
@@ -26,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -33,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from real_host import CPU_FLAGS, RealSglang, find_real_sglang
@@ -110,12 +115,23 @@ class Case:
     fault: str
     argv: tuple[str, ...]
     expected: str
-    model_break: tuple[str, str] | None = None  # (file, how)
-    needs: tuple[str, ...] = field(default_factory=tuple)
+    #: (file, how): ``removed``, ``truncated``, ``garbage``, or ``without:<key>`` (config.json)
+    model_break: tuple[str, str] | None = None
 
 
-def _parser_numeric_flags(real: RealSglang) -> list[tuple[str, str]]:
-    """The real parser's flags that take one int or float and have no choices, sorted."""
+@dataclass(frozen=True)
+class Flag:
+    """One flag of the real parser, as its ``argparse`` action describes it."""
+
+    name: str  # the longest option string
+    type: str  # the type's name ('' for none: a string)
+    choices: tuple[str, ...]
+    default: str
+    takes_one: bool  # one value (not a switch, not a list)
+
+
+def _parser_flags(real: RealSglang) -> list[Flag]:
+    """Every flag of the real parser that takes a value, sorted by name."""
     program = (
         "import argparse, json\n"
         "from sglang.srt.server_args import ServerArgs\n"
@@ -123,20 +139,32 @@ def _parser_numeric_flags(real: RealSglang) -> list[tuple[str, str]]:
         "ServerArgs.add_cli_args(p)\n"
         "out = []\n"
         "for a in p._actions:\n"
-        "    t = getattr(a.type, '__name__', '')\n"
-        "    if (t in ('int', 'float') and not a.choices and a.nargs in (None, '?')\n"
-        "            and a.option_strings):\n"
-        "        out.append((sorted(a.option_strings, key=len)[-1], t))\n"
+        "    if not a.option_strings or a.nargs == 0:\n"
+        "        continue\n"
+        "    out.append([sorted(a.option_strings, key=len)[-1],\n"
+        "                getattr(a.type, '__name__', '') if a.type else '',\n"
+        "                [str(c) for c in a.choices or ()], str(a.default),\n"
+        "                a.nargs in (None, '?')])\n"
         "print(json.dumps(sorted(out)))\n"
     )
     done = subprocess.run(
         [real.python, "-c", program], capture_output=True, text=True, timeout=300, check=True,
         env={**os.environ, **real.env},
     )  # fmt: skip
-    return [tuple(x) for x in json.loads(done.stdout.strip().splitlines()[-1])]  # type: ignore[misc]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    return [Flag(n, t, tuple(c), d, bool(one)) for n, t, c, d, one in rows]
 
 
-def cases(real: RealSglang) -> list[Case]:
+def _flag_id(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_").replace(".", "_")
+
+
+def cases(real: RealSglang, batch: str = "14") -> list[Case]:
+    """The batch's cases, by its rule."""
+    return {"14": cases14, "15": cases15}[batch](real)
+
+
+def cases14(real: RealSglang) -> list[Case]:
     """The batch, by rule: A (model files broken), B (seeded negative numbers), C (mistakes)."""
     out = [
         Case(
@@ -151,7 +179,11 @@ def cases(real: RealSglang) -> list[Case]:
         for name in MODEL_FILES
         for how in BREAKS
     ]
-    numeric = _parser_numeric_flags(real)
+    numeric = [
+        (f.name, f.type)
+        for f in _parser_flags(real)
+        if f.type in ("int", "float") and not f.choices and f.takes_one
+    ]
     for flag, kind in sorted(random.Random(SEED).sample(numeric, 12)):
         value = "-7" if kind == "int" else "-0.5"
         out.append(
@@ -167,10 +199,68 @@ def cases(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The fifteenth batch's seed, and the cause expected when a key of ``config.json`` is removed
+#: (rule A): the model's identity (``architectures``, ``model_type``) is the model SGLang cannot
+#: serve; any other key is the model's description no longer matching its weights.
+SEED15 = 15
+IDENTITY_KEYS = ("architectures", "model_type")
+#: Rule B: a free-text flag that names a model, tokenizer, draft or adapter by its path or revision
+#: (``--tokenizer-path``, ``--speculative-draft-model-revision``) points at a model that is not
+#: there; any other is a value of the config.
+MODEL_FLAG = re.compile(r"(model|tokenizer|draft|lora)[\w-]*-(path|paths|revision)$")
+MISSING_PATH = "/srv/pytest-sglang/nope"
+
+
+def cases15(real: RealSglang) -> list[Case]:
+    """The fifteenth batch, by rule: A (each config.json key removed), B (seeded free-text flags
+    given a missing path), C (seeded flags with choices given another choice: the last of its
+    choices that is not its default). Rule C expects invalid config (a choice this machine or
+    model cannot run)."""
+    config = json.loads((real.model / "config.json").read_text())
+    out = [
+        Case(
+            id=f"config_without_{key}",
+            fault=f"the model's config.json without {key!r}",
+            argv=(),
+            expected="unsupported model" if key in IDENTITY_KEYS else "model loading",
+            model_break=("config.json", f"without:{key}"),
+        )
+        for key in sorted(config)
+    ]
+    flags = [f for f in _parser_flags(real) if f.takes_one and f.name != "--model-path"]
+    free_text = [f for f in flags if f.type in ("", "str") and not f.choices]
+    for flag in sorted(random.Random(SEED15).sample(free_text, 10), key=lambda f: f.name):
+        model_like = MODEL_FLAG.search(flag.name) is not None
+        out.append(
+            Case(
+                id=f"missing_path_{_flag_id(flag.name)}",
+                fault=f"{flag.name} {MISSING_PATH}",
+                argv=(flag.name, MISSING_PATH),
+                expected="model not found" if model_like else "invalid config",
+            )
+        )
+    with_choices = [f for f in flags if len(f.choices) >= 2]
+    for flag in sorted(random.Random(SEED15).sample(with_choices, 10), key=lambda f: f.name):
+        other = next(c for c in reversed(flag.choices) if c != flag.default)
+        out.append(
+            Case(
+                id=f"choice_{_flag_id(flag.name)}_{_flag_id(other)}",
+                fault=f"{flag.name} {other}",
+                argv=(flag.name, other),
+                expected="invalid config",
+            )
+        )
+    return out
+
+
 def _break_model(source: Path, target: Path, name: str, how: str) -> None:
     shutil.copytree(source, target)
     path = target / name
-    if how == "removed":
+    if how.startswith("without:"):
+        config = json.loads(path.read_text())
+        del config[how.partition(":")[2]]
+        path.write_text(json.dumps(config, indent=2))
+    elif how == "removed":
         path.unlink()
     elif how == "truncated":
         data = path.read_bytes()
@@ -250,9 +340,13 @@ def main(argv: list[str]) -> int:
         return 2
     out_dir = Path(argv[0])
     out_dir.mkdir(parents=True, exist_ok=True)
+    rest = argv[1:]
+    which = "14"
+    if rest[:1] == ["--batch"]:
+        which, rest = rest[1], rest[2:]
     real = find_real_sglang()
-    batch = cases(real)
-    wanted = set(argv[1:])
+    batch = cases(real, which)
+    wanted = set(rest)
     manifest_path = out_dir / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
     done = {entry["id"] for entry in manifest}
