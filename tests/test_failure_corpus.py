@@ -49,6 +49,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh12_": (10, (3, 10)),  # its fixed queries ran out at ten
     "fresh13_": (15, (8, 15)),  # its sixty fixed queries ran out at fifteen
     "fresh14_": (31, (21, 31)),  # the real package broken on purpose, captured verbatim
+    "fresh15_": (12, (7, 12)),  # the same, by a second rule
 }
 
 

@@ -835,3 +835,73 @@ def test_a_warmup_error_of_another_kind_stays_a_warmup_failure() -> None:
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "warmup failed"
+
+
+def test_a_file_a_setting_names_that_is_not_there_is_that_settings() -> None:
+    """Read wherever it is read (here the warmup request), a path the logged ``server_args``
+    gave that is not there is the config's, named with the setting; a model's is model not
+    found."""
+
+    def start(setting: str) -> list[str]:
+        return [
+            f"[2026-12-05 10:00:00] server_args={{'model_path': '/m', '{setting}': '/srv/nope',"
+            " 'tp_size': 1}",
+            "Traceback (most recent call last):",
+            '  File "/v/sglang/srt/entrypoints/http_server.py", line 2590, in _wait_and_warmup',
+            "    if not execute_warmup_func(server_args):",
+            '  File "/v/numpy/lib/_npyio_impl.py", line 454, in load',
+            '    fid = stack.enter_context(open(os.fspath(file), "rb"))',
+            "FileNotFoundError: [Errno 2] No such file or directory: '/srv/nope'",
+        ]
+
+    fatal = find_fatal(start("debug_tensor_dump_input_file"))
+    assert fatal is not None and fatal.reason == "invalid config"
+    assert "(debug_tensor_dump_input_file='/srv/nope', which does not exist)" in fatal.message
+    fatal = find_fatal(start("tokenizer_path"))
+    assert fatal is not None and fatal.reason == "model not found"
+    # a missing file no setting named stays what the frames say
+    other = start("debug_tensor_dump_input_file")
+    other[-1] = "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/other'"
+    fatal = find_fatal(other)
+    assert fatal is not None and fatal.reason == "warmup failed"
+
+
+@pytest.mark.parametrize(
+    ("exception", "statement", "reason"),
+    [
+        (
+            "TypeError: 'NoneType' object is not subscriptable",
+            "    self.hf_config.architectures[0] in mm_disabled_models",
+            "unsupported model",
+        ),
+        (
+            "AttributeError: 'NoneType' object has no attribute 'startswith'",
+            "    if self.hf_text_config.model_type.startswith('qwen'):",
+            "unsupported model",
+        ),
+        (
+            "TypeError: unsupported operand type(s) for //: 'NoneType' and 'int'",
+            "    self.head_dim = self.hf_config.hidden_size // heads",
+            "model loading",
+        ),
+    ],
+    ids=["architectures", "model_type", "hidden_size"],
+)
+def test_a_none_read_from_the_models_config_is_the_key_it_lacks(
+    exception: str, statement: str, reason: str, request: pytest.FixtureRequest
+) -> None:
+    frames = ('  File "/v/sglang/srt/configs/model_config.py", line 699, in __init__', statement)
+    fatal = find_fatal(record(exception, *frames))
+    assert fatal is not None and fatal.reason == reason
+    key = request.node.callspec.id
+    assert f"(the model's config.json gives no {key})" in fatal.message
+
+
+def test_a_none_the_code_reads_elsewhere_stays_its_own_fault() -> None:
+    frames = (
+        '  File "/v/sglang/srt/managers/scheduler.py", line 900, in init_memory_pool',
+        "    self.req_to_token_pool.size[0]",
+    )
+    assert reason_of("TypeError: 'NoneType' object is not subscriptable", *frames) != (
+        "unsupported model"
+    )

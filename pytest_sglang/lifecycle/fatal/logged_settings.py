@@ -2,7 +2,8 @@
 
 A crash nothing names can still be the config's: an EAGLE-family algorithm with no draft model,
 two chosen components whose modules both appear in the frames, a GPU refusal of a backend that
-was chosen, more GPUs asked for than there are. Those readings need the resolved settings, so
+was chosen, more GPUs asked for than there are, a file that is not there whose path a setting
+gave. Those readings need the resolved settings, so
 they live here, apart from the lines' rules, reading only the last dump before the failure.
 """
 
@@ -149,3 +150,41 @@ def _refused_choice(texts: Sequence[str], where: Sequence[str]) -> str | None:
         return None
     said = ", ".join(f"{flag}={choices[flag]!r}" for flag in named)
     return f"a choice this GPU cannot run: {said}"
+
+
+#: A file that is not there, in the words of Python's ``OSError`` (``FileNotFoundError: [Errno 2]
+#: No such file or directory: '/srv/x'``) or a loader's own (``file '/srv/x' does not exist``).
+_NO_SUCH_FILE = re.compile(
+    r"No such file or directory: '(?P<a>[^']+)'|\b(file|path|directory) '(?P<b>[^']+)'"
+    r" (does not exist|not found)"
+)
+#: The settings whose value is where a model's files are: a path there that is not there is a
+#: model not found; any other setting's is a value of the config.
+MODEL_PATH_SETTINGS = (
+    "model_path",
+    "tokenizer_path",
+    "speculative_draft_model_path",
+    "lora_paths",
+)
+
+
+def _missing_file_setting(texts: Sequence[str], exception: str) -> tuple[str, str] | None:
+    """The logged setting whose value is the path ``exception`` says is not there, and the
+    path: a start that reads a file the config named (``debug_tensor_dump_input_file``, a
+    template, a model) fails wherever the read happens (a warmup request, a worker), and the
+    fix is the setting. None when the exception names no missing file or no setting gave it."""
+    found = _NO_SUCH_FILE.search(exception)
+    if found is None:
+        return None
+    path = found.group("a") or found.group("b")
+    dumps = [text for text in texts if "server_args=" in text]
+    try:
+        args = parse_server_args(dumps[-1]) if dumps else {}
+    except ValueError:
+        return None
+    for name, value in args.items():
+        values = value.values() if isinstance(value, dict) else value
+        given = values if isinstance(values, (list, tuple)) else [values]
+        if any(isinstance(v, str) and v.rstrip("/") == path.rstrip("/") for v in given):
+            return name, path
+    return None

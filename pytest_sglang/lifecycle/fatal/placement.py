@@ -162,6 +162,34 @@ def _decoded_by(frames: Sequence[str]) -> str | None:
     return None
 
 
+#: A value SGLang reads from the model's config (``hf_config.architectures[0]``) that is None: the
+#: model's ``config.json`` lacks the key, and transformers left it unset.
+_NONE_USED = re.compile(r"^([\w.]+\.)?(TypeError|AttributeError): .*'NoneType'")
+_MODEL_CONFIG_READ = re.compile(r"\bhf_(text_)?config\.(?P<key>\w+)")
+#: The keys that say what the model is: without them SGLang cannot tell which model to build.
+_IDENTITY_KEYS = ("architectures", "model_type")
+
+
+def _lacking_key(texts: Sequence[str], index: int) -> str | None:
+    """The key of the model's own config that the statement raising a None's misuse reads
+    (``architectures`` in ``self.hf_config.architectures[0]``); None for any other None."""
+    if not _NONE_USED.match(texts[index]):
+        return None
+    read = _MODEL_CONFIG_READ.search(_raising_statement(texts, index) or "")
+    return None if read is None else read.group("key")
+
+
+def _model_config_lacks(texts: Sequence[str], index: int) -> str | None:
+    """The cause when a None's misuse reads a key the model's config lacks (:func:`_lacking_key`):
+    without its identity (``architectures``, ``model_type``) the model is one SGLang cannot
+    serve; without another key the model's description is incomplete, a model-loading failure.
+    None for any other None (a fault of the code)."""
+    key = _lacking_key(texts, index)
+    if key is None:
+        return None
+    return "unsupported model" if key in _IDENTITY_KEYS else "model loading"
+
+
 #: A call that does not fit the function it calls: Python's ``TypeError`` for a missing, an
 #: unexpected or a repeated argument, or too many; pybind11's for a native function. The group
 #: is the function's name as the message gives it (its qualified name, since Python 3.10).
@@ -295,7 +323,8 @@ def _most_specific_link(texts: Sequence[str], index: int) -> tuple[int, str]:
 def _placed(texts: Sequence[str], index: int) -> str:
     """What an exception no rule names is, read as an engineer reads it: a signal faulthandler
     reports, by the frames of the thread it killed; raised while importing a module, a broken
-    install; then by what its type says where its frames agree (:data:`_TYPE_CAUSES`); a refusal
+    install; then by what its type says where its frames agree (:data:`_TYPE_CAUSES`), a decode
+    error by whose reading failed (:func:`_decoded_by`); a refusal
     that says it is about the quantization or model config is an invalid config wherever it was
     raised; a lost peer in collective code is NCCL; else by the innermost frame a hint knows;
     else, outside a named phase, by the library whose code raised it (:data:`_PACKAGE_HINTS`);
@@ -314,6 +343,9 @@ def _placed(texts: Sequence[str], index: int) -> str:
     decoded = _decoded_by(frames) if _DECODE_ERROR.match(text) else None
     if decoded is not None:
         return decoded
+    lacking = _model_config_lacks(texts, index)
+    if lacking is not None:
+        return lacking
     if _CONFIG_MEANING.match(text):
         return "invalid config"
     if _PEER_LOST.search(text) and any(_DISTRIBUTED_FRAME.search(f) for f in frames):

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .lines import _strip_prefix, _unwrap
-from .logged_settings import _clashing_choices, _gpus_asked, _missing_requirement, _refused_choice
+from .logged_settings import (
+    MODEL_PATH_SETTINGS,
+    _clashing_choices,
+    _gpus_asked,
+    _missing_file_setting,
+    _missing_requirement,
+    _refused_choice,
+)
 from .patterns import (
     _GPU_REFUSAL,
     _HEADLESS,
@@ -24,7 +31,7 @@ from .patterns import (
     _SEE_ABOVE,
     FATAL_PATTERNS,
 )
-from .placement import _hinted, _most_specific_link, _package_hinted
+from .placement import _hinted, _lacking_key, _most_specific_link, _package_hinted
 from .tracebacks import (
     _EMPTY_MESSAGE,
     _EXCEPTION,
@@ -206,11 +213,21 @@ def _refined(
     texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
 ) -> tuple[str, str]:
     """The cause and message of the exception on ``index`` once the rest of the record is read:
-    a crash through a flag without the flag it needs, or through two choices that cannot run
+    a file that is not there whose path a logged setting gave is that setting's (a model's path:
+    model not found; any other: the config), wherever it was read; a crash through a flag
+    without the flag it needs, or through two choices that cannot run
     together, is the config; a cause that says what but not where takes the phase its frames
     name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing
     else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
+    missing_file = _missing_file_setting(texts[start:index], texts[index])
+    if missing_file is not None:
+        setting, path = missing_file
+        cause = "model not found" if setting in MODEL_PATH_SETTINGS else "invalid config"
+        return cause, f"{message} ({setting}={path!r}, which does not exist)"
+    lacking = _lacking_key(texts, index)
+    if lacking is not None and reason in ("unsupported model", "model loading"):
+        message = f"{message} (the model's config.json gives no {lacking})"
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
         missing = _missing_requirement(texts[start:index]) or _clashing_choices(
             texts[start:index], frames
