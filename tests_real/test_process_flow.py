@@ -76,7 +76,10 @@ def test_concurrency(sglang_bench):
 
 @pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
 def test_equivalence(sglang_quality):
-    sglang_quality.equivalence(reference=BASE, output_tokens=16)
+    # one request at a time: the tiny model's random weights give near-tied logits, so a batch
+    # formed differently (timing, the variant's scheduling policy) rounds them differently on CPU
+    # and flips greedy tokens; a batch of one is the same on every run
+    sglang_quality.equivalence(reference=BASE, output_tokens=16, concurrency=1)
 
 
 @pytest.mark.parametrize("sglang_server", CONFIGS, indirect=True)
