@@ -169,13 +169,24 @@ def test_a_replica_drains_mid_benchmark(sglang_server, sglang_bench):
         fh.write(f" {sglang_server.parts['replica-2'].deployer.state().main_pid}")
     ready = requests.get(sglang_server.url("/readiness"), timeout=5).json()
     assert ready == {"status": "ready", "healthy_workers": 2, "total_workers": 2}
+    # healthy is not yet routed to: the requests the draining replica refused may have opened the
+    # router's circuit breaker for it (router 0.3.2: 10 failures, then 60 s), so wait until the
+    # router sends it one again (replica-1's count standing still says replica-2 answered)
+    deadline = time.monotonic() + 120
+    while True:
+        served = sglang_server.requests_by_part()["replica-1"]["success"]
+        assert sglang_server.post("/generate", json=GENERATE).status_code == 200
+        if sglang_server.requests_by_part()["replica-1"]["success"] == served:
+            break
+        assert time.monotonic() < deadline, "the router never sent replica-2 a request again"
+        time.sleep(0.5)
+    after = sglang_server.requests_by_part()
     for _ in range(4):
         assert sglang_server.post("/generate", json=GENERATE).status_code == 200
     again = sglang_server.requests_by_part()
-    # round robin over both again: half of the four go to replica-1 (replica-2's counter at the
-    # router may begin again from 0 when its worker was taken out and added back)
-    assert again["replica-1"]["success"] - after["replica-1"]["success"] == 2
-    assert again["replica-2"]["success"] >= 2
+    # round robin over both again: replica-1 serves some of the four, not all (replica-2's counter
+    # at the router may begin again from 0 when its worker was taken out and added back)
+    assert 1 <= again["replica-1"]["success"] - after["replica-1"]["success"] <= 3
 """
 
 
