@@ -56,14 +56,19 @@ _REQUIRED_FLAGS: tuple[tuple[str, frozenset[str], str], ...] = (
 )
 
 
+def _last_logged_args(texts: Sequence[str]) -> dict[str, object]:
+    """The settings of the last ``server_args`` dump in ``texts``; empty without a readable one."""
+    dumps = [text for text in texts if "server_args=" in text]
+    try:
+        return dict(parse_server_args(dumps[-1])) if dumps else {}
+    except ValueError:
+        return {}
+
+
 def _gpus_asked(texts: Sequence[str]) -> str | None:
     """The logged settings that decide how many GPUs a start uses (:data:`_GPU_COUNT_FLAGS`),
     said in one phrase; None without a readable dump."""
-    dumps = [text for text in texts if "server_args=" in text]
-    try:
-        args = parse_server_args(dumps[-1]) if dumps else {}
-    except ValueError:
-        return None
+    args = _last_logged_args(texts)
     said = [f"{flag}={args[flag]!r}" for flag in _GPU_COUNT_FLAGS if flag in args]
     return ", ".join(said) or None
 
@@ -72,13 +77,7 @@ def _missing_requirement(texts: Sequence[str]) -> str | None:
     """A flag the logged ``server_args`` lack that another one they set needs
     (:data:`_REQUIRED_FLAGS`), said in one phrase; None when the dump has it, or has no word on
     it (an older or cut dump that does not list the flag is not read as a missing flag)."""
-    dumps = [text for text in texts if "server_args=" in text]
-    if not dumps:
-        return None
-    try:
-        args = parse_server_args(dumps[-1])
-    except ValueError:
-        return None
+    args = _last_logged_args(texts)
     for flag, values, needed in _REQUIRED_FLAGS:
         if args.get(flag) in values and needed in args and args[needed] is None:
             return f"{flag}={args[flag]!r} needs {needed}, which is not set"
@@ -88,11 +87,7 @@ def _missing_requirement(texts: Sequence[str]) -> str | None:
 def _logged_choices(texts: Sequence[str]) -> dict[str, str]:
     """The component choices (:data:`_CHOICE_FLAGS`) of the last logged ``server_args`` that
     are set to a value; empty without a readable dump."""
-    dumps = [text for text in texts if "server_args=" in text]
-    try:
-        args = parse_server_args(dumps[-1]) if dumps else {}
-    except ValueError:
-        return {}
+    args = _last_logged_args(texts)
     return {
         flag: str(args[flag])
         for flag in _CHOICE_FLAGS
@@ -177,12 +172,7 @@ def _missing_file_setting(texts: Sequence[str], exception: str) -> tuple[str, st
     if found is None:
         return None
     path = found.group("a") or found.group("b")
-    dumps = [text for text in texts if "server_args=" in text]
-    try:
-        args = parse_server_args(dumps[-1]) if dumps else {}
-    except ValueError:
-        return None
-    for name, value in args.items():
+    for name, value in _last_logged_args(texts).items():
         values = value.values() if isinstance(value, dict) else value
         given = values if isinstance(values, (list, tuple)) else [values]
         if any(isinstance(v, str) and v.rstrip("/") == path.rstrip("/") for v in given):

@@ -32,6 +32,9 @@ _PEER_LOST = re.compile(
 )
 _DISTRIBUTED_FRAME = re.compile(r"torch/distributed/|parallel_state\.py|/c10d|ProcessGroup")
 
+#: A frame of the tokenizer being loaded, not of the tokenizer manager's own work.
+_TOKENIZER_FRAME = re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer")
+
 #: Where in a traceback an exception the patterns do not know was raised, by its frames: the
 #: module that raised it says what an engineer would call the failure. Checked innermost frame
 #: first, so the frame that raised wins over the frames that called it.
@@ -55,7 +58,7 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # the tokenizer being loaded, not the tokenizer manager's own work (starting it, handling a
     # request, applying a chat template: a fault there is a crash like any other process's)
-    (re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer"), "tokenizer"),
+    (_TOKENIZER_FRAME, "tokenizer"),
     # the weights being loaded: the loaders, a model's load_weights, the model runner's own
     # load_model; not a caller's ``load_model`` that builds the whole engine or model runner (a
     # benchmark's, another stack's wrapper), under which any start failure would be "loading"
@@ -138,7 +141,7 @@ _DECODE_ERROR = re.compile(r"^([\w.]+\.)?(\w*DecodeError|UnpicklingError)\b")
 #: the argument checks or the model config's own code); the model's config, which SGLang reads
 #: first, so a path that holds no model (a checkpoint file, a directory of something else).
 _DECODED_BY: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer"), "tokenizer"),
+    (_TOKENIZER_FRAME, "tokenizer"),
     (
         re.compile(r"server_args\.py|arg_groups/|sglang/srt/configs/model_config\.py"),
         "invalid config",
