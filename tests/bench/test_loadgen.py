@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_sglang.bench import RandomPrompts, Workload, run_workload
+from pytest_sglang.bench.loadgen import complete_prompts
 
 
 @pytest.mark.parametrize("api", ["chat", "completions", "generate"])
@@ -26,11 +27,17 @@ def test_single_stream_counts_tokens_from_the_server(fast_sim: str, api: str) ->
 @pytest.mark.parametrize("api", ["chat", "completions", "generate"])
 def test_per_token_itl_is_the_chunk_gap_over_the_tokens_per_chunk(eagle_sim: str, api: str) -> None:
     w = Workload.single_stream(64, requests=2, api=api)
+    # per request, the per-token ITLs add up to first chunk -> last chunk, over every token after
+    # the first: TPOT's numerator and denominator, but for the stream's tail after the last chunk
+    # (held by its own figure, not by timing: a loaded machine stretches that tail alone)
+    for rec in complete_prompts(eagle_sim, w, model="qwen3-8b"):
+        assert rec.ok, rec.error
+        assert len(rec.itls) == rec.completion_tokens - 1 == 63
+        assert sum(rec.itls) == pytest.approx(sum(rec.chunk_gaps), rel=1e-9)
+        assert rec.e2e is not None and rec.ttft is not None
+        assert sum(rec.itls) <= rec.e2e - rec.ttft
     r = run_workload(eagle_sim, w, model="qwen3-8b")
     assert (r.completed, r.failed) == (2, 0), r.errors
-    # per request, the per-token ITLs add up to first chunk -> last chunk, as TPOT's numerator
-    # does, over as many tokens: with equal lengths their means agree (bench_serving's too)
-    assert r.mean_itl_ms == pytest.approx(r.mean_tpot_ms, rel=0.05)
     # the chunk gap is a decode step, which hands out about accept_length tokens
     assert r.accept_length is not None and r.accept_length > 1.5
     ratio = r.mean_chunk_gap_ms / r.mean_itl_ms
