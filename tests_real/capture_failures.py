@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -15,6 +15,10 @@ seeded sample of the real parser's numeric flags given a negative value; and a f
 first-run mistakes. The fifteenth (:func:`cases15`): every key of the tiny model's
 ``config.json`` removed in turn; a seeded sample of the parser's free-text flags given a path that
 does not exist; a seeded sample of its flags with choices given a choice other than the default.
+The sixteenth (:func:`cases16`): the model's config and the process's surroundings rather than its
+flags: every non-zero number of ``config.json`` doubled; a seeded sample of SGLang's own typed
+environment variables given a value of no type; signals to the server's processes while they
+start; a cap on the address space; a full disk for its caches; a busy or foreign address.
 Each case
 records the cause expected from what was broken (``expected``); the log and the way the process
 ended are whatever the real package does. A case that serves anyway is recorded as serving (a
@@ -40,6 +44,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from real_host import CPU_FLAGS, RealSglang, find_real_sglang
 
@@ -115,8 +120,16 @@ class Case:
     fault: str
     argv: tuple[str, ...]
     expected: str
-    #: (file, how): ``removed``, ``truncated``, ``garbage``, or ``without:<key>`` (config.json)
+    #: (file, how): ``removed``, ``truncated``, ``garbage``, ``without:<key>`` or
+    #: ``doubled:<key>`` (config.json)
     model_break: tuple[str, str] | None = None
+    #: environment variables set for the server (``{full_disk}``: a full tmpfs mounted for it)
+    env: tuple[tuple[str, str], ...] = ()
+    #: a cap on the server's address space, bytes (``RLIMIT_AS``, inherited by its processes)
+    address_space: int | None = None
+    #: (a line the log shows, the process title, the signal): the signal sent to each of the
+    #: server's processes with that title once the line is logged
+    kill: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,12 +160,17 @@ def _parser_flags(real: RealSglang) -> list[Flag]:
         "                a.nargs in (None, '?')])\n"
         "print(json.dumps(sorted(out)))\n"
     )
+    rows = _ask(real, program)
+    return [Flag(n, t, tuple(c), d, bool(one)) for n, t, c, d, one in rows]
+
+
+def _ask(real: RealSglang, program: str) -> list[Any]:
+    """What ``program``, run by the real package's Python, prints as JSON on its last line."""
     done = subprocess.run(
         [real.python, "-c", program], capture_output=True, text=True, timeout=300, check=True,
         env={**os.environ, **real.env},
     )  # fmt: skip
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
-    return [Flag(n, t, tuple(c), d, bool(one)) for n, t, c, d, one in rows]
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def _flag_id(flag: str) -> str:
@@ -161,7 +179,7 @@ def _flag_id(flag: str) -> str:
 
 def cases(real: RealSglang, batch: str = "14") -> list[Case]:
     """The batch's cases, by its rule."""
-    return {"14": cases14, "15": cases15}[batch](real)
+    return {"14": cases14, "15": cases15, "16": cases16}[batch](real)
 
 
 def cases14(real: RealSglang) -> list[Case]:
@@ -253,12 +271,141 @@ def cases15(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The sixteenth batch's seed and its rule C, fixed before any capture: (id, fault, case fields,
+#: expected). A signal from outside that ends a process (``SIGKILL``, ``SIGTERM``) is the process
+#: killed; one that a fault of its own raises (``SIGSEGV``, ``SIGABRT``, ``SIGBUS``) is a crash.
+SEED16 = 16
+LOAD_BEGINS = "Load weight begin"
+SERVING_BEGINS = "Started server process"
+GiB = 1 << 30
+SURROUNDINGS: tuple[tuple[str, str, dict[str, object], str], ...] = (
+    ("scheduler_sigkill_loading", "SIGKILL to the scheduler as its weights load",
+     {"kill": (LOAD_BEGINS, "sglang::scheduler", "SIGKILL")}, "killed"),
+    ("scheduler_sigterm_loading", "SIGTERM to the scheduler as its weights load",
+     {"kill": (LOAD_BEGINS, "sglang::scheduler", "SIGTERM")}, "killed"),
+    ("scheduler_sigsegv_loading", "SIGSEGV to the scheduler as its weights load",
+     {"kill": (LOAD_BEGINS, "sglang::scheduler", "SIGSEGV")}, "crashed"),
+    ("scheduler_sigabrt_loading", "SIGABRT to the scheduler as its weights load",
+     {"kill": (LOAD_BEGINS, "sglang::scheduler", "SIGABRT")}, "crashed"),
+    ("scheduler_sigbus_loading", "SIGBUS to the scheduler as its weights load",
+     {"kill": (LOAD_BEGINS, "sglang::scheduler", "SIGBUS")}, "crashed"),
+    ("detokenizer_sigkill_loading", "SIGKILL to the detokenizer as the weights load",
+     {"kill": (LOAD_BEGINS, "sglang::detokenizer", "SIGKILL")}, "killed"),
+    ("scheduler_sigkill_warmup", "SIGKILL to the scheduler once the HTTP server starts",
+     {"kill": (SERVING_BEGINS, "sglang::scheduler", "SIGKILL")}, "killed"),
+    ("scheduler_sigsegv_warmup", "SIGSEGV to the scheduler once the HTTP server starts",
+     {"kill": (SERVING_BEGINS, "sglang::scheduler", "SIGSEGV")}, "crashed"),
+    ("address_space_2g", "the address space capped at 2 GiB", {"address_space": 2 * GiB},
+     "out of memory"),
+    ("address_space_6g", "the address space capped at 6 GiB", {"address_space": 6 * GiB},
+     "out of memory"),
+    ("full_disk_caches", "HOME, TMPDIR and every cache directory on a full disk",
+     {"env": tuple((k, "{full_disk}") for k in (
+         "HOME", "TMPDIR", "XDG_CACHE_HOME", "HF_HOME", "TRITON_CACHE_DIR",
+         "TORCHINDUCTOR_CACHE_DIR", "SGLANG_CACHE_DIR"))}, "no space left"),
+    ("nccl_port_in_use", "--nccl-port is held by another listener",
+     {"argv": ("--nccl-port", "{busy_port}")}, "port in use"),
+    ("host_not_local", "--host is an address this machine does not have",
+     {"argv": ("--host", "203.0.113.7")}, "invalid config"),
+    ("watchdog_timeout_tiny", "--watchdog-timeout 0.01", {"argv": ("--watchdog-timeout", "0.01")},
+     "watchdog timeout"),
+)  # fmt: skip
+#: Rule B's value for a typed environment variable: of no type (not a number, not a boolean).
+NO_TYPE = "not-a-value"
+
+
+def _typed_env_vars(real: RealSglang) -> list[str]:
+    """SGLang's own environment variables with a number or boolean type, sorted by name."""
+    program = (
+        "import json\n"
+        "from sglang.srt import environ as e\n"
+        "typed = (e.EnvInt, e.EnvFloat, e.EnvBool)\n"
+        "print(json.dumps(sorted(k for k, v in vars(e.Envs).items() if isinstance(v, typed))))\n"
+    )
+    return [str(name) for name in _ask(real, program)]
+
+
+def cases16(real: RealSglang) -> list[Case]:
+    """The sixteenth batch, by rule: A (each non-zero number of config.json doubled: the model's
+    description no longer matches its weights, model loading), B (a seeded sample of 14 of
+    SGLang's typed environment variables given a value of no type: invalid config), C (the
+    process's surroundings, :data:`SURROUNDINGS`)."""
+    config = json.loads((real.model / "config.json").read_text())
+    numbers = [
+        k
+        for k, v in sorted(config.items())
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0
+    ]
+    out = [
+        Case(
+            id=f"config_doubled_{key}",
+            fault=f"the model's config.json with {key} doubled",
+            argv=(),
+            expected="model loading",
+            model_break=("config.json", f"doubled:{key}"),
+        )
+        for key in numbers
+    ]
+    for name in sorted(random.Random(SEED16).sample(_typed_env_vars(real), 14)):
+        out.append(
+            Case(
+                id=f"env_{name.lower()}",
+                fault=f"{name}={NO_TYPE}",
+                argv=(),
+                expected="invalid config",
+                env=((name, NO_TYPE),),
+            )
+        )
+    for ident, fault, fields, expected in SURROUNDINGS:
+        argv = fields.get("argv", ())
+        out.append(
+            Case(
+                id=ident,
+                fault=fault,
+                argv=argv,  # type: ignore[arg-type]
+                expected=expected,
+                env=fields.get("env", ()),  # type: ignore[arg-type]
+                address_space=fields.get("address_space"),  # type: ignore[arg-type]
+                kill=fields.get("kill"),  # type: ignore[arg-type]
+            )
+        )
+    return out
+
+
+def _processes_titled(root: int, title: str) -> list[int]:
+    """The descendants of ``root`` whose command line (their title) starts with ``title``."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.replace(b"\0", b" ").strip().startswith(title.encode()):
+            found.append(pid)
+    return found
+
+
 def _break_model(source: Path, target: Path, name: str, how: str) -> None:
     shutil.copytree(source, target)
     path = target / name
     if how.startswith("without:"):
         config = json.loads(path.read_text())
         del config[how.partition(":")[2]]
+        path.write_text(json.dumps(config, indent=2))
+    elif how.startswith("doubled:"):
+        config = json.loads(path.read_text())
+        config[how.partition(":")[2]] *= 2
         path.write_text(json.dumps(config, indent=2))
     elif how == "removed":
         path.unlink()
@@ -267,6 +414,32 @@ def _break_model(source: Path, target: Path, name: str, how: str) -> None:
         path.write_bytes(data[: len(data) // 2])
     else:
         path.write_bytes(random.Random(f"{SEED}:{name}").randbytes(64))
+
+
+def _mount_full_disk(path: Path) -> None:
+    """A 1 MiB tmpfs at ``path``, filled: every write to it fails with ENOSPC."""
+    path.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)], check=True)
+    with (path / "filler").open("wb") as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 65536)
+                filler.flush()
+        except OSError:
+            pass
+
+
+def _address_space_cap(limit: int | None):  # type: ignore[no-untyped-def]
+    """A ``preexec_fn`` capping the child's address space, or None for no cap."""
+    if limit is None:
+        return None
+
+    def cap() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return cap
 
 
 def _free_port() -> int:
@@ -301,23 +474,34 @@ def capture(real: RealSglang, case: Case, out_dir: Path, scratch: Path) -> dict[
     if "--port" not in extra:
         argv += ["--port", str(_free_port())]
     argv += extra  # a later --model-path or --max-total-tokens wins, as argparse keeps the last
+    env = {**os.environ, **real.env}
+    full_disk = scratch / "full_disk"
+    if any(value == "{full_disk}" for _, value in case.env):
+        _mount_full_disk(full_disk)
+    env.update((key, value.replace("{full_disk}", str(full_disk))) for key, value in case.env)
     log_path = out_dir / f"{case.id}.log"
     started = time.monotonic()
+    signalled: list[int] = []
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [real.python, "-m", "sglang.launch_server", *argv],
-            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **real.env},
-            start_new_session=True,
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            preexec_fn=_address_space_cap(case.address_space),
         )  # fmt: skip
         outcome = "timeout"
         while time.monotonic() - started < TIMEOUT_S:
             if proc.poll() is not None:
                 outcome = f"exit {proc.returncode}"
                 break
-            if READY in log_path.read_text(errors="replace"):
+            text = log_path.read_text(errors="replace")
+            if READY in text:
                 outcome = "ready"
                 break
-            time.sleep(0.5)
+            if case.kill is not None and not signalled and case.kill[0] in text:
+                signalled = _processes_titled(proc.pid, case.kill[1])
+                for pid in signalled:
+                    os.kill(pid, getattr(signal, case.kill[2]))
+            time.sleep(0.2)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)  # the main process alone ends it cleanly
             try:
@@ -326,12 +510,44 @@ def capture(real: RealSglang, case: Case, out_dir: Path, scratch: Path) -> dict[
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     holder.close()
+    if full_disk.is_mount():
+        subprocess.run(["umount", str(full_disk)], check=True)
+    if case.kill is not None and not signalled:
+        outcome += f" (no {case.kill[1]} process was signalled)"
     return {
         **{k: v for k, v in asdict(case).items() if k in ("id", "fault", "expected")},
         "argv": [real.python, "-m", "sglang.launch_server", *argv],
         "outcome": outcome,
         "seconds": round(time.monotonic() - started, 1),
     }
+
+
+_STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d [^]]*\] ")
+
+
+def must_contain(text: str) -> str | None:
+    """The line a failure's reason must cite, by the batches' fixed rule (not by reading it).
+
+    The line that ends the first traceback (its exception line), else argparse's ``error:``
+    line, else the first ``ERROR`` line (its timestamp removed), else (from the sixteenth batch
+    on, where a process killed from outside may leave no error line) the last line logged that
+    is not blank nor a progress bar. None for an empty log.
+    """
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith("Traceback (most recent call last):"):
+            for after in lines[i + 1 :]:
+                continued = not after.strip() or after[0] in " \t" or _STAMP.match(after)
+                if not continued and not after.startswith("Traceback"):
+                    return after
+    for line in lines:
+        if ": error: " in line:
+            return line
+    for line in lines:
+        if re.search(r"\bERROR\b", line):
+            return _STAMP.sub("", line)
+    logged = [line for line in lines if line.strip() and "it/s]" not in line]
+    return _STAMP.sub("", logged[-1]) if logged else None
 
 
 def main(argv: list[str]) -> int:
