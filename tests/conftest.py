@@ -201,7 +201,13 @@ def session_until(pytester: pytest.Pytester) -> Iterator[SessionUntil]:
         children.append(proc)
         deadline = time.monotonic() + timeout
         while not marker.exists():
-            assert proc.poll() is None, "pytest ended before deploying"
+            if proc.poll() is not None:
+                out, err = proc.communicate()
+                said = (out + err).decode(errors="replace").strip().splitlines()[-40:]
+                pytest.fail(
+                    f"pytest ended ({proc.returncode}) before deploying; its last lines:\n"
+                    + "\n".join(said)
+                )
             assert time.monotonic() < deadline, "never deployed"
             time.sleep(0.1)
         return proc

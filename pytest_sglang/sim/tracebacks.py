@@ -49,6 +49,30 @@ _GET_CONFIG: list[Frame] = [
     ),
     ("transformers/utils/hub.py", 595, "cached_files", 'raise OSError(f"{e}") from e'),
 ]
+#: ModelConfig first built, by apply_inkling_prefill_cuda_graph_default: where a refusal that
+#: ModelConfig's constructor raises is reached from.
+_MODEL_CONFIG_BUILT: list[Frame] = [
+    (
+        _PIPELINE,
+        185,
+        "run_resolution_pipeline",
+        "run_hook(apply_inkling_prefill_cuda_graph_default, server_args)",
+    ),
+    _RUN_HOOK,
+    (
+        "sglang/srt/arg_groups/cuda_graph_hook.py",
+        363,
+        "apply_inkling_prefill_cuda_graph_default",
+        "arch = model_config_of(server_args).hf_config.architectures[0]",
+    ),
+    (
+        "sglang/srt/arg_groups/model_override_base.py",
+        213,
+        "model_config_of",
+        "model_config = ModelConfig.from_server_args(server_args)",
+    ),
+    ("sglang/srt/configs/model_config.py", 955, "from_server_args", "return ModelConfig("),
+]
 _ATTENTION_HOOK: Frame = (
     _PIPELINE,
     242,
@@ -93,26 +117,7 @@ _TABLE: dict[str, list[Frame]] = {
     ],
     # ModelConfig is first built by apply_inkling_prefill_cuda_graph_default
     "longer_context": [
-        (
-            _PIPELINE,
-            185,
-            "run_resolution_pipeline",
-            "run_hook(apply_inkling_prefill_cuda_graph_default, server_args)",
-        ),
-        _RUN_HOOK,
-        (
-            "sglang/srt/arg_groups/cuda_graph_hook.py",
-            363,
-            "apply_inkling_prefill_cuda_graph_default",
-            "arch = model_config_of(server_args).hf_config.architectures[0]",
-        ),
-        (
-            "sglang/srt/arg_groups/model_override_base.py",
-            213,
-            "model_config_of",
-            "model_config = ModelConfig.from_server_args(server_args)",
-        ),
-        ("sglang/srt/configs/model_config.py", 955, "from_server_args", "return ModelConfig("),
+        *_MODEL_CONFIG_BUILT,
         (
             "sglang/srt/configs/model_config.py",
             884,
@@ -123,26 +128,7 @@ _TABLE: dict[str, list[Frame]] = {
     ],
     # _verify_quantization, right after the context length (model_config.py:891)
     "quantization_mismatch": [
-        (
-            _PIPELINE,
-            185,
-            "run_resolution_pipeline",
-            "run_hook(apply_inkling_prefill_cuda_graph_default, server_args)",
-        ),
-        _RUN_HOOK,
-        (
-            "sglang/srt/arg_groups/cuda_graph_hook.py",
-            363,
-            "apply_inkling_prefill_cuda_graph_default",
-            "arch = model_config_of(server_args).hf_config.architectures[0]",
-        ),
-        (
-            "sglang/srt/arg_groups/model_override_base.py",
-            213,
-            "model_config_of",
-            "model_config = ModelConfig.from_server_args(server_args)",
-        ),
-        ("sglang/srt/configs/model_config.py", 955, "from_server_args", "return ModelConfig("),
+        *_MODEL_CONFIG_BUILT,
         ("sglang/srt/configs/model_config.py", 891, "__init__", "self._verify_quantization()"),
         ("sglang/srt/configs/model_config.py", 2143, "_verify_quantization", "raise ValueError("),
     ],

@@ -14,7 +14,8 @@ import pytest
 from helpers import file_states
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.errors import PreflightError
+from pytest_sglang.errors import PreflightError, ServerStartError
+from pytest_sglang.lifecycle.readiness import wait_until_ready
 from pytest_sglang.lifecycle.systemd import SystemdDeployer
 
 from .conftest import Launcher, start_that_fails, systemd_host_spec, wait_for
@@ -23,6 +24,7 @@ SERVICE = "sglang-qwen.service"
 UNIT = f"/etc/systemd/system/{SERVICE}"
 DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
 OURS = f"/etc/systemd/system/{SERVICE}.d/zz-pytest-sglang.conf"
+WORKDIR_DROPIN = f"/etc/systemd/system/{SERVICE}.d/workdir.conf"
 ENV_FILE = "/etc/pytest-sglang/sglang-qwen.env"
 KERNEL = "/opt/kernels/E=256,N=256.json"
 NEW_FILE = "/opt/pytest-sglang-new/k.json"
@@ -30,6 +32,7 @@ WATCHED = [
     UNIT,
     DROPIN,
     OURS,
+    WORKDIR_DROPIN,
     ENV_FILE,
     KERNEL,
     NEW_FILE,
@@ -170,6 +173,28 @@ def test_restore_after_failed_start(deployer: SystemdDeployer, host: Any) -> Non
         lambda: any("Not enough memory" in m for m in messages(deployer, cursor)),
         f"the failed start's last words in the journal ({state})",
     )
+    deployer.restore()
+    assert snapshot(host) == original
+
+
+def test_a_start_systemd_cannot_set_up_is_named_by_its_step(
+    deployer: SystemdDeployer, host: Any
+) -> None:
+    """Production's unit names a working directory that is gone: systemd fails at CHDIR (exit
+    status 200) before the server runs, and says so in the journal. The one-line reason names
+    systemd's step, not a crash of the server, and the host is given back as it was."""
+    setup_original(host, active=False)
+    host.put(b"[Service]\nWorkingDirectory=/srv/pytest-sglang-gone\n", WORKDIR_DROPIN, mode=0o644)
+    host.check_output("systemctl daemon-reload")
+    original = snapshot(host)
+    plan = deployer.launch_plan(config())
+    cursor = deployer.deploy(plan)
+    with pytest.raises(ServerStartError) as err:
+        wait_until_ready(
+            deployer, deployer.base_url(plan), cursor, where="host 'testhost'", timeout=60
+        )
+    assert err.value.reason == "service setup failed", str(err.value)
+    assert "status 200: systemd failed at step CHDIR before the server ran" in str(err.value)
     deployer.restore()
     assert snapshot(host) == original
 

@@ -11,7 +11,7 @@ is :mod:`.reading`'s.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .patterns import _CODE_FAULT, _KERNEL_LIBRARIES, FATAL_PATTERNS, READY_LINE
 from .tracebacks import (
@@ -477,20 +477,29 @@ def _hinted(frames: Sequence[str], refusal: bool = True) -> str | None:
     argument-checking modules place a value refused (``refusal``: the exception's type is one a
     check raises) wherever it is raised below them, anything else only when they raise it
     themselves: a library they call (a device query, a download) fails for its own reason."""
-    calls = [frame for frame in frames if frame.lstrip().startswith('File "')]
-    for depth, frame in enumerate(calls):
-        for pattern, reason in _FRAME_HINTS:
-            if pattern.search(frame) and (refusal or depth == 0 or reason != "invalid config"):
-                return reason
-    return None
+    return _innermost(
+        frames,
+        _FRAME_HINTS,
+        lambda depth, reason: refusal or depth == 0 or reason != "invalid config",
+    )
 
 
 def _package_hinted(frames: Sequence[str]) -> str | None:
     """What the innermost frame of a library :data:`_PACKAGE_HINTS` knows says the failure is
     (frames innermost first): the library whose code failed, when no frame names a phase."""
-    for frame in frames:
-        if frame.lstrip().startswith('File "'):
-            for pattern, reason in _PACKAGE_HINTS:
-                if pattern.search(frame):
-                    return reason
+    return _innermost(frames, _PACKAGE_HINTS, lambda depth, reason: True)
+
+
+def _innermost(
+    frames: Sequence[str],
+    hints: Sequence[tuple[re.Pattern[str], str]],
+    holds: Callable[[int, str], bool],
+) -> str | None:
+    """The reason of the innermost call frame (frames innermost first) a hint matches, where
+    ``holds(depth, reason)``: depth 0 is the frame that raised."""
+    calls = [frame for frame in frames if frame.lstrip().startswith('File "')]
+    for depth, frame in enumerate(calls):
+        for pattern, reason in hints:
+            if pattern.search(frame) and holds(depth, reason):
+                return reason
     return None
