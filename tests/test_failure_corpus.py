@@ -50,6 +50,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh13_": (15, (8, 15)),  # its sixty fixed queries ran out at fifteen
     "fresh14_": (31, (21, 31)),  # the real package broken on purpose, captured verbatim
     "fresh15_": (12, (7, 12)),  # the same, by a second rule
+    "fresh16_": (12, (6, 12)),  # the same: the model's numbers, its environment, its surroundings
 }
 
 

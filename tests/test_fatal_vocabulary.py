@@ -905,3 +905,68 @@ def test_a_none_the_code_reads_elsewhere_stays_its_own_fault() -> None:
     assert reason_of("TypeError: 'NoneType' object is not subscriptable", *frames) != (
         "unsupported model"
     )
+
+
+# The sixteenth batch's families (tests/data/failures/README.md): what a child's death by a signal,
+# a refused environment value and a capped address space say, in the real 0.5.23 package's words.
+_SITE = "/v/lib/python3.11/site-packages"
+_PARENT_READ = [
+    "[2026-12-05 12:03:10] Load weight begin. avail mem=20.94 GB",
+    "Traceback (most recent call last):",
+    f'  File "{_SITE}/sglang/srt/entrypoints/engine.py", line 2018, in _wait_for_scheduler_ready',
+    "    data = scheduler_pipe_readers[i].recv()",
+    '  File "/usr/lib/python3.11/multiprocessing/connection.py", line 399, in _recv',
+    "    raise EOFError",
+    "EOFError",
+    "",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "Traceback (most recent call last):",
+    f'  File "{_SITE}/sglang/srt/entrypoints/engine.py", line 2029, in _wait_for_scheduler_ready',
+    "    raise _scheduler_died_error(i, scheduler_procs[i])",
+]
+
+
+def _scheduler_died(code: int) -> list[str]:
+    return [
+        *_PARENT_READ,
+        f"RuntimeError: Rank 0 scheduler died during initialization (exit code: {code}). If exit "
+        "code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` "
+        "to check.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"), [(-9, "killed"), (-15, "killed"), (-11, "crashed"), (-6, "crashed")]
+)
+def test_a_child_dead_of_a_signal_is_named_by_the_parents_summary(code: int, reason: str) -> None:
+    """The parent's bare ``EOFError`` on the pipe says nothing; the summary it raised while
+    handling it says how the child died: killed from outside (SIGKILL, SIGTERM) or by a fault
+    of its own (SIGSEGV, SIGABRT)."""
+    fatal = find_fatal(_scheduler_died(code))
+    assert fatal is not None and fatal.reason == reason
+    assert f"(exit code: {code})" in fatal.line
+
+
+def test_an_environment_value_refused_for_its_default_is_a_warning() -> None:
+    warning = (
+        f"{_SITE}/sglang/srt/environ.py:83: UserWarning: Invalid value for SGLANG_USE_MLX: "
+        '"not-a-value" is not a valid boolean value, using default "False"'
+    )
+    ready = "[2026-12-05 12:01:58] The server is fired up and ready to roll!"
+    lines = [warning, "  warnings.warn(", f"Loading shards: 0/1 [00:00<?, ?it/s]{warning}", ready]
+    assert find_fatal(lines) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "reason"), [("", "out of memory"), (": Operation not permitted", "broken install")]
+)
+def test_a_library_the_address_space_cannot_hold_is_out_of_memory(said: str, reason: str) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/torch/__init__.py", line 290, in <module>',
+        "    from torch._C import *  # noqa: F403",
+        f"ImportError: libtorch_python.so: failed to map segment from shared object{said}",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == reason

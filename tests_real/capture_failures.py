@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -18,7 +18,10 @@ does not exist; a seeded sample of its flags with choices given a choice other t
 The sixteenth (:func:`cases16`): the model's config and the process's surroundings rather than its
 flags: every non-zero number of ``config.json`` doubled; a seeded sample of SGLang's own typed
 environment variables given a value of no type; signals to the server's processes while they
-start; a cap on the address space; a full disk for its caches; a busy port.
+start; a cap on the address space; a full disk for its caches; a busy port. The seventeenth
+(:func:`cases17`): the weights and the tokenizer's files: each tensor of the first layer and outside
+the layers removed, or with its first dimension halved; each top-level key of the tokenizer's two
+JSON files removed.
 Each case
 records the cause expected from what was broken (``expected``); the log and the way the process
 ended are whatever the real package does. A case that serves anyway is recorded as serving (a
@@ -26,7 +29,7 @@ healthy start, the corpus's controls).
 
 For each case ``OUT_DIR`` gets ``<id>.log`` (stdout and stderr as the server wrote them, merged)
 and ``OUT_DIR/manifest.json`` one entry per case: ``id``, ``fault``, ``argv``, ``expected``,
-``outcome`` (``ready``, ``exit N`` or ``timeout``), ``seconds``.
+``outcome`` (``ready``, ``ready, then died``, ``exit N`` or ``timeout``), ``seconds``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ from real_host import CPU_FLAGS, RealSglang, find_real_sglang
 
 READY = "The server is fired up and ready to roll!"
 TIMEOUT_S = 150.0
+#: How long a server that logged its ready line is watched for dying (since the sixteenth batch:
+#: a 10 ms watchdog let 0.5.23 log ready and then end its tree seconds later).
+AFTER_READY_S = 15.0
 SEED = 14
 
 #: The tiny model's files, each broken three ways (rule A).
@@ -173,13 +179,18 @@ def _ask(real: RealSglang, program: str) -> list[Any]:
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def _file_case(ident: str, fault: str, expected: str, model_break: tuple[str, str]) -> Case:
+    """A case that breaks one of the model's files and passes no other flag."""
+    return Case(id=ident, fault=fault, argv=(), expected=expected, model_break=model_break)
+
+
 def _flag_id(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_").replace(".", "_")
 
 
 def cases(real: RealSglang, batch: str = "14") -> list[Case]:
     """The batch's cases, by its rule."""
-    return {"14": cases14, "15": cases15, "16": cases16}[batch](real)
+    return {"14": cases14, "15": cases15, "16": cases16, "17": cases17}[batch](real)
 
 
 def cases14(real: RealSglang) -> list[Case]:
@@ -338,12 +349,11 @@ def cases16(real: RealSglang) -> list[Case]:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v != 0
     ]
     out = [
-        Case(
-            id=f"config_doubled_{key}",
-            fault=f"the model's config.json with {key} doubled",
-            argv=(),
-            expected="model loading",
-            model_break=("config.json", f"doubled:{key}"),
+        _file_case(
+            f"config_doubled_{key}",
+            f"the model's config.json with {key} doubled",
+            "model loading",
+            ("config.json", f"doubled:{key}"),
         )
         for key in numbers
     ]
@@ -369,6 +379,43 @@ def cases16(real: RealSglang) -> list[Case]:
                 address_space=fields.get("address_space"),  # type: ignore[arg-type]
                 kill=fields.get("kill"),  # type: ignore[arg-type]
             )
+        )
+    return out
+
+
+#: The seventeenth batch's rule A and B: the tensors of the tiny model's first layer and those
+#: outside its layers (its second layer's are the first's again).
+FIRST_LAYER = re.compile(r"^(?!model\.layers\.)|^model\.layers\.0\.")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def cases17(real: RealSglang) -> list[Case]:
+    """The seventeenth batch, by rule: A (each tensor of :data:`FIRST_LAYER` removed from
+    ``model.safetensors``) and B (each with its first dimension halved), expected *model
+    loading* (the weights no longer match the model's description); C (each top-level key of
+    ``tokenizer.json`` and of ``tokenizer_config.json`` removed), expected *tokenizer*."""
+    header, _data = _safetensors(real.model / "model.safetensors")
+    tensors = sorted(k for k in header if k != "__metadata__" and FIRST_LAYER.match(k))
+    out = [
+        _file_case(
+            f"tensor_{how.partition('_')[2]}_{name.replace('.', '_')}",
+            f"model.safetensors {how.replace('_', ' ')} {name}",
+            "model loading",
+            ("model.safetensors", f"{how}:{name}"),
+        )
+        for how in ("tensor_without", "tensor_halved")
+        for name in tensors
+    ]
+    for file in TOKENIZER_FILES:
+        keys = sorted(json.loads((real.model / file).read_text()))
+        out.extend(
+            _file_case(
+                f"{file.split('.')[0]}_without_{key}",
+                f"the model's {file} without {key!r}",
+                "tokenizer",
+                (file, f"without:{key}"),
+            )
+            for key in keys
         )
     return out
 
@@ -408,6 +455,8 @@ def _break_model(source: Path, target: Path, name: str, how: str) -> None:
         config = json.loads(path.read_text())
         config[how.partition(":")[2]] *= 2
         path.write_text(json.dumps(config, indent=2))
+    elif how.startswith(("tensor_without:", "tensor_halved:")):
+        _rewrite_tensor(path, *how.split(":", 1))
     elif how == "removed":
         path.unlink()
     elif how == "truncated":
@@ -415,6 +464,38 @@ def _break_model(source: Path, target: Path, name: str, how: str) -> None:
         path.write_bytes(data[: len(data) // 2])
     else:
         path.write_bytes(random.Random(f"{SEED}:{name}").randbytes(64))
+
+
+def _safetensors(path: Path) -> tuple[dict[str, Any], bytes]:
+    """A safetensors file's header (name -> dtype, shape, data_offsets) and its data."""
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    return json.loads(raw[8 : 8 + size]), raw[8 + size :]
+
+
+def _rewrite_tensor(path: Path, how: str, name: str) -> None:
+    """The safetensors file without tensor ``name`` (``tensor_without``), or with its first
+    dimension halved (``tensor_halved``: its first rows kept, as a smaller model's would be)."""
+    header, data = _safetensors(path)
+    out_header: dict[str, Any] = {"__metadata__": header.pop("__metadata__", {})}
+    chunks: list[bytes] = []
+    at = 0
+    for key in sorted(header, key=lambda k: header[k]["data_offsets"][0]):
+        info = dict(header[key])
+        begin, end = info["data_offsets"]
+        chunk = data[begin:end]
+        if key == name and how == "tensor_without":
+            continue
+        if key == name:
+            info["shape"] = [info["shape"][0] // 2, *info["shape"][1:]]
+            chunk = chunk[: len(chunk) // 2]
+        info["data_offsets"] = [at, at + len(chunk)]
+        out_header[key] = info
+        chunks.append(chunk)
+        at += len(chunk)
+    encoded = json.dumps(out_header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    path.write_bytes(len(encoded).to_bytes(8, "little") + encoded + b"".join(chunks))
 
 
 def _mount_full_disk(path: Path) -> None:
@@ -441,6 +522,21 @@ def _address_space_cap(limit: int | None):  # type: ignore[no-untyped-def]
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     return cap
+
+
+def _after_ready(proc: subprocess.Popen[bytes], log_path: Path) -> str:
+    """``ready``; or ``ready, then died`` for a server that, within AFTER_READY_S, ends or says
+    it is ending its tree (``SIGQUIT received``: 0.5.23 then waits a minute for diagnostics)."""
+    deadline = time.monotonic() + AFTER_READY_S
+    while time.monotonic() < deadline:
+        after = log_path.read_text(errors="replace").partition(READY)[2]
+        if proc.poll() is not None or _TREE_ENDING.search(after):
+            return "ready, then died"
+        time.sleep(0.5)
+    return "ready"
+
+
+_TREE_ENDING = re.compile(r"SIGQUIT received|Received sigquit|scheduler is dead")
 
 
 def _free_port() -> int:
@@ -496,7 +592,7 @@ def capture(real: RealSglang, case: Case, out_dir: Path, scratch: Path) -> dict[
                 break
             text = log_path.read_text(errors="replace")
             if READY in text:
-                outcome = "ready"
+                outcome = _after_ready(proc, log_path)
                 break
             if case.kill is not None and not signalled and case.kill[0] in text:
                 signalled = _processes_titled(proc.pid, case.kill[1])
@@ -526,29 +622,67 @@ def capture(real: RealSglang, case: Case, out_dir: Path, scratch: Path) -> dict[
 _STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d [^]]*\] ")
 
 
+_CHAINED = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+#: A process's death said by itself (faulthandler) or by its parent, with no error line.
+_DIED = re.compile(
+    r"^Fatal Python error: |Subprocess \S+ \(pid=\d+\) crashed|scheduler (is dead|died)"
+)
+
+
 def must_contain(text: str) -> str | None:
     """The line a failure's reason must cite, by the batches' fixed rule (not by reading it).
 
-    The line that ends the first traceback (its exception line), else argparse's ``error:``
-    line, else the first ``ERROR`` line (its timestamp removed), else (from the sixteenth batch
-    on, where a process killed from outside may leave no error line) the last line logged that
-    is not blank nor a progress bar. None for an empty log.
+    The exception line that ends the first traceback, else argparse's ``error:`` line, else the
+    first ``ERROR`` line (its timestamp removed), else the first line where a process's death is
+    said (faulthandler's ``Fatal Python error:``, a parent's ``Subprocess ... crashed``), else the
+    last line logged that is not blank nor a progress bar. None for an empty log.
+
+    Since the sixteenth batch (its measurement showed the first rule's two weak readings): of a
+    chained traceback, the first link that says more than its type (a bare ``EOFError``, the
+    parent's read of the pipe of a child that died, says nothing; the summary raised while
+    handling it does), as before the first link where every link speaks; and a process killed
+    from outside, which leaves no error line, is cited where its death is said, not by the
+    parent's last line (``kill_process_tree called``).
     """
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.endswith("Traceback (most recent call last):"):
-            for after in lines[i + 1 :]:
-                continued = not after.strip() or after[0] in " \t" or _STAMP.match(after)
-                if not continued and not after.startswith("Traceback"):
-                    return after
+            return _first_said_link(lines, i)
     for line in lines:
         if ": error: " in line:
             return line
     for line in lines:
         if re.search(r"\bERROR\b", line):
             return _STAMP.sub("", line)
+    for line in lines:
+        if _DIED.search(_STAMP.sub("", line)):
+            return _STAMP.sub("", line)
     logged = [line for line in lines if line.strip() and "it/s]" not in line]
     return _STAMP.sub("", logged[-1]) if logged else None
+
+
+def _first_said_link(lines: list[str], header: int) -> str | None:
+    """The exception line of the first link, of the chain whose first traceback opens on
+    ``header``, that says more than its type (else its last link)."""
+    found: str | None = None
+    at = header + 1
+    while at < len(lines):
+        line = lines[at]
+        continued = not line.strip() or line[0] in " \t" or _STAMP.match(line)
+        if continued or line.startswith("Traceback"):
+            at += 1
+            continue
+        found = line
+        if line.partition(":")[2].strip():
+            return found
+        after = next((j for j in range(at + 1, len(lines)) if lines[j].strip()), None)
+        if after is None or lines[after].strip() not in _CHAINED:
+            return found
+        at = after + 1
+    return found
 
 
 def main(argv: list[str]) -> int:

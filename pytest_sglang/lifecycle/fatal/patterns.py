@@ -15,9 +15,11 @@ import re
 #: is a state check while serving, not the config refused.
 READY_LINE = "The server is fired up and ready to roll!"
 
-#: A process killed by signal 9 (the kernel's OOM killer, most often, when no other line says).
+#: A process killed by signal 9 (the kernel's OOM killer, most often, when no other line says),
+#: or stopped by a SIGTERM it did not send itself (an operator, a supervisor): from outside, either
+#: way, as a child's exit code says it (``-15``).
 _KILLED = (
-    r"(?i:\bexit ?code[:=]? ?-9\b)|(?i:\breturn ?code[:=]? ?-9\b)|status=9/KILL"
+    r"(?i:\b(exit|return) ?code[:=]? ?-(9|15)\b)|status=(9/KILL|15/TERM)"
     r"|(?<!-9 )\(SIGKILL\)|^Killed$|\d Killed\s|signal 9\b|signal: killed"
     r"|(?i:\bexited with (exit )?code:? ?137\b)"
 )
@@ -439,6 +441,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|invoked oom-killer|\boom-kill\b|\bOOMKilled\b|hipErrorOutOfMemory"
             r"|CUDA_ERROR_OUT_OF_MEMORY|DefaultCPUAllocator: can't allocate memory"
             r"|Failed to CUDA (calloc|malloc|host alloc) \d+ bytes"
+            # the dynamic loader could not map a library into the address space left (a cap on
+            # it, ``ulimit -v``): ENOMEM, said or not; a mount that forbids it says EPERM
+            r"|failed to map segment from shared object(?!: Operation not permitted)"
             rf"|{_DEVICE_OOM}|{_NO_ROOM_FOR_CACHE}",
             "out of memory",
         ),

@@ -37,6 +37,7 @@ from .tracebacks import (
     _EXCEPTION,
     _FAULTHANDLER,
     _TRACEBACK,
+    _chain_of,
     _continuation,
     _exception_line,
     _frames_above,
@@ -85,11 +86,14 @@ _IGNORED = re.compile(
 #: allreduce failed with CUDART error: peer access is not supported ...``), or a kernel or
 #: backend says it does not support this GPU (:data:`.patterns._GPU_REFUSAL`: SGLang logs that
 #: when it picks another kernel by itself).
+#: A value refused for the default in its place goes on too (``Invalid value for SGLANG_USE_MLX:
+#: "x" is not a valid boolean value, using default "False"``, SGLang's environment variables).
 #: Never a cause, whatever it quotes, unless it is raised: the same words on an exception line or
 #: the lines continuing it are the start's refusal, and are read.
 _WARNING_ONLY = re.compile(
     r"(?i:\b(?:disabled|skipped|skipping|falling back|fall back)\b\s*(?:\(|because\b|since\b)"
-    r"|\bto silence this warning\b)"
+    r"|\bto silence this warning\b"
+    r"|\busing (?:the )?default\b|\bdefaulting to\b)"
     rf"|{_GPU_REFUSAL}"
 )
 
@@ -331,6 +335,14 @@ def _cause_of_crash(
         before = [i for i in exceptions if i < marker]
         after = [i for i in exceptions if i > marker]
         chosen = before[-1] if before else (after[0] if after else None)
+    if (
+        chosen is not None
+        and _SIGNAL_EXIT.search(texts[marker])
+        and chosen in _chain_of(texts, marker)
+    ):
+        # the parent's own read of the pipe its child closed by dying (``EOFError``), which its
+        # summary, raised while handling it, reads as an exit code by a signal: the summary says it
+        return marker, "killed" if re.search(_KILLED, texts[marker]) else "crashed"
     if chosen is not None:
         return _most_specific_link(texts, chosen)
     if re.search(_KILLED, texts[marker]):
@@ -365,6 +377,9 @@ def _last_words(lines: Sequence[str], texts: Sequence[str], marker: int, start: 
         return None
     return next((i for i in said if _SAYS_ERROR.search(texts[i])), said[0])
 
+
+#: A child's exit code that is a signal's (``exit code: -11``: it died of SIGSEGV).
+_SIGNAL_EXIT = re.compile(r"(?i:\bexit ?code[:=]? ?-\d+\b)")
 
 #: A line that says something failed, among a process's last words.
 _SAYS_ERROR = re.compile(r"(?i:^(error|fatal)\b|\berror:|\bfailed\b|\bfailure\b)")
