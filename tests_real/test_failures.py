@@ -1,4 +1,4 @@
-"""Real start-up failures, not replays: the real server refuses or dies, on this machine, in eleven
+"""Real start-up failures, not replays: the real server refuses or dies, on this machine, in twelve
 different ways (and a flag its parser lacks is refused before it starts), and each deployment
 ends with one line that names the real cause. (A value outside a flag's choices never reaches
 the server: the config is refused when it is built.)
@@ -68,6 +68,11 @@ CASES: dict[str, tuple[str, str]] = {
         "production(extra_args=('--json-model-override-args', '{rope_scaling: 2'))",
         r"\binvalid config\b.*JSONDecodeError",
     ),
+    # the model's config.json says a hidden size its weights do not have
+    "weights-disagree-with-config": (
+        "on_model(MODELS['doubled-hidden'])",
+        r"\bmodel loading\b.*size of tensor",
+    ),
     "kv-pool-too-small": (
         "production(extra_args=('--max-total-tokens', '16'))",
         r"(?i)memory|token",
@@ -100,13 +105,23 @@ def test_start(sglang_server):
 def _broken_models(root: Path, model: Path) -> dict[str, str]:
     """Copies of the tiny model, each broken in one way."""
     out = {}
-    for name in ("unknown-arch", "no-weights", "bad-tokenizer", "bad-tokenizer-config"):
+    names = (
+        "unknown-arch",
+        "no-weights",
+        "bad-tokenizer",
+        "bad-tokenizer-config",
+        "doubled-hidden",
+    )
+    for name in names:
         target = root / name
         shutil.copytree(model, target)
         out[name] = str(target)
     config = json.loads((root / "unknown-arch" / "config.json").read_text())
     config["architectures"] = ["FooForCausalLM"]
     (root / "unknown-arch" / "config.json").write_text(json.dumps(config))
+    config = json.loads((root / "doubled-hidden" / "config.json").read_text())
+    config["hidden_size"] *= 2
+    (root / "doubled-hidden" / "config.json").write_text(json.dumps(config))
     (root / "no-weights" / "model.safetensors").unlink()
     (root / "bad-tokenizer" / "tokenizer.json").write_text("{ this is not json")
     (root / "bad-tokenizer-config" / "tokenizer_config.json").write_text('{"model_max_length": ')
@@ -235,3 +250,30 @@ def test_a_port_another_server_holds_is_one_line(
     result.assert_outcomes(errors=1)
     reason = _reasons(result.stdout.str())["production"]
     assert "port in use" in reason and "address already in use" in reason, reason
+
+
+ENV_SCENARIO = """
+import pytest
+from pytest_sglang import production
+
+
+@pytest.mark.parametrize(
+    "sglang_server", [production(env={"SGLANG_USE_MLX": "not-a-value"})], indirect=True
+)
+def test_serves(sglang_server):
+    assert sglang_server.get("/health").status_code == 200
+"""
+
+
+def test_an_environment_value_sglang_replaces_with_its_default_is_no_failure(
+    pytester: pytest.Pytester, real_sglang: RealSglang
+) -> None:
+    """0.5.23 warns of a typed environment variable's value of no type (``Invalid value for
+    SGLANG_USE_MLX: ..., using default "False"``) and serves: the start is not failed on it."""
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text(local_real_entry("real", real_sglang, real_sglang.production_line()))
+    pytester.makepyfile(test_env=ENV_SCENARIO)
+    result = pytester.runpytest_subprocess(
+        "--sglang-inventory", str(inventory), "--sglang-host", "real", timeout=600
+    )
+    result.assert_outcomes(passed=1)
