@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -21,7 +21,8 @@ environment variables given a value of no type; signals to the server's processe
 start; a cap on the address space; a full disk for its caches; a busy port. The seventeenth
 (:func:`cases17`): the weights and the tokenizer's files: each tensor of the first layer and outside
 the layers removed, or with its first dimension halved; each top-level key of the tokenizer's two
-JSON files removed.
+JSON files removed. The eighteenth (:func:`cases18`): a seeded sample of the parser's switches,
+each turned on alone; a seeded sample of its integer flags, each given 0.
 Each case
 records the cause expected from what was broken (``expected``); the log and the way the process
 ended are whatever the real package does. A case that serves anyway is recorded as serving (a
@@ -190,7 +191,7 @@ def _flag_id(flag: str) -> str:
 
 def cases(real: RealSglang, batch: str = "14") -> list[Case]:
     """The batch's cases, by its rule."""
-    return {"14": cases14, "15": cases15, "16": cases16, "17": cases17}[batch](real)
+    return {"14": cases14, "15": cases15, "16": cases16, "17": cases17, "18": cases18}[batch](real)
 
 
 def cases14(real: RealSglang) -> list[Case]:
@@ -420,6 +421,60 @@ def cases17(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The eighteenth batch's seed, and the switches it leaves out: those whose name says they reach
+#: another service (a Ray cluster, a remote instance, a trace collector), so that the capture's
+#: traffic stays on this machine.
+SEED18 = 18
+REACHES_OUT = re.compile(r"ray|remote|trace")
+
+
+def _switches(real: RealSglang) -> list[str]:
+    """Every switch of the real parser (a flag that takes no value) that turns something on:
+    its ``--flag`` spelling, not ``--no-flag``; ``--help`` and ``--version`` left out."""
+    program = (
+        "import argparse, json\n"
+        "from sglang.srt.server_args import ServerArgs\n"
+        "p = argparse.ArgumentParser()\n"
+        "ServerArgs.add_cli_args(p)\n"
+        "out = set()\n"
+        "for a in p._actions:\n"
+        "    names = [o for o in a.option_strings if o.startswith('--')]\n"
+        "    if a.nargs != 0 or not names or '--help' in names or '--version' in names:\n"
+        "        continue\n"
+        "    on = [o for o in names if not o.startswith('--no-')] or names\n"
+        "    out.add(sorted(on, key=len)[-1])\n"
+        "print(json.dumps(sorted(out)))\n"
+    )
+    return [str(name) for name in _ask(real, program)]
+
+
+def cases18(real: RealSglang) -> list[Case]:
+    """The eighteenth batch, by rule: A (a seeded sample of 16 of the parser's switches, each
+    turned on alone) and B (a seeded sample of 10 of its integer flags, each given 0), expected
+    *invalid config* (a feature or a bound this machine or model cannot run)."""
+    out = [
+        Case(id=f"switch_{_flag_id(flag)}", fault=flag, argv=(flag,), expected="invalid config")
+        for flag in sorted(
+            random.Random(SEED18).sample(
+                [f for f in _switches(real) if not REACHES_OUT.search(f)], 16
+            )
+        )
+    ]
+    integers = [
+        f.name for f in _parser_flags(real) if f.type == "int" and not f.choices and f.takes_one
+    ]
+    for flag in sorted(random.Random(SEED18).sample(integers, 10)):
+        out.append(
+            Case(
+                id=f"zero_{_flag_id(flag)}",
+                fault=f"{flag} 0",
+                argv=(flag, "0"),
+                expected="invalid config",
+            )
+        )
+    return out
+
+
 def _processes_titled(root: int, title: str) -> list[int]:
     """The descendants of ``root`` whose command line (their title) starts with ``title``."""
     children: dict[int, list[int]] = {}
@@ -539,14 +594,24 @@ def _after_ready(proc: subprocess.Popen[bytes], log_path: Path) -> str:
 _TREE_ENDING = re.compile(r"SIGQUIT received|Received sigquit|scheduler is dead")
 
 
+#: A command prefix: a new network namespace with loopback up, then the command (same pid).
+ISOLATED = ("unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "isolated")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def capture(real: RealSglang, case: Case, out_dir: Path, scratch: Path) -> dict[str, object]:
-    """Run one case to its end (exit, ready or timeout) and keep its output verbatim."""
+def capture(
+    real: RealSglang, case: Case, out_dir: Path, scratch: Path, isolated: bool = False
+) -> dict[str, object]:
+    """Run one case to its end (exit, ready or timeout) and keep its output verbatim.
+
+    ``isolated`` (from the eighteenth batch on): the server runs in a network namespace of its
+    own with only loopback up, so that whatever a broken setting makes it reach for stays on
+    this machine (``unshare`` and ``ip``, as root)."""
     model = real.model
     if case.model_break is not None:
         model = scratch / case.id
@@ -581,7 +646,7 @@ def capture(real: RealSglang, case: Case, out_dir: Path, scratch: Path) -> dict[
     signalled: list[int] = []
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [real.python, "-m", "sglang.launch_server", *argv],
+            [*(ISOLATED if isolated else ()), real.python, "-m", "sglang.launch_server", *argv],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             preexec_fn=_address_space_cap(case.address_space),
         )  # fmt: skip
@@ -705,7 +770,7 @@ def main(argv: list[str]) -> int:
         for case in batch:
             if (wanted and case.id not in wanted) or (not wanted and case.id in done):
                 continue
-            entry = capture(real, case, out_dir, Path(tmp))
+            entry = capture(real, case, out_dir, Path(tmp), isolated=int(which) >= 18)
             manifest = [e for e in manifest if e["id"] != case.id] + [entry]
             manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
             print(f"{case.id}: {entry['outcome']} in {entry['seconds']}s", flush=True)
