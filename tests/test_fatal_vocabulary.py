@@ -970,3 +970,42 @@ def test_a_library_the_address_space_cannot_hold_is_out_of_memory(said: str, rea
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == reason
+
+
+# The eighteenth batch's families: a division by a setting given 0, a backend that lacks a step.
+@pytest.mark.parametrize(
+    ("setting", "statement"),
+    [
+        ("decode_log_interval", "    if self.forward_ct_decode % self.decode_log_interval != 0:"),
+        ("pp_size", "    nnodes_per_pp_rank = max(nnodes // parallel.pp_size, 1)"),
+    ],
+)
+def test_a_division_by_a_setting_given_0_is_the_config(setting: str, statement: str) -> None:
+    lines = [
+        f"[2026-12-05 13:30:00] server_args={{'model_path': '/m', 'nnodes': 1, '{setting}': 0}}",
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/managers/scheduler.py", line 934, in report_decode_stats',
+        statement,
+        "ZeroDivisionError: integer modulo by zero",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+    assert f"({setting}=0, a setting the start divides by)" in fatal.message
+    # a divisor that no setting gave as 0 stays the code's own fault
+    lines[0] = lines[0].replace(f"'{setting}': 0", f"'{setting}': 4")
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason != "invalid config"
+
+
+def test_a_backend_that_lacks_what_the_start_asks_of_it_is_the_config() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/model_executor/cpu_graph_runner.py", line 680, in __init__',
+        "    self.model_runner.attn_backend.init_cpu_graph_state(",
+        "AttributeError: 'TorchNativeAttnBackend' object has no attribute 'init_cpu_graph_state'",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+    lines[-1] = "AttributeError: 'ModelRunner' object has no attribute 'graph_runner'"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason != "invalid config"

@@ -124,3 +124,17 @@ def test_an_exit_status_of_systemds_own_names_its_setup_step() -> None:
     crashed = ServiceState("failed", "failed", 0, "exited", 1, 0, "exit-code")
     assert readiness._exit_reason(crashed, journal) == "crashed"
     assert readiness.describe_exit(crashed) == "process exited with status 1"
+
+
+@pytest.mark.parametrize(("signal", "reason"), [(9, "killed"), (15, "killed"), (11, "crashed")])
+def test_a_main_process_ended_by_a_signal_with_no_line_is_named_by_it(
+    signal: int, reason: str
+) -> None:
+    """As the journal's reading names a child's death by its exit code: SIGKILL and SIGTERM come
+    from outside the start, SIGSEGV from the process's own fault."""
+    from pytest_sglang.lifecycle.deployer import ServiceState
+    from pytest_sglang.lifecycle.journal import StartupJournal
+
+    state = ServiceState("failed", "failed", 0, "killed", signal, 0, "signal")
+    assert readiness._exit_reason(state, StartupJournal(["Load weight begin."])) == reason
+    assert readiness.describe_exit(state) == f"process killed by signal {signal}"

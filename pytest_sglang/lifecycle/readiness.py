@@ -130,14 +130,15 @@ def _setup_step(state: ServiceState) -> str | None:
 
 def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
     """The cause of a process that ended: its fatal line's, else what the exit itself says (a kill
-    by signal 9 with no line naming a cause is the kernel's OOM killer, most often)."""
+    by signal 9 with no line naming a cause is the kernel's OOM killer, most often; one by signal
+    15 a stop from outside the start: an operator, a supervisor)."""
     fatal = find_fatal(journal.lines)
     if fatal is not None:
         return fatal.reason
     if state.exec_main_code == "exited" and state.exec_main_status == 2:
         return "bad flag"
-    if state.exec_main_code == "killed" and state.exec_main_status == 9:
-        return "killed"
+    if state.exec_main_code == "killed" and state.exec_main_status in (9, 15):
+        return "killed"  # SIGKILL or a SIGTERM from outside: the journal's reading agrees
     if _setup_step(state) is not None:
         return "service setup failed"
     return "crashed"

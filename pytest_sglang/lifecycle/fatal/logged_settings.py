@@ -84,6 +84,19 @@ def _missing_requirement(texts: Sequence[str]) -> str | None:
     return None
 
 
+def _zero_setting(texts: Sequence[str], statement: str) -> str | None:
+    """The logged setting given 0 that ``statement`` (the one that raised a division by zero)
+    reads, said as ``name=0``: a start that divides by a setting fails wherever it divides
+    (a log interval at the first decode, a parallel size as ranks are laid out), and the fix is
+    the setting. None when the statement reads no setting the dump gives as 0."""
+    args = _last_logged_args(texts)
+    for name in re.findall(r"[A-Za-z_]\w*", statement):
+        value = args.get(name)
+        if type(value) in (int, float) and value == 0:
+            return f"{name}=0"
+    return None
+
+
 def _logged_choices(texts: Sequence[str]) -> dict[str, str]:
     """The component choices (:data:`_CHOICE_FLAGS`) of the last logged ``server_args`` that
     are set to a value; empty without a readable dump."""

@@ -382,6 +382,12 @@ _LIMIT_REFUSES_ONE_REQUEST = (
     r"|exceeds the maximum allowed length|is longer than the model's context length)"
 )
 
+#: A backend the settings chose that lacks what the start asks of it (``'TorchNativeAttnBackend'
+#: object has no attribute 'init_cpu_graph_state'``: torch.compile's CPU graph on the torch-native
+#: attention backend): a combination that cannot run, as a backend's ``NotImplementedError`` is,
+#: not a fault of the code, in whatever phase it is met.
+_BACKEND_LACKS = r"^([\w.]+\.)?AttributeError: '\w+Backend' object has no attribute '\w+'"
+
 #: A value the config names that is not one of the names the runtime knows (``Chat template
 #: zephyr.jinja is not a built-in template name``, ``Unknown attention backend: x``): the config
 #: gave a name outside the choices, as argparse's ``invalid choice`` says of a flag. Not a model
@@ -547,6 +553,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (_ARGUMENT_NOT_CONVERTED, "invalid config"),
         (_NOT_A_KNOWN_NAME, "invalid config"),
         (_LIMIT_REFUSES_ONE_REQUEST, "invalid config"),
+        (_BACKEND_LACKS, "invalid config"),
         (
             r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
             r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"

@@ -21,6 +21,7 @@ from .logged_settings import (
     _missing_file_setting,
     _missing_requirement,
     _refused_choice,
+    _zero_setting,
 )
 from .patterns import (
     _GPU_REFUSAL,
@@ -233,8 +234,10 @@ def _refined(
     if lacking is not None and reason in ("unsupported model", "model loading"):
         message = f"{message} (the model's config.json gives no {lacking})"
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
-        missing = _missing_requirement(texts[start:index]) or _clashing_choices(
-            texts[start:index], frames
+        missing = (
+            _missing_requirement(texts[start:index])
+            or _clashing_choices(texts[start:index], frames)
+            or _divided_by_a_setting(texts, start, index)
         )
         if missing is not None:
             return "invalid config", f"{message} ({missing})"
@@ -254,6 +257,18 @@ def _refined(
         # the last reading: what the message's own words say of its family (:mod:`.words`)
         reason = family_named_by_words(texts[index]) or reason
     return reason, message
+
+
+#: A division by zero (``integer modulo by zero``, ``float division by zero``).
+_ZERO_DIVISION = re.compile(r"^([\w.]+\.)?ZeroDivisionError\b")
+
+
+def _divided_by_a_setting(texts: Sequence[str], start: int, index: int) -> str | None:
+    """``name=0, a setting the start divides by`` when the exception on ``index`` is a division
+    by zero whose raising statement reads a setting the logged dump gives as 0."""
+    at = _raising_statement_at(texts, index) if _ZERO_DIVISION.match(texts[index]) else None
+    zero = None if at is None else _zero_setting(texts[start:index], texts[at])
+    return None if zero is None else f"{zero}, a setting the start divides by"
 
 
 def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
