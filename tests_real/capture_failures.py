@@ -22,11 +22,12 @@ start; a cap on the address space; a full disk for its caches; a busy port. The 
 (:func:`cases17`): the weights and the tokenizer's files: each tensor of the first layer and outside
 the layers removed, or with its first dimension halved; each top-level key of the tokenizer's two
 JSON files removed. The eighteenth (:func:`cases18`): a seeded sample of the parser's switches,
-each turned on alone; a seeded sample of its integer flags, each given 0.
-Each case
-records the cause expected from what was broken (``expected``); the log and the way the process
-ended are whatever the real package does. A case that serves anyway is recorded as serving (a
-healthy start, the corpus's controls).
+each turned on alone; a seeded sample of its integer flags, each given 0 (from this batch on,
+each server runs in a network namespace of its own with only loopback up).
+
+Each case records the cause expected from what was broken (``expected``); the log and the way
+the process ended are whatever the real package does. A case that serves anyway is recorded as
+serving (a healthy start, the corpus's controls).
 
 For each case ``OUT_DIR`` gets ``<id>.log`` (stdout and stderr as the server wrote them, merged)
 and ``OUT_DIR/manifest.json`` one entry per case: ``id``, ``fault``, ``argv``, ``expected``,

@@ -188,11 +188,14 @@ def test_a_start_systemd_cannot_set_up_is_named_by_its_step(
     host.check_output("systemctl daemon-reload")
     original = snapshot(host)
     plan = deployer.launch_plan(config())
-    cursor = deployer.deploy(plan)
-    with pytest.raises(ServerStartError) as err:
-        wait_until_ready(
-            deployer, deployer.base_url(plan), cursor, where="host 'testhost'", timeout=60
-        )
+    for _ in range(3):  # a loaded test host may fail an earlier step, CGROUP (start_that_fails)
+        cursor = deployer.deploy(plan)
+        with pytest.raises(ServerStartError) as err:
+            wait_until_ready(
+                deployer, deployer.base_url(plan), cursor, where="host 'testhost'", timeout=60
+            )
+        if "step CGROUP" not in str(err.value):
+            break
     assert err.value.reason == "service setup failed", str(err.value)
     assert "status 200: systemd failed at step CHDIR before the server ran" in str(err.value)
     deployer.restore()
