@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -23,7 +23,8 @@ start; a cap on the address space; a full disk for its caches; a busy port. The 
 the layers removed, or with its first dimension halved; each top-level key of the tokenizer's two
 JSON files removed. The eighteenth (:func:`cases18`): a seeded sample of the parser's switches,
 each turned on alone; a seeded sample of its integer flags, each given 0 (from this batch on,
-each server runs in a network namespace of its own with only loopback up).
+each server runs in a network namespace of its own with only loopback up). The nineteenth
+(:func:`cases19`): a seeded sample of its free-text flags, each given the empty string.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -192,7 +193,14 @@ def _flag_id(flag: str) -> str:
 
 def cases(real: RealSglang, batch: str = "14") -> list[Case]:
     """The batch's cases, by its rule."""
-    return {"14": cases14, "15": cases15, "16": cases16, "17": cases17, "18": cases18}[batch](real)
+    return {
+        "14": cases14,
+        "15": cases15,
+        "16": cases16,
+        "17": cases17,
+        "18": cases18,
+        "19": cases19,
+    }[batch](real)
 
 
 def cases14(real: RealSglang) -> list[Case]:
@@ -474,6 +482,29 @@ def cases18(real: RealSglang) -> list[Case]:
             )
         )
     return out
+
+
+#: The nineteenth batch's seed. (A huge number was not taken: a count such as
+#: ``--tensor-parallel-size`` may start as many processes before it is refused.)
+SEED19 = 19
+
+
+def cases19(real: RealSglang) -> list[Case]:
+    """The nineteenth batch, by rule: a seeded sample of 14 of the parser's free-text flags
+    (one value, no choices, ``--model-path`` left out), each given the empty string. Expected:
+    *model not found* for a flag that names a model, tokenizer, draft or adapter by its path or
+    revision (the fifteenth batch's rule B), else *invalid config*."""
+    flags = [f for f in _parser_flags(real) if f.takes_one and f.name != "--model-path"]
+    free_text = [f for f in flags if f.type in ("", "str") and not f.choices]
+    return [
+        Case(
+            id=f"empty_{_flag_id(f.name)}",
+            fault=f"{f.name} ''",
+            argv=(f.name, ""),
+            expected="model not found" if MODEL_FLAG.search(f.name) else "invalid config",
+        )
+        for f in sorted(random.Random(SEED19).sample(free_text, 14), key=lambda f: f.name)
+    ]
 
 
 def _processes_titled(root: int, title: str) -> list[int]:
