@@ -1009,3 +1009,22 @@ def test_a_backend_that_lacks_what_the_start_asks_of_it_is_the_config() -> None:
     lines[-1] = "AttributeError: 'ModelRunner' object has no attribute 'graph_runner'"
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason != "invalid config"
+
+
+def test_an_empty_value_refused_is_the_setting_given_it() -> None:
+    """The nineteenth batch's family: ``--device ''`` refused by torch, far from the argument
+    checks; the setting the refusal names by a word of its own is the one to fix."""
+    args = "{'model_path': '/m', 'device': '', 'fastapi_root_path': ''}"
+    lines = [
+        f"[2026-12-05 13:57:45] server_args={args}",
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/model_executor/model_runner.py", line 400, in __init__',
+        "    torch.device(self.device)",
+        "RuntimeError: Device string must not be empty",
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+    assert "(device='', a setting given no value)" in fatal.message
+    lines[0] = lines[0].replace("'device': ''", "'device': 'cpu'")
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason != "invalid config"

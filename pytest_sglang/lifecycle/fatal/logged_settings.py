@@ -97,6 +97,23 @@ def _zero_setting(texts: Sequence[str], statement: str) -> str | None:
     return None
 
 
+#: A refusal of an empty value (``Device string must not be empty``).
+_SAYS_EMPTY = re.compile(r"(?i)\b(must|should|may|can) ?not be empty\b|\bcannot be empty\b")
+
+
+def _empty_setting(texts: Sequence[str], exception: str) -> str | None:
+    """The logged setting given the empty string that ``exception``, a refusal of an empty value,
+    names by a word of its own (``device=''`` for ``Device string must not be empty``): the fix is
+    the setting, wherever the empty value was refused. None otherwise."""
+    if not _SAYS_EMPTY.search(exception):
+        return None
+    words = set(re.findall(r"[a-z]+", exception.lower()))
+    for name, value in _last_logged_args(texts).items():
+        if value == "" and words & set(name.split("_")):
+            return f"{name}=''"
+    return None
+
+
 def _logged_choices(texts: Sequence[str]) -> dict[str, str]:
     """The component choices (:data:`_CHOICE_FLAGS`) of the last logged ``server_args`` that
     are set to a value; empty without a readable dump."""

@@ -17,6 +17,7 @@ from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
     _clashing_choices,
+    _empty_setting,
     _gpus_asked,
     _missing_file_setting,
     _missing_requirement,
@@ -238,6 +239,7 @@ def _refined(
             _missing_requirement(texts[start:index])
             or _clashing_choices(texts[start:index], frames)
             or _divided_by_a_setting(texts, start, index)
+            or _given_empty(texts, start, index)
         )
         if missing is not None:
             return "invalid config", f"{message} ({missing})"
@@ -269,6 +271,13 @@ def _divided_by_a_setting(texts: Sequence[str], start: int, index: int) -> str |
     at = _raising_statement_at(texts, index) if _ZERO_DIVISION.match(texts[index]) else None
     zero = None if at is None else _zero_setting(texts[start:index], texts[at])
     return None if zero is None else f"{zero}, a setting the start divides by"
+
+
+def _given_empty(texts: Sequence[str], start: int, index: int) -> str | None:
+    """``name='', a setting given no value`` when the exception on ``index`` refuses an empty
+    value that a setting the logged dump gives as ``''`` is named by."""
+    empty = _empty_setting(texts[start:index], texts[index])
+    return None if empty is None else f"{empty}, a setting given no value"
 
 
 def _better_rule(text: str, best: int | None, outranks_on_a_tie: bool) -> int | None:
