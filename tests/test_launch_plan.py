@@ -93,3 +93,13 @@ def test_a_free_port_for_a_local_server_is_below_the_ephemeral_range() -> None:
     assert all(PORT_RANGE_LOW <= port < low for port in ports) and len(ports) > 1
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", ports.pop()))
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_its_server_binds_it() -> None:
+    """Two replicas of one topology each ask for a port before either binds its own: a random
+    pick among the ports free now must not give both the same one (seen as a replica's
+    ``address already in use``)."""
+    from pytest_sglang.lifecycle.launch_plan import free_port
+
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)

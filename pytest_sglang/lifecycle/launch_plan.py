@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import random
 import socket
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -43,6 +45,14 @@ LOCAL_ADDRESSES = ("", "0.0.0.0", "127.0.0.1", "localhost", "::", "::1")
 PORT_RANGE_LOW = 30100
 
 
+#: Ports :func:`free_port` handed out (port -> when), never handed out again within
+#: HANDED_OUT_S: two replicas of one topology each ask for a port before either server binds its
+#: own, and a random pick may give both the same one.
+HANDED_OUT_S = 300.0
+_HANDED_OUT: dict[int, float] = {}
+_HANDED_OUT_LOCK = threading.Lock()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now, for a server that binds it later.
 
@@ -57,12 +67,20 @@ def free_port() -> int:
     except (OSError, ValueError, IndexError):
         ephemeral_low = 32768
     candidates = range(PORT_RANGE_LOW, ephemeral_low)
-    for port in random.sample(candidates, min(64, len(candidates))):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
+    with _HANDED_OUT_LOCK:
+        now = time.monotonic()
+        for given, at in list(_HANDED_OUT.items()):
+            if now - at > HANDED_OUT_S:
+                del _HANDED_OUT[given]
+        for port in random.sample(candidates, min(64, len(candidates))):
+            if port in _HANDED_OUT:
+                continue  # another server of this session may not have bound it yet
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _HANDED_OUT[port] = now
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
