@@ -997,13 +997,24 @@ def test_a_division_by_a_setting_given_0_is_the_config(setting: str, statement: 
     assert fatal is not None and fatal.reason != "invalid config"
 
 
-def test_a_backend_that_lacks_what_the_start_asks_of_it_is_the_config() -> None:
-    lines = [
+def _raised(where: str, statement: str, exception: str, dump: str = "") -> list[str]:
+    """A record whose exception was raised by ``statement`` in SGLang's module ``where``, after
+    the ``server_args`` dump ``dump`` (a dict's text) when one is given."""
+    return [
+        *([f"[2026-12-05 13:57:45] server_args={dump}"] if dump else []),
         "Traceback (most recent call last):",
-        f'  File "{_SITE}/sglang/srt/model_executor/cpu_graph_runner.py", line 680, in __init__',
-        "    self.model_runner.attn_backend.init_cpu_graph_state(",
-        "AttributeError: 'TorchNativeAttnBackend' object has no attribute 'init_cpu_graph_state'",
+        f'  File "{_SITE}/sglang/srt/{where}", line 400, in __init__',
+        f"    {statement}",
+        exception,
     ]
+
+
+def test_a_backend_that_lacks_what_the_start_asks_of_it_is_the_config() -> None:
+    lines = _raised(
+        "model_executor/cpu_graph_runner.py",
+        "self.model_runner.attn_backend.init_cpu_graph_state(",
+        "AttributeError: 'TorchNativeAttnBackend' object has no attribute 'init_cpu_graph_state'",
+    )
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "invalid config"
     lines[-1] = "AttributeError: 'ModelRunner' object has no attribute 'graph_runner'"
@@ -1014,14 +1025,12 @@ def test_a_backend_that_lacks_what_the_start_asks_of_it_is_the_config() -> None:
 def test_an_empty_value_refused_is_the_setting_given_it() -> None:
     """The nineteenth batch's family: ``--device ''`` refused by torch, far from the argument
     checks; the setting the refusal names by a word of its own is the one to fix."""
-    args = "{'model_path': '/m', 'device': '', 'fastapi_root_path': ''}"
-    lines = [
-        f"[2026-12-05 13:57:45] server_args={args}",
-        "Traceback (most recent call last):",
-        f'  File "{_SITE}/sglang/srt/model_executor/model_runner.py", line 400, in __init__',
-        "    torch.device(self.device)",
+    lines = _raised(
+        "model_executor/model_runner.py",
+        "torch.device(self.device)",
         "RuntimeError: Device string must not be empty",
-    ]
+        "{'model_path': '/m', 'device': '', 'fastapi_root_path': ''}",
+    )
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "invalid config"
     assert "(device='', a setting given no value)" in fatal.message
