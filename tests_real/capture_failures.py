@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19|20] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -24,7 +24,10 @@ the layers removed, or with its first dimension halved; each top-level key of th
 JSON files removed. The eighteenth (:func:`cases18`): a seeded sample of the parser's switches,
 each turned on alone; a seeded sample of its integer flags, each given 0 (from this batch on,
 each server runs in a network namespace of its own with only loopback up). The nineteenth
-(:func:`cases19`): a seeded sample of its free-text flags, each given the empty string.
+(:func:`cases19`): a seeded sample of its free-text flags, each given the empty string. The
+twentieth (:func:`cases20`): the Python environment rather than SGLang's own inputs: a seeded
+sample of the distributions it requires, each with its modules shadowed by empty packages; a
+seeded sample of those it requires at a version, each claiming a version older than any.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -139,6 +142,10 @@ class Case:
     #: (a line the log shows, the process title, the signal): the signal sent to each of the
     #: server's processes with that title once the line is logged
     kill: tuple[str, str, str] | None = None
+    #: top-level modules each shadowed by an empty package ahead of site-packages
+    shadow: tuple[str, ...] = ()
+    #: a distribution given a ``.dist-info`` claiming :data:`OLD_VERSION` ahead of the real one
+    old_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +207,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "17": cases17,
         "18": cases18,
         "19": cases19,
+        "20": cases20,
     }[batch](real)
 
 
@@ -507,6 +515,89 @@ def cases19(real: RealSglang) -> list[Case]:
     ]
 
 
+#: The twentieth batch's seed, and the version its rule B claims: older than any release of any
+#: distribution SGLang requires.
+SEED20 = 20
+OLD_VERSION = "0.0.1"
+
+
+def _requirements(real: RealSglang) -> list[tuple[str, bool, list[str]]]:
+    """The distributions ``sglang`` requires (no extra) that are installed: each name, whether
+    its requirement names a version, and the top-level modules it installs (sorted)."""
+    program = (
+        "import importlib.metadata as m, json, re\n"
+        "tops = {}\n"
+        "for module, dists in m.packages_distributions().items():\n"
+        "    for d in dists:\n"
+        "        tops.setdefault(re.sub(r'[-_.]+', '-', d).lower(), set()).add(module)\n"
+        "out = []\n"
+        "for r in m.requires('sglang'):\n"
+        "    if 'extra ==' in r:\n"
+        "        continue\n"
+        "    name = re.match(r'[A-Za-z0-9_.-]+', r).group(0)\n"
+        "    try:\n"
+        "        m.version(name)\n"
+        "    except m.PackageNotFoundError:\n"
+        "        continue\n"
+        "    spec = r.split(';')[0][len(name):]\n"
+        "    key = re.sub(r'[-_.]+', '-', name).lower()\n"
+        "    modules = sorted(t for t in tops.get(key, ()) if t.isidentifier())\n"
+        "    out.append([name, any(c in spec for c in '<>=~'), modules])\n"
+        "print(json.dumps(sorted(out)))\n"
+    )
+    return [(str(n), bool(v), [str(t) for t in tops]) for n, v, tops in _ask(real, program)]
+
+
+def cases20(real: RealSglang) -> list[Case]:
+    """The twentieth batch, by rule: the Python environment SGLang runs in, broken as an upgrade,
+    a second install or a stale path breaks it. A (a seeded sample of 16 of the distributions
+    ``sglang`` requires, each with every top-level module it installs shadowed by an empty
+    package ahead of site-packages: a module of that name without the names it should have) and
+    B (a seeded sample of 12 of those whose requirement names a version, each claiming
+    :data:`OLD_VERSION` by a ``.dist-info`` ahead of the real one). Expected: *broken install*;
+    a case that serves anyway is a control."""
+    requirements = _requirements(real)
+    shadowable = [(name, tops) for name, _, tops in requirements if tops]
+    out = [
+        Case(
+            id=f"shadowed_{_flag_id(name).lower()}",
+            fault=f"{name}'s modules ({', '.join(tops)}) shadowed by empty packages",
+            argv=(),
+            expected="broken install",
+            shadow=tuple(tops),
+        )
+        for name, tops in sorted(random.Random(SEED20).sample(shadowable, 16))
+    ]
+    pinned = [name for name, versioned, _ in requirements if versioned]
+    out.extend(
+        Case(
+            id=f"old_{_flag_id(name).lower()}",
+            fault=f"{name} claims version {OLD_VERSION}",
+            argv=(),
+            expected="broken install",
+            old_version=name,
+        )
+        for name in sorted(random.Random(SEED20).sample(pinned, 12))
+    )
+    return out
+
+
+def _python_path(root: Path, case: Case, rest: str) -> str:
+    """The server's ``PYTHONPATH``: ``root`` with the case's shadows and old version, then
+    ``rest`` (the tier's own)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for module in case.shadow:
+        (root / module).mkdir()
+        (root / module / "__init__.py").write_text("")
+    if case.old_version is not None:
+        info = root / f"{re.sub(r'[-_.]+', '_', case.old_version)}-{OLD_VERSION}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {case.old_version}\nVersion: {OLD_VERSION}\n"
+        )
+    return f"{root}:{rest}" if rest else str(root)
+
+
 def _processes_titled(root: int, title: str) -> list[int]:
     """The descendants of ``root`` whose command line (their title) starts with ``title``."""
     children: dict[int, list[int]] = {}
@@ -673,6 +764,8 @@ def capture(
     if any(value == "{full_disk}" for _, value in case.env):
         _mount_full_disk(full_disk)
     env.update((key, value.replace("{full_disk}", str(full_disk))) for key, value in case.env)
+    if case.shadow or case.old_version is not None:
+        env["PYTHONPATH"] = _python_path(scratch / "path", case, env.get("PYTHONPATH", ""))
     log_path = out_dir / f"{case.id}.log"
     started = time.monotonic()
     signalled: list[int] = []
@@ -706,6 +799,7 @@ def capture(
     holder.close()
     if full_disk.is_mount():
         subprocess.run(["umount", str(full_disk)], check=True)
+    shutil.rmtree(scratch / "path", ignore_errors=True)
     if case.kill is not None and not signalled:
         outcome += f" (no {case.kill[1]} process was signalled)"
     return {
