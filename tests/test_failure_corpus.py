@@ -54,6 +54,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh17_": (8, (8, 8)),  # the same: the weights and the tokenizer's files
     "fresh18_": (8, (5, 8)),  # the same: switches turned on, integers given 0
     "fresh19_": (2, (0, 2)),  # the same: free-text flags given the empty string
+    "fresh20_": (8, (8, 8)),  # the same: the Python environment's packages
 }
 
 
