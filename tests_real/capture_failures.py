@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19|20] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19|20|21] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -27,7 +27,9 @@ each server runs in a network namespace of its own with only loopback up). The n
 (:func:`cases19`): a seeded sample of its free-text flags, each given the empty string. The
 twentieth (:func:`cases20`): the Python environment rather than SGLang's own inputs: a seeded
 sample of the distributions it requires, each with its modules shadowed by empty packages; a
-seeded sample of those it requires at a version, each claiming a version older than any.
+seeded sample of those it requires at a version, each claiming a version older than any. The
+twenty-first (:func:`cases21`): each key of ``config.json`` given a value of another type; the
+weights as a sharded checkpoint, broken as an interrupted download or copy leaves one.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -132,8 +134,10 @@ class Case:
     fault: str
     argv: tuple[str, ...]
     expected: str
-    #: (file, how): ``removed``, ``truncated``, ``garbage``, ``without:<key>`` or
-    #: ``doubled:<key>`` (config.json)
+    #: (file, how): ``removed``, ``truncated``, ``garbage``, ``without:<key>``,
+    #: ``doubled:<key>`` or ``retyped:<key>`` (config.json), ``tensor_without:<name>`` or
+    #: ``tensor_halved:<name>`` (model.safetensors); (``sharded``, how): the weights as two shards
+    #: and an index, then broken (:data:`SHARD_BREAKS`)
     model_break: tuple[str, str] | None = None
     #: environment variables set for the server (``{full_disk}``: a full tmpfs mounted for it)
     env: tuple[tuple[str, str], ...] = ()
@@ -208,6 +212,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "18": cases18,
         "19": cases19,
         "20": cases20,
+        "21": cases21,
     }[batch](real)
 
 
@@ -582,6 +587,106 @@ def cases20(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The twenty-first batch's rule A: the value of another JSON type a ``config.json`` key is given
+#: (a number for a string; a string for anything else: a number, a boolean, a list).
+WRONG_TYPE_STRING = "not-a-value"
+WRONG_TYPE_NUMBER = 7
+#: Rule B: the weights as a sharded checkpoint (two shards and ``model.safetensors.index.json``,
+#: as the hub serves a larger model), broken the ways an interrupted or partial download or copy
+#: leaves one: (how, what it is).
+SHARDS = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+SHARD_INDEX = "model.safetensors.index.json"
+SHARD_BREAKS: tuple[tuple[str, str], ...] = (
+    ("second_shard_removed", "the second shard missing"),
+    ("second_shard_truncated", "the second shard cut at half its bytes"),
+    ("second_shard_empty", "the second shard an empty file"),
+    ("second_shard_garbage", "the second shard 64 random bytes"),
+    ("index_names_other_shard", "the index naming the second shard by another file's name"),
+    ("index_without_weight_map", "the index without its weight_map"),
+    ("index_truncated", "the index cut at half its bytes"),
+    ("index_removed", "the shards without their index"),
+)
+
+
+def cases21(real: RealSglang) -> list[Case]:
+    """The twenty-first batch, by rule: A (each key of ``config.json`` given a value of another
+    JSON type: :data:`WRONG_TYPE_NUMBER` for a string, :data:`WRONG_TYPE_STRING` for anything
+    else), expected as the fifteenth batch's rule A (*unsupported model* for the model's
+    identity, *model loading* for any other key); B (the weights as a sharded checkpoint broken
+    as :data:`SHARD_BREAKS` says), expected *model loading* (the model's files incomplete)."""
+    config = json.loads((real.model / "config.json").read_text())
+    out = [
+        _file_case(
+            f"config_retyped_{key}",
+            f"the model's config.json with {key} given {_wrong_type(value)!r}",
+            "unsupported model" if key in IDENTITY_KEYS else "model loading",
+            ("config.json", f"retyped:{key}"),
+        )
+        for key, value in sorted(config.items())
+    ]
+    out.extend(
+        _file_case(f"sharded_{how}", f"a sharded checkpoint, {what}", "model loading",
+                   ("sharded", how))
+        for how, what in SHARD_BREAKS
+    )  # fmt: skip
+    return out
+
+
+def _wrong_type(value: object) -> object:
+    return WRONG_TYPE_NUMBER if isinstance(value, str) else WRONG_TYPE_STRING
+
+
+def _shard(target: Path, how: str) -> None:
+    """``target``'s ``model.safetensors`` as :data:`SHARDS` and :data:`SHARD_INDEX` (its tensors
+    by name, the first half in the first shard), then broken ``how`` (:data:`SHARD_BREAKS`)."""
+    whole = target / "model.safetensors"
+    header, data = _safetensors(whole)
+    names = sorted(k for k in header if k != "__metadata__")
+    halves = (names[: len(names) // 2], names[len(names) // 2 :])
+    weight_map: dict[str, str] = {}
+    for shard, part in zip(SHARDS, halves):
+        out_header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+        chunks: list[bytes] = []
+        at = 0
+        for key in part:
+            info = dict(header[key])
+            begin, end = info["data_offsets"]
+            info["data_offsets"] = [at, at + end - begin]
+            out_header[key] = info
+            chunks.append(data[begin:end])
+            at += end - begin
+            weight_map[key] = shard
+        encoded = json.dumps(out_header).encode()
+        encoded += b" " * (-len(encoded) % 8)
+        (target / shard).write_bytes(
+            len(encoded).to_bytes(8, "little") + encoded + b"".join(chunks)
+        )
+    whole.unlink()
+    index: dict[str, Any] = {"metadata": {"total_size": len(data)}, "weight_map": weight_map}
+    second = target / SHARDS[1]
+    if how == "index_names_other_shard":
+        index["weight_map"] = {
+            k: v.replace("-of-00002", "-of-00003") if v == SHARDS[1] else v
+            for k, v in weight_map.items()
+        }
+    elif how == "index_without_weight_map":
+        del index["weight_map"]
+    (target / SHARD_INDEX).write_text(json.dumps(index, indent=2))
+    if how == "second_shard_removed":
+        second.unlink()
+    elif how == "second_shard_truncated":
+        second.write_bytes(second.read_bytes()[: second.stat().st_size // 2])
+    elif how == "second_shard_empty":
+        second.write_bytes(b"")
+    elif how == "second_shard_garbage":
+        second.write_bytes(random.Random(f"{SEED}:{SHARDS[1]}").randbytes(64))
+    elif how == "index_truncated":
+        raw = (target / SHARD_INDEX).read_bytes()
+        (target / SHARD_INDEX).write_bytes(raw[: len(raw) // 2])
+    elif how == "index_removed":
+        (target / SHARD_INDEX).unlink()
+
+
 def _python_path(root: Path, case: Case, rest: str) -> str:
     """The server's ``PYTHONPATH``: ``root`` with the case's shadows and old version, then
     ``rest`` (the tier's own)."""
@@ -624,6 +729,9 @@ def _processes_titled(root: int, title: str) -> list[int]:
 
 def _break_model(source: Path, target: Path, name: str, how: str) -> None:
     shutil.copytree(source, target)
+    if name == "sharded":
+        _shard(target, how)
+        return
     path = target / name
     if how.startswith("without:"):
         config = json.loads(path.read_text())
@@ -632,6 +740,11 @@ def _break_model(source: Path, target: Path, name: str, how: str) -> None:
     elif how.startswith("doubled:"):
         config = json.loads(path.read_text())
         config[how.partition(":")[2]] *= 2
+        path.write_text(json.dumps(config, indent=2))
+    elif how.startswith("retyped:"):
+        config = json.loads(path.read_text())
+        key = how.partition(":")[2]
+        config[key] = _wrong_type(config[key])
         path.write_text(json.dumps(config, indent=2))
     elif how.startswith(("tensor_without:", "tensor_halved:")):
         _rewrite_tensor(path, *how.split(":", 1))
@@ -897,6 +1010,7 @@ def main(argv: list[str]) -> int:
             if (wanted and case.id not in wanted) or (not wanted and case.id in done):
                 continue
             entry = capture(real, case, out_dir, Path(tmp), isolated=int(which) >= 18)
+            shutil.rmtree(Path(tmp) / case.id, ignore_errors=True)
             manifest = [e for e in manifest if e["id"] != case.id] + [entry]
             manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
             print(f"{case.id}: {entry['outcome']} in {entry['seconds']}s", flush=True)
