@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19|20|21] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19|20|21|22] [CASE_ID ...]
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -29,7 +29,10 @@ twentieth (:func:`cases20`): the Python environment rather than SGLang's own inp
 sample of the distributions it requires, each with its modules shadowed by empty packages; a
 seeded sample of those it requires at a version, each claiming a version older than any. The
 twenty-first (:func:`cases21`): each key of ``config.json`` given a value of another type; the
-weights as a sharded checkpoint, broken as an interrupted download or copy leaves one.
+weights as a sharded checkpoint, broken as an interrupted download or copy leaves one. The
+twenty-second (:func:`cases22`): a seeded sample of the architectures SGLang serves, each named
+by the tiny Llama's ``config.json``; each key of its ``tokenizer_config.json`` given a value of
+another type.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -135,7 +138,8 @@ class Case:
     argv: tuple[str, ...]
     expected: str
     #: (file, how): ``removed``, ``truncated``, ``garbage``, ``without:<key>``,
-    #: ``doubled:<key>`` or ``retyped:<key>`` (config.json), ``tensor_without:<name>`` or
+    #: ``doubled:<key>``, ``retyped:<key>`` or ``architecture:<name>`` (a JSON file's key; the
+    #: last, config.json's architectures), ``tensor_without:<name>`` or
     #: ``tensor_halved:<name>`` (model.safetensors); (``sharded``, how): the weights as two shards
     #: and an index, then broken (:data:`SHARD_BREAKS`)
     model_break: tuple[str, str] | None = None
@@ -213,6 +217,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "19": cases19,
         "20": cases20,
         "21": cases21,
+        "22": cases22,
     }[batch](real)
 
 
@@ -632,6 +637,51 @@ def cases21(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The twenty-second batch's seed.
+SEED22 = 22
+
+
+def _architectures(real: RealSglang) -> list[str]:
+    """Every architecture SGLang's model registry serves, sorted."""
+    program = (
+        "import json\n"
+        "from sglang.srt.models.registry import ModelRegistry\n"
+        "print(json.dumps(sorted(ModelRegistry.get_supported_archs())))\n"
+    )
+    return [str(name) for name in _ask(real, program)]
+
+
+def cases22(real: RealSglang) -> list[Case]:
+    """The twenty-second batch, by rule: A (a seeded sample of 16 of the architectures SGLang's
+    registry serves, other than the tiny model's own, each written as the only entry of
+    ``architectures`` in ``config.json`` over the Llama weights, ``model_type`` kept: a model
+    whose description names another model), expected *model loading*, as the fourteenth
+    batch's ``architecture_swapped``; B (each key of ``tokenizer_config.json`` given a value of
+    another JSON type, as the twenty-first batch's rule A), expected *tokenizer*."""
+    own = json.loads((real.model / "config.json").read_text())["architectures"]
+    others = [name for name in _architectures(real) if name not in own]
+    out = [
+        _file_case(
+            f"architecture_{name}",
+            f"the model's config.json with architectures [{name!r}]",
+            "model loading",
+            ("config.json", f"architecture:{name}"),
+        )
+        for name in sorted(random.Random(SEED22).sample(others, 16))
+    ]
+    tokenizer = json.loads((real.model / "tokenizer_config.json").read_text())
+    out.extend(
+        _file_case(
+            f"tokenizer_config_retyped_{key}",
+            f"the model's tokenizer_config.json with {key} given {_wrong_type(value)!r}",
+            "tokenizer",
+            ("tokenizer_config.json", f"retyped:{key}"),
+        )
+        for key, value in sorted(tokenizer.items())
+    )
+    return out
+
+
 def _wrong_type(value: object) -> object:
     return WRONG_TYPE_NUMBER if isinstance(value, str) else WRONG_TYPE_STRING
 
@@ -740,6 +790,10 @@ def _break_model(source: Path, target: Path, name: str, how: str) -> None:
     elif how.startswith("doubled:"):
         config = json.loads(path.read_text())
         config[how.partition(":")[2]] *= 2
+        path.write_text(json.dumps(config, indent=2))
+    elif how.startswith("architecture:"):
+        config = json.loads(path.read_text())
+        config["architectures"] = [how.partition(":")[2]]
         path.write_text(json.dumps(config, indent=2))
     elif how.startswith("retyped:"):
         config = json.loads(path.read_text())
