@@ -1037,3 +1037,50 @@ def test_an_empty_value_refused_is_the_setting_given_it() -> None:
     lines[0] = lines[0].replace("'device': ''", "'device': 'cpu'")
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason != "invalid config"
+
+
+def _config_refused(field: str) -> list[str]:
+    """transformers 5 refusing a ``config.json`` value of the wrong type (the twenty-first
+    batch's shape): the validator's ``TypeError``, chained to the strict dataclass's error,
+    raised as SGLang reads the model's config."""
+    hub = f"{_SITE}/huggingface_hub/dataclasses.py"
+    refusal = f"TypeError: Field '{field}' expected int, got str (value: 'not-a-value')"
+    return [
+        "Traceback (most recent call last):",
+        f'  File "{hub}", line 615, in _validate_simple_type',
+        "    raise TypeError(",
+        refusal,
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/utils/hf_transformers/config.py", line 228, in parse',
+        "    config = AutoConfig.from_pretrained(",
+        f'  File "{_SITE}/transformers/configuration_utils.py", line 157, in __init__',
+        "    self.__post_init__(**kwargs)",
+        f'  File "{hub}", line 146, in __strict_setattr__',
+        "    raise StrictDataclassFieldValidationError(field=name, cause=e) from e",
+        "huggingface_hub.errors.StrictDataclassFieldValidationError: Validation error for field "
+        f"'{field}':",
+        f"    {refusal}",
+    ]
+
+
+def test_a_model_config_value_refused_as_it_is_read_is_the_model_and_says_which() -> None:
+    """A value of the model's ``config.json`` that its config class refuses is the model's
+    description at fault (model loading), wherever in the config's reading it is refused; the
+    wrapper's message is a header for the refusal, so the refusal is what is cited."""
+    fatal = find_fatal(_config_refused("hidden_size"))
+    assert fatal is not None and fatal.reason == "model loading"
+    assert "TypeError: Field 'hidden_size' expected int" in fatal.line
+    assert fatal.message.startswith(
+        "huggingface_hub.errors.StrictDataclassFieldValidationError: Validation error for field "
+        "'hidden_size': TypeError: Field 'hidden_size' expected int, got str"
+    )
+    lines = _raised(
+        "utils/hf_transformers/config.py",
+        "config = AutoConfig.from_pretrained(",
+        "ValueError: rope_scaling must be a dictionary with two fields",
+    )
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "model loading"

@@ -69,6 +69,17 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         "model loading",
     ),
+    # the model's own config being read and checked (transformers' config classes, whose
+    # fields are typed since 5.x, and SGLang's reading of them): a value there that does not
+    # fit is the model's description at fault, not the server's settings
+    (
+        re.compile(
+            r"transformers/configuration_utils\.py|configuration_auto\.py\", line \d+, in "
+            r"from_pretrained|sglang/srt/utils/hf_transformers/config\.py"
+            r"|hf_transformers_utils\.py\", line \d+, in get_config\b"
+        ),
+        "model loading",
+    ),
     (re.compile(r"server_args\.py|arg_groups|model_config\.py"), "invalid config"),
 )
 

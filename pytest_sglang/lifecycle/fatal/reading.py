@@ -211,6 +211,10 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     )
 
 
+#: An exception whose message is only a header for its continuation lines, ending with a colon
+#: (huggingface_hub's ``StrictDataclassFieldValidationError: Validation error for field 'x':``,
+#: then ``TypeError: Field 'x' expected int, got str``): the detail is the cause.
+_HEADER_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception): .*:$")
 #: An exception with nothing said but its type (``NotImplementedError``, ``RuntimeError:``).
 _NO_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception):?$")
 
@@ -320,12 +324,19 @@ def _message_carried_on(
     """The line to cite, and the message, for an exception whose message is all on the lines
     after it (``ImportError: `` then ``[lib] Could not load ...``): the continuation line that
     names the cause (the rule's own match, else the first) is cited, so the line and the
-    one-line reason both carry it; any other exception is cited as it is."""
+    one-line reason both carry it; a message that is only a header for the exception it wraps,
+    quoted on the next line (``Validation error for field 'x':`` then ``TypeError: ...``), cites
+    that exception; any other exception is cited as it is."""
     head = texts[index].strip()
     rest = sorted(i for i, at in owner.items() if at == index and texts[i].strip())
-    if not _EMPTY_MESSAGE.match(head) or not rest:
+    if not rest:
         return index, message
-    cause = next((i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])), rest[0])
+    if _HEADER_MESSAGE.match(head) and _EXCEPTION.match(texts[rest[0]].strip()):
+        cause = rest[0]  # a header for the exception it wraps, quoted on the next line
+    elif _EMPTY_MESSAGE.match(head):
+        cause = next((i for i in rest if FATAL_PATTERNS[rule][0].search(texts[i])), rest[0])
+    else:
+        return index, message
     said = texts[cause].strip()
     quoted = f"{head} ({said})"
     if quoted in message:
