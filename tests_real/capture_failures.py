@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch 14|15|16|17|18|19|20|21|22] [CASE_ID ...]
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 23
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -32,7 +32,9 @@ twenty-first (:func:`cases21`): each key of ``config.json`` given a value of ano
 weights as a sharded checkpoint, broken as an interrupted download or copy leaves one. The
 twenty-second (:func:`cases22`): a seeded sample of the architectures SGLang serves, each named
 by the tiny Llama's ``config.json``; each key of its ``tokenizer_config.json`` given a value of
-another type.
+another type. The twenty-third (:func:`cases23`): where the server is pointed: ``--model-path``
+given paths and names that hold no model, as they are typed or copied by mistake; the server's
+own address given values no socket takes.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -218,6 +220,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "20": cases20,
         "21": cases21,
         "22": cases22,
+        "23": cases23,
     }[batch](real)
 
 
@@ -682,6 +685,54 @@ def cases22(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The twenty-third batch's rule A: ``--model-path`` given what an engineer types or copies by
+#: mistake, each a path or name that holds no model (expected *model not found*): (id, fault,
+#: value). ``{model}`` is the tiny model's directory, ``{empty_dir}`` an empty directory,
+#: ``{tokenizer_only}`` a directory with the model's tokenizer files alone, ``{models_dir}`` the
+#: directory that holds the model's directory.
+MODEL_PATH_MISTAKES: tuple[tuple[str, str, str], ...] = (
+    ("model_path_repo_id_offline", "a hub repo id that is not cached, the hub offline",
+     "acme-labs/not-a-model-7b"),
+    ("model_path_config_file", "the model's config.json, not its directory", "{model}/config.json"),
+    ("model_path_weights_file", "the model's weights file, not its directory",
+     "{model}/model.safetensors"),
+    ("model_path_empty_dir", "an empty directory", "{empty_dir}"),
+    ("model_path_tokenizer_only", "a directory with the tokenizer's files alone",
+     "{tokenizer_only}"),
+    ("model_path_relative", "a relative path that is not there", "models/tiny-llama"),
+    ("model_path_tilde", "a path starting with ~ (no shell expands it)", "~/models/tiny-llama"),
+    ("model_path_trailing_space", "the model's directory with a trailing space", "{model} "),
+    ("model_path_parent_dir", "the directory that holds the model's directory", "{models_dir}"),
+)  # fmt: skip
+#: Rule B: the server's own address given a value no socket takes (expected *invalid config*):
+#: (id, fault, flag, value). A name under ``.invalid`` never resolves (RFC 2606), and the
+#: server's network namespace has no route off the machine for a lookup to take.
+ADDRESS_MISTAKES: tuple[tuple[str, str, str, str], ...] = (
+    ("port_above_65535", "--port 99999", "--port", "99999"),
+    ("port_negative", "--port -1", "--port", "-1"),
+    ("host_not_resolving", "--host names no host", "--host", "not-a-host.invalid"),
+    ("host_not_an_address", "--host 256.1.1.1", "--host", "256.1.1.1"),
+    ("host_with_port", "--host 127.0.0.1:30000", "--host", "127.0.0.1:30000"),
+    ("host_url", "--host http://127.0.0.1", "--host", "http://127.0.0.1"),
+)  # fmt: skip
+
+
+def cases23(real: RealSglang) -> list[Case]:
+    """The twenty-third batch, by rule: where the server is pointed rather than what it is
+    given. A (:data:`MODEL_PATH_MISTAKES`), expected *model not found*; B
+    (:data:`ADDRESS_MISTAKES`), expected *invalid config*."""
+    out = [
+        Case(id=ident, fault=f"--model-path: {fault}", argv=("--model-path", value),
+             expected="model not found")
+        for ident, fault, value in MODEL_PATH_MISTAKES
+    ]  # fmt: skip
+    out.extend(
+        Case(id=ident, fault=fault, argv=(flag, value), expected="invalid config")
+        for ident, fault, flag, value in ADDRESS_MISTAKES
+    )
+    return out
+
+
 def _wrong_type(value: object) -> object:
     return WRONG_TYPE_NUMBER if isinstance(value, str) else WRONG_TYPE_STRING
 
@@ -915,7 +966,18 @@ def capture(
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
+    empty_dir = scratch / "empty"
+    empty_dir.mkdir(exist_ok=True)
+    tokenizer_only = scratch / "tokenizer_only"
+    if not tokenizer_only.exists():
+        tokenizer_only.mkdir()
+        for name in ("special_tokens_map.json", *TOKENIZER_FILES):
+            shutil.copy(real.model / name, tokenizer_only / name)
     values = {
+        "model": str(real.model),
+        "empty_dir": str(empty_dir),
+        "tokenizer_only": str(tokenizer_only),
+        "models_dir": str(real.model.parent),
         "model_as_qwen2": str(qwen2),
         "busy_port": str(holder.getsockname()[1]),
     }
