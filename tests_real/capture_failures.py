@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 23
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 24
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -34,7 +34,8 @@ twenty-second (:func:`cases22`): a seeded sample of the architectures SGLang ser
 by the tiny Llama's ``config.json``; each key of its ``tokenizer_config.json`` given a value of
 another type. The twenty-third (:func:`cases23`): where the server is pointed: ``--model-path``
 given paths and names that hold no model, as they are typed or copied by mistake; the server's
-own address given values no socket takes.
+own address given values no socket takes. The twenty-fourth (:func:`cases24`): the parser's
+float flags given ``nan``, and a seeded sample of them given ``inf``.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -221,6 +222,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "21": cases21,
         "22": cases22,
         "23": cases23,
+        "24": cases24,
     }[batch](real)
 
 
@@ -730,6 +732,30 @@ def cases23(real: RealSglang) -> list[Case]:
         Case(id=ident, fault=fault, argv=(flag, value), expected="invalid config")
         for ident, fault, flag, value in ADDRESS_MISTAKES
     )
+    return out
+
+
+#: The twenty-fourth batch's seed.
+SEED24 = 24
+
+
+def cases24(real: RealSglang) -> list[Case]:
+    """The twenty-fourth batch, by rule: A (every float flag of the parser, one value and no
+    choices, given ``nan``, which Python's ``float`` takes and no bound check refuses) and B (a
+    seeded sample of 8 of them given ``inf``). Expected: *invalid config*."""
+    floats = [
+        f.name for f in _parser_flags(real) if f.type == "float" and not f.choices and f.takes_one
+    ]
+    out = [
+        Case(id=f"nan_{_flag_id(flag)}", fault=f"{flag} nan", argv=(flag, "nan"),
+             expected="invalid config")
+        for flag in floats
+    ]  # fmt: skip
+    out.extend(
+        Case(id=f"inf_{_flag_id(flag)}", fault=f"{flag} inf", argv=(flag, "inf"),
+             expected="invalid config")
+        for flag in sorted(random.Random(SEED24).sample(floats, 8))
+    )  # fmt: skip
     return out
 
 
