@@ -57,6 +57,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh20_": (8, (8, 8)),  # the same: the Python environment's packages
     "fresh21_": (25, (10, 25)),  # the same: config.json's values retyped, a sharded checkpoint
     "fresh22_": (21, (6, 21)),  # the same: other architectures named, the tokenizer's config retyped
+    "fresh23_": (13, (4, 13)),  # the same: where the server is pointed (model path, own address)
 }
 
 
