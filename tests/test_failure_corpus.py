@@ -56,7 +56,10 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh19_": (2, (0, 2)),  # the same: free-text flags given the empty string
     "fresh20_": (8, (8, 8)),  # the same: the Python environment's packages
     "fresh21_": (25, (10, 25)),  # the same: config.json's values retyped, a sharded checkpoint
-    "fresh22_": (21, (6, 21)),  # the same: other architectures named, the tokenizer's config retyped
+    "fresh22_": (
+        21,
+        (6, 21),
+    ),  # the same: other architectures named, the tokenizer's config retyped
     "fresh23_": (13, (4, 13)),  # the same: where the server is pointed (model path, own address)
 }
 

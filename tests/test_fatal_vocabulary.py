@@ -1077,10 +1077,79 @@ def test_a_model_config_value_refused_as_it_is_read_is_the_model_and_says_which(
         "huggingface_hub.errors.StrictDataclassFieldValidationError: Validation error for field "
         "'hidden_size': TypeError: Field 'hidden_size' expected int, got str"
     )
-    lines = _raised(
-        "utils/hf_transformers/config.py",
-        "config = AutoConfig.from_pretrained(",
-        "ValueError: rope_scaling must be a dictionary with two fields",
-    )
+    refused = _config_refused("architectures")
+    overrides = '{"architectures": "LlamaForCausalLM"}'
+    dump = f"server_args={{'model_path': '/m', 'json_model_override_args': '{overrides}'}}"
+    fatal = find_fatal([dump, *refused])
+    assert fatal is not None and fatal.reason == "invalid config"
+    assert "(json_model_override_args sets 'architectures')" in fatal.message
+
+
+def test_only_a_value_refused_as_the_model_config_is_read_is_the_model() -> None:
+    """Reading the config also touches the hub's cache (a directory the service may not write)
+    and is wrapped by SGLang's own ``get_config``, whose refusals are of its settings: neither
+    is a value of the model's."""
+    read = f'  File "{_SITE}/transformers/models/auto/configuration_auto.py", line 440, in from_pretrained'
+    lines = ["Traceback (most recent call last):", read, "    raise ValueError(", ""]
+    lines[-1] = "ValueError: rope_scaling must be a dictionary with two fields"
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "model loading"
+    lines[-1] = "PermissionError: [Errno 13] Permission denied: '/root/.cache/huggingface/hub/x'"
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason != "model loading"
+    lines = _raised(
+        "utils/hf_transformers/config.py",
+        "raise ValueError(",
+        "ValueError: model_config_parser='mistral' is incompatible with GGUF inputs",
+    )
+    lines.insert(1, f'  File "{_SITE}/sglang/srt/arg_groups/pipeline.py", line 122, in run')
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("'port': 99999", "(port=99999, not a TCP port)"),
+        ("'port': -1", "(port=-1, not a TCP port)"),
+        ("'host': 'http://127.0.0.1'", "(host='http://127.0.0.1', not a host name or address)"),
+        ("'host': '127.0.0.1:30000'", "(host='127.0.0.1:30000', not a host name or address)"),
+    ],
+)
+def test_an_address_no_socket_takes_is_the_setting_wherever_it_is_first_used(
+    setting: str, said: str
+) -> None:
+    """The twenty-third batch's family: 0.5.23 checks neither its port's range nor its host's
+    shape, and fails where the address is first used (its warmup request to itself, the
+    rendezvous of torch.distributed); the setting is the cause."""
+    lines = _raised(
+        "entrypoints/http_server.py",
+        "res = requests.get(url + '/model_info', timeout=5)",
+        "urllib3.exceptions.LocationParseError: Failed to parse: http://127.0.0.1:99999/model_info",
+        "{'model_path': '/m', " + setting + "}",
+    )
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config"
+    assert said in fatal.message
+    for usable in ("'host': '::1'", "'port': 30000", "'nccl_port': None"):
+        lines[0] = lines[0].replace(setting, usable)
+        setting = usable
+        fatal = find_fatal(lines)
+        assert fatal is not None and fatal.reason != "invalid config"
+
+
+def test_a_model_path_naming_one_of_its_files_is_a_model_not_found() -> None:
+    """``--model-path .../config.json``: whichever file is read first fails (here the
+    tokenizer's), and the fix is to give the model's directory. A GGUF file is a model."""
+    lines = _raised(
+        "utils/hf_transformers/tokenizer.py",
+        "tokenizer = AutoTokenizer.from_pretrained(",
+        "KeyError: 'regular_tokens'",
+        "{'model_path': '/srv/models/llama/config.json', 'tokenizer_path': '/srv/models/llama'}",
+    )
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "model not found"
+    assert "(model_path='/srv/models/llama/config.json' is a file" in fatal.message
+    lines[0] = lines[0].replace("llama/config.json'", "llama-q4.gguf'")
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason != "model not found"

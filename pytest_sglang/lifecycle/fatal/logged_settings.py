@@ -9,6 +9,7 @@ they live here, apart from the lines' rules, reading only the last dump before t
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -207,4 +208,59 @@ def _missing_file_setting(texts: Sequence[str], exception: str) -> tuple[str, st
         given = values if isinstance(values, (list, tuple)) else [values]
         if any(isinstance(v, str) and v.rstrip("/") == path.rstrip("/") for v in given):
             return name, path
+    return None
+
+
+#: A host setting that is no host: a URL (``http://127.0.0.1``) or an address with a port
+#: (``127.0.0.1:30000``; an IPv6 address has more than one colon and is left alone).
+_NOT_A_HOST = re.compile(r"^[A-Za-z][\w+.-]*://|^[^:\[\]/\s]+:\d*$")
+
+
+def _unusable_address(texts: Sequence[str]) -> str | None:
+    """The logged address setting no socket can take, said as ``name=value, not ...``: a port
+    (``port``, ``nccl_port``, any ``*_port``) outside 0-65535, or a ``host`` that is a URL or
+    carries a port. SGLang does not check them: it fails later, wherever the address is first
+    used (its own warmup request, torch.distributed's rendezvous), and the fix is the setting.
+    None when every address setting could be one."""
+    args = _last_logged_args(texts)
+    for name, value in args.items():
+        port = name == "port" or name.endswith("_port")
+        if port and type(value) is int and not 0 <= value <= 65535:
+            return f"{name}={value}, not a TCP port"
+    host = args.get("host")
+    if isinstance(host, str) and _NOT_A_HOST.match(host):
+        return f"host={host!r}, not a host name or address"
+    return None
+
+
+#: A model path that names one of a model's files rather than its directory.
+_MODEL_FILE = re.compile(r"\.(json|safetensors|bin|pt|pth|msgpack|h5|txt|model)$")
+
+
+def _model_path_is_a_file(texts: Sequence[str]) -> str | None:
+    """The logged ``model_path`` when it names one of a model's files (``.../config.json``,
+    ``.../model.safetensors``) instead of the model's directory, said as ``model_path='...' is a
+    file, not the model's directory``: whichever file is read first (the config, the
+    tokenizer's) fails for it. None otherwise (a GGUF file is a model SGLang loads as one)."""
+    path = _last_logged_args(texts).get("model_path")
+    if isinstance(path, str) and _MODEL_FILE.search(path):
+        return f"model_path={path!r} is a file, not the model's directory"
+    return None
+
+
+def _overridden_field(texts: Sequence[str], message: str) -> str | None:
+    """The key of the logged ``json_model_override_args`` that ``message`` (a refusal of a value
+    of the model's config) quotes, said as ``json_model_override_args sets 'key'``: SGLang sets
+    the overrides on the model's config as it reads it, so a value of the wrong type there is
+    refused as the model's own would be, and the fix is the setting. None otherwise."""
+    raw = _last_logged_args(texts).get("json_model_override_args")
+    try:
+        overrides = json.loads(raw) if isinstance(raw, str) and raw.strip() else raw
+    except ValueError:
+        return None
+    if not isinstance(overrides, dict):
+        return None
+    for key in overrides:
+        if f"'{key}'" in message:
+            return f"json_model_override_args sets {key!r}"
     return None

@@ -35,6 +35,21 @@ _DISTRIBUTED_FRAME = re.compile(r"torch/distributed/|parallel_state\.py|/c10d|Pr
 #: A frame of the tokenizer being loaded, not of the tokenizer manager's own work.
 _TOKENIZER_FRAME = re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer")
 
+#: The model's own config being read and checked: transformers' config classes (typed since
+#: 5.x) and ``AutoConfig.from_pretrained`` (not SGLang's own ``get_config`` around them, whose
+#: refusals are of its settings). A value refused there
+#: (:data:`_VALUE_REFUSED`) is the model's description at fault, not the server's settings; any
+#: other failure there (a cache directory it may not write, a lock, a download) is not a value
+#: of the model's, and this frame does not place it.
+_CONFIG_CLASS_FRAME = re.compile(
+    r"transformers/configuration_utils\.py|configuration_auto\.py\", line \d+, in from_pretrained"
+)
+#: The exceptions a check of values raises, a typed dataclass's validation error among them
+#: (``huggingface_hub``'s ``StrictDataclassFieldValidationError``).
+_VALUE_REFUSED = re.compile(
+    r"^([\w.]+\.)?(AssertionError|ValueError|TypeError|KeyError|\w*ValidationError)\b"
+)
+
 #: Where in a traceback an exception the patterns do not know was raised, by its frames: the
 #: module that raised it says what an engineer would call the failure. Checked innermost frame
 #: first, so the frame that raised wins over the frames that called it.
@@ -69,17 +84,8 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         "model loading",
     ),
-    # the model's own config being read and checked (transformers' config classes, whose
-    # fields are typed since 5.x, and SGLang's reading of them): a value there that does not
-    # fit is the model's description at fault, not the server's settings
-    (
-        re.compile(
-            r"transformers/configuration_utils\.py|configuration_auto\.py\", line \d+, in "
-            r"from_pretrained|sglang/srt/utils/hf_transformers/config\.py"
-            r"|hf_transformers_utils\.py\", line \d+, in get_config\b"
-        ),
-        "model loading",
-    ),
+    # the model's own config being read and checked (:data:`_CONFIG_CLASS_FRAME`)
+    (_CONFIG_CLASS_FRAME, "model loading"),
     (re.compile(r"server_args\.py|arg_groups|model_config\.py"), "invalid config"),
 )
 
@@ -368,7 +374,7 @@ def _placed(texts: Sequence[str], index: int) -> str:
         return "broken install"
     if _NOT_IMPLEMENTED.match(text):
         return _not_implemented(texts, index, frames)
-    hinted = _hinted(frames, bool(_REFUSAL_TYPE.match(text)))
+    hinted = _hinted(frames, bool(_REFUSAL_TYPE.match(text)), bool(_VALUE_REFUSED.match(text)))
     if _CALL_MISFIT.match(text) and hinted != "invalid config":
         # SGLang's own function called with arguments it does not take: a fault of its code,
         # whatever phase the start was in (unless raised in its argument checks)
@@ -483,34 +489,37 @@ _SERVING = re.compile(r"\bin (event_loop\w*|process_batch_result\w*|run_batch)\b
 _INVARIANT = re.compile(r"^assert (not )?(isinstance|issubclass|hasattr|callable|type)\(")
 
 
-def _hinted(frames: Sequence[str], refusal: bool = True) -> str | None:
+def _hinted(frames: Sequence[str], refusal: bool = True, value_refused: bool = False) -> str | None:
     """What the innermost frame a hint knows says the failure is (frames innermost first). The
     argument-checking modules place a value refused (``refusal``: the exception's type is one a
     check raises) wherever it is raised below them, anything else only when they raise it
-    themselves: a library they call (a device query, a download) fails for its own reason."""
-    return _innermost(
-        frames,
-        _FRAME_HINTS,
-        lambda depth, reason: refusal or depth == 0 or reason != "invalid config",
-    )
+    themselves: a library they call (a device query, a download) fails for its own reason. The
+    model's config being read places only a value refused (``value_refused``)."""
+
+    def holds(depth: int, pattern: re.Pattern[str], reason: str) -> bool:
+        if pattern is _CONFIG_CLASS_FRAME:
+            return value_refused
+        return refusal or depth == 0 or reason != "invalid config"
+
+    return _innermost(frames, _FRAME_HINTS, holds)
 
 
 def _package_hinted(frames: Sequence[str]) -> str | None:
     """What the innermost frame of a library :data:`_PACKAGE_HINTS` knows says the failure is
     (frames innermost first): the library whose code failed, when no frame names a phase."""
-    return _innermost(frames, _PACKAGE_HINTS, lambda depth, reason: True)
+    return _innermost(frames, _PACKAGE_HINTS, lambda depth, pattern, reason: True)
 
 
 def _innermost(
     frames: Sequence[str],
     hints: Sequence[tuple[re.Pattern[str], str]],
-    holds: Callable[[int, str], bool],
+    holds: Callable[[int, re.Pattern[str], str], bool],
 ) -> str | None:
     """The reason of the innermost call frame (frames innermost first) a hint matches, where
-    ``holds(depth, reason)``: depth 0 is the frame that raised."""
+    ``holds(depth, pattern, reason)``: depth 0 is the frame that raised."""
     calls = [frame for frame in frames if frame.lstrip().startswith('File "')]
     for depth, frame in enumerate(calls):
         for pattern, reason in hints:
-            if pattern.search(frame) and holds(depth, reason):
+            if pattern.search(frame) and holds(depth, pattern, reason):
                 return reason
     return None

@@ -21,7 +21,10 @@ from .logged_settings import (
     _gpus_asked,
     _missing_file_setting,
     _missing_requirement,
+    _model_path_is_a_file,
+    _overridden_field,
     _refused_choice,
+    _unusable_address,
     _zero_setting,
 )
 from .patterns import (
@@ -224,7 +227,10 @@ def _refined(
 ) -> tuple[str, str]:
     """The cause and message of the exception on ``index`` once the rest of the record is read:
     a file that is not there whose path a logged setting gave is that setting's (a model's path:
-    model not found; any other: the config), wherever it was read; a crash through a flag
+    model not found; any other: the config), wherever it was read; an address setting no socket
+    takes (a port past 65535, a host given as a URL) is the config, wherever the address was
+    first used; a model path that names a file, not a directory, is a model not found, whichever
+    file was read first; a crash through a flag
     without the flag it needs, or through two choices that cannot run
     together, is the config; a cause that says what but not where takes the phase its frames
     name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing
@@ -235,6 +241,15 @@ def _refined(
         setting, path = missing_file
         cause = "model not found" if setting in MODEL_PATH_SETTINGS else "invalid config"
         return cause, f"{message} ({setting}={path!r}, which does not exist)"
+    address = _unusable_address(texts[start:index])
+    if address is not None and reason in _REACHES_AN_ADDRESS:
+        return "invalid config", f"{message} ({address})"
+    file_as_model = _model_path_is_a_file(texts[start:index])
+    if file_as_model is not None and reason in _READS_THE_MODEL:
+        return "model not found", f"{message} ({file_as_model})"
+    overridden = _overridden_field(texts[start:index], message)
+    if overridden is not None and reason in ("unsupported model", "model loading"):
+        return "invalid config", f"{message} ({overridden})"
     lacking = _lacking_key(texts, index)
     if lacking is not None and reason in ("unsupported model", "model loading"):
         message = f"{message} (the model's config.json gives no {lacking})"
@@ -264,6 +279,12 @@ def _refined(
         reason = family_named_by_words(texts[index]) or reason
     return reason, message
 
+
+#: The causes a start that cannot use its own address fails with, wherever it first uses it:
+#: its warmup request to itself, torch.distributed's rendezvous, a bind, or a crash.
+_REACHES_AN_ADDRESS = ("warmup failed", "NCCL", "network", "port in use", "crashed")
+#: The causes a model path that holds no model fails with, by whichever file is read first.
+_READS_THE_MODEL = ("tokenizer", "model loading", "unsupported model", "model not found")
 
 #: A division by zero (``integer modulo by zero``, ``float division by zero``).
 _ZERO_DIVISION = re.compile(r"^([\w.]+\.)?ZeroDivisionError\b")
