@@ -1153,3 +1153,19 @@ def test_a_model_path_naming_one_of_its_files_is_a_model_not_found() -> None:
     lines[0] = lines[0].replace("llama/config.json'", "llama-q4.gguf'")
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason != "model not found"
+
+
+def test_a_background_thread_ended_by_an_exception_is_not_the_start_failing() -> None:
+    """The twenty-fourth batch's family: ``--watchdog-timeout nan`` ends SGLang's watchdog thread
+    (``time.sleep(nan)``), which it logs with the traceback, and the server serves without it.
+    The same exception raised where the start runs is still its cause."""
+    ended = [
+        "[2026-12-05 16:09:22] Scheduler watchdog thread crashed: Invalid value NaN (not a number)",
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/utils/watchdog.py", line 147, in _watchdog_once',
+        "    time.sleep(self.watchdog_timeout / 2)",
+        "ValueError: Invalid value NaN (not a number)",
+        "[2026-12-05 16:09:23] The server is fired up and ready to roll!",
+    ]
+    assert find_fatal(ended) is None
+    assert find_fatal(ended[1:]) is not None

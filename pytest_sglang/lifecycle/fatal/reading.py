@@ -38,6 +38,7 @@ from .patterns import (
 )
 from .placement import _hinted, _lacking_key, _most_specific_link, _package_hinted
 from .tracebacks import (
+    _CHAIN,
     _EMPTY_MESSAGE,
     _EXCEPTION,
     _FAULTHANDLER,
@@ -158,7 +159,8 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     }
     tree_killed = False
     best_raised = False  # whether the best match is on an exception or its continuation
-    for index in range(start, len(texts)):
+    survived = _background_thread_ends(texts, start)  # a thread's end: the process goes on
+    for index in (i for i in range(start, len(texts)) if i not in survived):
         text = texts[index]
         head = index not in owner and (
             bool(_EXCEPTION.match(text)) or index in ends or bool(_FAULTHANDLER.match(text))
@@ -212,6 +214,37 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         message=message,
         complete=traceback_complete(lines, start),
     )
+
+
+#: SGLang's line for a thread of its own that only watches or tidies, ended by an exception it
+#: caught (``Scheduler watchdog thread crashed: ...``, ``PPConsensusStore background thread
+#: crashed: ...``), printed with its traceback: the process goes on without that thread.
+_THREAD_ENDED = re.compile(r"\b(watchdog|background) thread crashed: ")
+
+
+def _background_thread_ends(texts: Sequence[str], start: int) -> set[int]:
+    """The lines of each background thread's end (:data:`_THREAD_ENDED` and the traceback it
+    printed, chained links included): never the start's cause, whatever the exception says
+    (``--watchdog-timeout nan`` ends the watchdog with ``ValueError: Invalid value NaN``, and
+    the server serves)."""
+    ended: set[int] = set()
+    for index in range(start, len(texts)):
+        if not _THREAD_ENDED.search(texts[index]):
+            continue
+        at, last = index + 1, index
+        while at < len(texts) and _TRACEBACK.search(texts[at]):
+            end = _exception_line(texts, at)
+            if end is None:
+                break
+            last = end
+            after = next((j for j in range(end + 1, len(texts)) if texts[j].strip()), None)
+            if after is None or not _CHAIN.match(texts[after]):
+                break
+            at = after + 1
+            while at < len(texts) and not texts[at].strip():
+                at += 1
+        ended.update(range(index, last + 1))
+    return ended
 
 
 #: An exception whose message is only a header for its continuation lines, ending with a colon
