@@ -37,10 +37,9 @@ _TOKENIZER_FRAME = re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer")
 
 #: The model's own config being read and checked: transformers' config classes (typed since
 #: 5.x) and ``AutoConfig.from_pretrained`` (not SGLang's own ``get_config`` around them, whose
-#: refusals are of its settings). A value refused there
-#: (:data:`_VALUE_REFUSED`) is the model's description at fault, not the server's settings; any
-#: other failure there (a cache directory it may not write, a lock, a download) is not a value
-#: of the model's, and this frame does not place it.
+#: refusals are of its settings). A value refused there (:data:`_VALUE_REFUSED`) is the model's
+#: description at fault, not the server's settings; any other failure there (a cache directory
+#: it may not write, a lock, a download) is not a value of the model's, and is not placed by it.
 _CONFIG_CLASS_FRAME = re.compile(
     r"transformers/configuration_utils\.py|configuration_auto\.py\", line \d+, in from_pretrained"
 )

@@ -251,6 +251,7 @@ def _background_thread_ends(texts: Sequence[str], start: int) -> set[int]:
 #: (huggingface_hub's ``StrictDataclassFieldValidationError: Validation error for field 'x':``,
 #: then ``TypeError: Field 'x' expected int, got str``): the detail is the cause.
 _HEADER_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception): .*:$")
+
 #: An exception with nothing said but its type (``NotImplementedError``, ``RuntimeError:``).
 _NO_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception):?$")
 
@@ -263,11 +264,11 @@ def _refined(
     model not found; any other: the config), wherever it was read; an address setting no socket
     takes (a port past 65535, a host given as a URL) is the config, wherever the address was
     first used; a model path that names a file, not a directory, is a model not found, whichever
-    file was read first; a crash through a flag
-    without the flag it needs, or through two choices that cannot run
-    together, is the config; a cause that says what but not where takes the phase its frames
-    name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing
-    else names is named by its words' family, if they have one."""
+    file was read first; a value of the model's config refused where the logged override set it
+    is the config; a crash through a flag without the flag it needs, or through two choices that
+    cannot run together, is the config; a cause that says what but not where takes the phase
+    its frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a
+    crash nothing else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
     missing_file = _missing_file_setting(texts[start:index], texts[index])
     if missing_file is not None:
