@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 24
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 25
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -35,7 +35,9 @@ by the tiny Llama's ``config.json``; each key of its ``tokenizer_config.json`` g
 another type. The twenty-third (:func:`cases23`): where the server is pointed: ``--model-path``
 given paths and names that hold no model, as they are typed or copied by mistake; the server's
 own address given values no socket takes. The twenty-fourth (:func:`cases24`): the parser's
-float flags given ``nan``, and a seeded sample of them given ``inf``.
+float flags given ``nan``, and a seeded sample of them given ``inf``. The twenty-fifth
+(:func:`cases25`): each key of the generation config and the special-tokens map given a value of
+another type, or removed.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -223,6 +225,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "22": cases22,
         "23": cases23,
         "24": cases24,
+        "25": cases25,
     }[batch](real)
 
 
@@ -756,6 +759,39 @@ def cases24(real: RealSglang) -> list[Case]:
              expected="invalid config")
         for flag in sorted(random.Random(SEED24).sample(floats, 8))
     )  # fmt: skip
+    return out
+
+
+#: The twenty-fifth batch's files: the model's two small JSON files no earlier rule took apart
+#: key by key, each with the cause its breakage is expected to read as (:data:`FILE_CAUSE`).
+SMALL_FILES = ("generation_config.json", "special_tokens_map.json")
+
+
+def cases25(real: RealSglang) -> list[Case]:
+    """The twenty-fifth batch, by rule: each key of :data:`SMALL_FILES` given a value of another
+    JSON type (A, as the twenty-first batch's rule A) or removed (B, as the fifteenth's).
+    Expected: the file's cause in :data:`FILE_CAUSE` (*model loading* for the generation config,
+    *tokenizer* for the special tokens)."""
+    out: list[Case] = []
+    for file in SMALL_FILES:
+        stem = file.split(".")[0]
+        for key, value in sorted(json.loads((real.model / file).read_text()).items()):
+            out.append(
+                _file_case(
+                    f"{stem}_retyped_{key}",
+                    f"the model's {file} with {key} given {_wrong_type(value)!r}",
+                    FILE_CAUSE[file],
+                    (file, f"retyped:{key}"),
+                )
+            )
+            out.append(
+                _file_case(
+                    f"{stem}_without_{key}",
+                    f"the model's {file} without {key!r}",
+                    FILE_CAUSE[file],
+                    (file, f"without:{key}"),
+                )
+            )
     return out
 
 
