@@ -62,6 +62,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     ),  # the same: other architectures named, the tokenizer's config retyped
     "fresh23_": (13, (4, 13)),  # the same: where the server is pointed (model path, own address)
     "fresh24_": (7, (7, 7)),  # the same: float flags given nan or inf
+    "fresh25_": (1, (0, 1)),  # the same: the generation config's and special tokens' keys
 }
 
 
