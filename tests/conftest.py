@@ -202,6 +202,7 @@ def session_until(pytester: pytest.Pytester) -> Iterator[SessionUntil]:
         deadline = time.monotonic() + timeout
         while not marker.exists():
             if proc.poll() is not None:
+                proc.stdin = None  # pytester closed it: communicate() would flush it and fail
                 out, err = proc.communicate()
                 said = (out + err).decode(errors="replace").strip().splitlines()[-40:]
                 pytest.fail(

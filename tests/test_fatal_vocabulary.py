@@ -1094,6 +1094,17 @@ def test_only_a_value_refused_as_the_model_config_is_read_is_the_model() -> None
     lines[-1] = "ValueError: rope_scaling must be a dictionary with two fields"
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "model loading"
+    validate = (
+        f'  File "{_SITE}/transformers/generation/configuration_utils.py", line 681, in validate'
+    )
+    below_hooks = [
+        lines[0],
+        f'  File "{_SITE}/sglang/srt/arg_groups/hook.py", line 9, in run',
+        validate,
+    ]
+    refused = "TypeError: '<' not supported between instances of 'str' and 'int'"
+    fatal = find_fatal([*below_hooks, "    if self.pad_token_id < 0:", refused])
+    assert fatal is not None and fatal.reason == "model loading"  # generation_config.json's
     lines[-1] = "PermissionError: [Errno 13] Permission denied: '/root/.cache/huggingface/hub/x'"
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason != "model loading"
