@@ -1180,3 +1180,6 @@ def test_a_background_thread_ended_by_an_exception_is_not_the_start_failing() ->
     ]
     assert find_fatal(ended) is None
     assert find_fatal(ended[1:]) is not None
+    link = ["", "The above exception was the direct cause of the following exception:", ""]
+    chained = [*ended[:5], *link, *ended[1:5], ended[5]]  # the thread's traceback, chained
+    assert find_fatal(chained) is None

@@ -38,7 +38,6 @@ from .patterns import (
 )
 from .placement import _hinted, _lacking_key, _most_specific_link, _package_hinted
 from .tracebacks import (
-    _CHAIN,
     _EMPTY_MESSAGE,
     _EXCEPTION,
     _FAULTHANDLER,
@@ -231,18 +230,9 @@ def _background_thread_ends(texts: Sequence[str], start: int) -> set[int]:
     for index in range(start, len(texts)):
         if not _THREAD_ENDED.search(texts[index]):
             continue
-        at, last = index + 1, index
-        while at < len(texts) and _TRACEBACK.search(texts[at]):
-            end = _exception_line(texts, at)
-            if end is None:
-                break
-            last = end
-            after = next((j for j in range(end + 1, len(texts)) if texts[j].strip()), None)
-            if after is None or not _CHAIN.match(texts[after]):
-                break
-            at = after + 1
-            while at < len(texts) and not texts[at].strip():
-                at += 1
+        header = index + 1 < len(texts) and _TRACEBACK.search(texts[index + 1])
+        first = _exception_line(texts, index + 1) if header else None
+        last = index if first is None else max(_chain_of(texts, first))
         ended.update(range(index, last + 1))
     return ended
 
