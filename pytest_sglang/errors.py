@@ -94,12 +94,17 @@ class RestoreError(DeployError):
 
 
 class ServerStartError(SglangError):
-    """The server did not become ready; ``reason`` classifies why."""
+    """The server did not become ready; ``reason`` classifies why. ``step``: systemd's own
+    setup step that failed before the server's program ran (``CGROUP``, ``EXEC``), if that
+    is how it ended."""
 
-    def __init__(self, message: str, *, reason: str, excerpt: str = "") -> None:
+    def __init__(
+        self, message: str, *, reason: str, excerpt: str = "", step: str | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.excerpt = excerpt
+        self.step = step
 
 
 class StartAbandoned(ServerStartError):

@@ -6,6 +6,7 @@ or a silent death ends the wait with its reason.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,10 +16,12 @@ from helpers import use_simulator_env
 from pytest_sglang.config import ServerConfig
 from pytest_sglang.errors import ServerStartError
 from pytest_sglang.lifecycle import readiness
+from pytest_sglang.lifecycle.deployment import bring_up
 from pytest_sglang.lifecycle.hosts import resolve_host, transport_for
 from pytest_sglang.lifecycle.journal import READY_LINE
 from pytest_sglang.lifecycle.process import ProcessDeployer
 from pytest_sglang.lifecycle.readiness import wait_until_ready
+from pytest_sglang.secrets import Redactor
 
 CONFIG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
 
@@ -138,3 +141,57 @@ def test_a_main_process_ended_by_a_signal_with_no_line_is_named_by_it(
     state = ServiceState("failed", "failed", 0, "killed", signal, 0, "signal")
     assert readiness._exit_reason(state, StartupJournal(["Load weight begin."])) == reason
     assert readiness.describe_exit(state) == f"process killed by signal {signal}"
+
+
+def _refused_first(deployer: ProcessDeployer, status: int) -> list[str]:
+    """The deployer's first start exits with ``status``, as systemd's own setup step does before
+    the server's program runs; later starts run the server. Returns the launchers started."""
+    started: list[str] = []
+    deploy = deployer.deploy
+
+    def refused_first(plan: Any) -> str:
+        if not started:
+            plan = dataclasses.replace(plan, launcher=("sh", "-c", f"exit {status}", "sh"))
+        started.append(plan.launcher[0])
+        return deploy(plan)
+
+    deployer.deploy = refused_first  # type: ignore[method-assign]
+    return started
+
+
+def test_a_start_systemd_could_not_set_up_for_a_passing_reason_is_deployed_once_more(
+    deployer: ProcessDeployer,
+) -> None:
+    """Step CGROUP (status 219): the cgroup of the service's last run still torn down as it is
+    started again on a loaded host. The server never ran; one more start, after a pause, is it."""
+    started = _refused_first(deployer, 219)
+    said: list[str] = []
+    up = bring_up(
+        deployer,
+        deployer.launch_plan(CONFIG),
+        redactor=Redactor(),
+        ready_timeout=60,
+        say=said.append,
+    )
+    assert len(started) == 2 and started[0] == "sh", started
+    assert up.server_args["served_model_name"] == "qwen3-8b"
+    assert any("step CGROUP; the server never ran); starting it once more" in s for s in said)
+
+
+def test_a_start_systemd_cannot_set_up_for_a_lasting_reason_is_reported_at_once(
+    deployer: ProcessDeployer,
+) -> None:
+    """Step EXEC (status 203, the program is missing) fails the same way every time: one start,
+    one error naming the step."""
+    started = _refused_first(deployer, 203)
+    with pytest.raises(ServerStartError) as err:
+        bring_up(
+            deployer,
+            deployer.launch_plan(CONFIG),
+            redactor=Redactor(),
+            ready_timeout=60,
+            say=lambda _line: None,
+        )
+    assert started == ["sh"]
+    assert err.value.step == "EXEC" and err.value.reason == "service setup failed"
+    assert "systemd failed at step EXEC before the server ran" in str(err.value)

@@ -198,6 +198,15 @@ class DeploymentRecord:
 PHASE_LINE = re.compile(r"^\[sglang\] .+: [^()]+ \(\d+\.\ds\)$")
 
 
+#: systemd's setup steps (``readiness.SYSTEMD_STEPS``) that fail for a passing reason of the
+#: host's, not of the config or the unit: at ``CGROUP`` the cgroup of the service's previous run
+#: still being torn down as it is started again (a restart on a loaded host). The server never
+#: ran, so it is started once more after a pause; any other step (a missing binary, a user, a
+#: working directory) would fail the same way again and is reported at once.
+PASSING_SETUP_STEPS = frozenset({"CGROUP"})
+SETUP_RETRY_PAUSE_S = 2.0
+
+
 def bring_up(
     deployer: Deployer,
     plan: LaunchPlan,
@@ -208,7 +217,9 @@ def bring_up(
     give_up: GiveUp | None = None,
 ) -> Deployment:
     """Deploy ``plan`` with ``deployer`` and return it once ready and verified (``give_up``:
-    a topology's word that another part failed; nothing is deployed after it)."""
+    a topology's word that another part failed; nothing is deployed after it). A start that
+    systemd could not set up at a passing step of its own (:data:`PASSING_SETUP_STEPS`) is
+    deployed once more."""
     where = f"{plan.host} {plan.config.id}"
     if give_up is not None:
         give_up.check(where)
@@ -221,17 +232,20 @@ def bring_up(
     def on_progress(phase: str, elapsed: float) -> None:
         say(f"[sglang] {where}: {phase} ({elapsed:.1f}s)")
 
-    ready: ReadyResult = wait_until_ready(
-        deployer,
-        base_url,
-        cursor,
-        where=where,
-        timeout=ready_timeout,
-        on_progress=on_progress,
-        http=http,
-        ready_line=FOLLOWER_READY_LINE if plan.follower else READY_LINE,
-        give_up=give_up,
-    )
+    def wait(cursor: str) -> ReadyResult:
+        return wait_until_ready(
+            deployer,
+            base_url,
+            cursor,
+            where=where,
+            timeout=ready_timeout,
+            on_progress=on_progress,
+            http=http,
+            ready_line=FOLLOWER_READY_LINE if plan.follower else READY_LINE,
+            give_up=give_up,
+        )
+
+    ready = _set_up_once_more_if_passing(deployer, plan, cursor, wait, say=say, where=where)
     # /server_info is asked while the journal is verified: the fixture yields one request
     # sooner after the ready line
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -270,6 +284,31 @@ def bring_up(
         _cursor=ready.cursor,
         _redactor=redactor,
     )
+
+
+def _set_up_once_more_if_passing(
+    deployer: Deployer,
+    plan: LaunchPlan,
+    cursor: str,
+    wait: Callable[[str], ReadyResult],
+    *,
+    say: Callable[[str], None],
+    where: str,
+) -> ReadyResult:
+    """``wait`` for the start at ``cursor``; one that systemd could not set up at a passing step
+    of its own (:data:`PASSING_SETUP_STEPS`) is deployed once more, after a pause, and waited
+    for."""
+    try:
+        return wait(cursor)
+    except ServerStartError as exc:
+        if exc.step not in PASSING_SETUP_STEPS:
+            raise
+        say(
+            f"[sglang] {where}: systemd could not set the service up (step {exc.step}; the "
+            f"server never ran); starting it once more in {SETUP_RETRY_PAUSE_S:g}s"
+        )
+    time.sleep(SETUP_RETRY_PAUSE_S)
+    return wait(deployer.deploy(plan))
 
 
 def attach(deployer: Deployer, production: ServerConfig, *, redactor: Redactor) -> Deployment:

@@ -381,6 +381,7 @@ class _Watch:
             f"{now - self.start:.1f}s; last line: {last_words(self.journal)}",
             reason=reason,
             excerpt=self.journal.excerpt(),
+            step=_setup_step(self.exited),
         )
 
     def _confirm_health(self, now: float) -> ReadyResult | None:

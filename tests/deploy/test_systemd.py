@@ -197,6 +197,7 @@ def test_a_start_systemd_cannot_set_up_is_named_by_its_step(
         if "step CGROUP" not in str(err.value):
             break
     assert err.value.reason == "service setup failed", str(err.value)
+    assert err.value.step == "CHDIR"
     assert "status 200: systemd failed at step CHDIR before the server ran" in str(err.value)
     deployer.restore()
     assert snapshot(host) == original

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,20 @@ class Cutter:
         return self.cut
 
 
+#: Every session a test here opened: given back at the test's end whatever happened in it, so
+#: that a test failing mid-way never leaves the host locked (held by this live process, a lock
+#: is never broken) for the tests after it.
+_OPENED: list[SglangSession] = []
+
+
+@pytest.fixture(autouse=True)
+def _sessions_given_back(production: dict[str, str]) -> Iterator[None]:
+    """After the test, before ``production`` puts the host's files back its own way."""
+    yield
+    while _OPENED:
+        _OPENED.pop().restore_all()
+
+
 def _session(
     host: SystemdTestHost, tmp: Path, lock_heartbeat: float = 15.0, **env: str
 ) -> SglangSession:
@@ -100,6 +114,7 @@ def _session(
         drain_timeout=0,
     )
     session.said = said  # type: ignore[attr-defined]
+    _OPENED.append(session)
     return session
 
 
@@ -130,9 +145,10 @@ def _finish(session: SglangSession, transport: Any, production: dict[str, str]) 
 
 
 def _session_like(session: SglangSession) -> SglangSession:
-    return SglangSession(
-        ["testhost"], inventory=session.inventory, ssh_config=None, ready_timeout=60
+    _OPENED.append(
+        SglangSession(["testhost"], inventory=session.inventory, ssh_config=None, ready_timeout=60)
     )
+    return _OPENED[-1]
 
 
 def test_ssh_drop_mid_deploy(
