@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 25
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 26
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -37,7 +37,9 @@ given paths and names that hold no model, as they are typed or copied by mistake
 own address given values no socket takes. The twenty-fourth (:func:`cases24`): the parser's
 float flags given ``nan``, and a seeded sample of them given ``inf``. The twenty-fifth
 (:func:`cases25`): each key of the generation config and the special-tokens map given a value of
-another type, or removed.
+another type, or removed. The twenty-sixth (:func:`cases26`): a seeded sample of pairs of the
+parser's switches, each pair turned on together; ``--chat-template`` given what a user can point
+it at by mistake.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -226,6 +228,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "23": cases23,
         "24": cases24,
         "25": cases25,
+        "26": cases26,
     }[batch](real)
 
 
@@ -795,6 +798,64 @@ def cases25(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The twenty-sixth batch's seed.
+SEED26 = 26
+
+#: The twenty-sixth batch's rule B: ``--chat-template`` given what a user can point it at by
+#: mistake (id, what it is, the value; ``{templates}``: a directory of the files below, written
+#: for the run; ``{model}``: the tiny model's directory).
+CHAT_TEMPLATE_MISTAKES = (
+    ("chat_template_missing_file", "a .jinja path that does not exist",
+     "{templates}/missing.jinja"),
+    ("chat_template_unknown_name", "a template name SGLang does not know", "no-such-template"),
+    ("chat_template_syntax_error", "a Jinja file that does not parse",
+     "{templates}/syntax_error.jinja"),
+    ("chat_template_unknown_filter", "a Jinja file naming a filter Jinja does not have",
+     "{templates}/unknown_filter.jinja"),
+    ("chat_template_raises", "a Jinja file that raises as it renders",
+     "{templates}/raises.jinja"),
+    ("chat_template_empty", "an empty .jinja file", "{templates}/empty.jinja"),
+    ("chat_template_binary", "a .jinja file that is not UTF-8", "{templates}/binary.jinja"),
+    ("chat_template_directory", "the model's directory", "{model}"),
+    ("chat_template_model_config", "the model's config.json", "{model}/config.json"),
+)  # fmt: skip
+
+#: The files of ``{templates}`` (:data:`CHAT_TEMPLATE_MISTAKES`).
+CHAT_TEMPLATE_FILES = {
+    "syntax_error.jinja": b"{% for m in messages %}{{ m.content }",
+    "unknown_filter.jinja": b"{% for m in messages %}{{ m.content | no_such_filter }}{% endfor %}",
+    "raises.jinja": b"{{ raise_exception('this template refuses every conversation') }}",
+    "empty.jinja": b"",
+    "binary.jinja": bytes(range(128, 256)),
+}
+
+
+def cases26(real: RealSglang) -> list[Case]:
+    """The twenty-sixth batch, by rule: A (a seeded sample of 14 pairs of the parser's switches,
+    the switches drawn as the eighteenth batch draws them, each pair turned on together) and B
+    (``--chat-template`` given each of :data:`CHAT_TEMPLATE_MISTAKES`). Expected: *invalid
+    config* for both (two features this machine or model cannot run together; a flag's value
+    the server cannot use)."""
+    switches = sorted(f for f in _switches(real) if not REACHES_OUT.search(f))
+    draw = random.Random(SEED26)
+    pairs: list[tuple[str, str]] = []
+    while len(pairs) < 14:
+        first, second = sorted(draw.sample(switches, 2))
+        if (first, second) not in pairs:
+            pairs.append((first, second))
+    out = [
+        Case(id=f"pair_{_flag_id(a)}__{_flag_id(b)}", fault=f"{a} {b}", argv=(a, b),
+             expected="invalid config")
+        for a, b in sorted(pairs)
+    ]  # fmt: skip
+    out.extend(
+        Case(id=case_id, fault=f"--chat-template: {what}", argv=("--chat-template", value),
+             expected="invalid config")
+        for case_id, what, value in CHAT_TEMPLATE_MISTAKES
+    )  # fmt: skip
+    return out
+
+
 def _wrong_type(value: object) -> object:
     return WRONG_TYPE_NUMBER if isinstance(value, str) else WRONG_TYPE_STRING
 
@@ -1035,7 +1096,12 @@ def capture(
         tokenizer_only.mkdir()
         for name in ("special_tokens_map.json", *TOKENIZER_FILES):
             shutil.copy(real.model / name, tokenizer_only / name)
+    templates = scratch / "templates"
+    templates.mkdir(exist_ok=True)
+    for name, data in CHAT_TEMPLATE_FILES.items():
+        (templates / name).write_bytes(data)
     values = {
+        "templates": str(templates),
         "model": str(real.model),
         "empty_dir": str(empty_dir),
         "tokenizer_only": str(tokenizer_only),
