@@ -119,6 +119,26 @@ def _all_catalog_flags() -> set[str]:
     return {flag for arg in cli_catalog() for flag in arg["flags"]}
 
 
+_HOST_WITH_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]*)\]|(?P<name>[^:\[\]]+)):(?P<port>\d+)$")
+_DOTTED_QUAD = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+
+
+def _host_problem(host: str) -> str | None:
+    """Why ``host`` is no address for ``--host`` to bind (a URL, a port carried along, a
+    dotted quad with a part over 255, blank or spaced), or None. A name is not looked up."""
+    if not host.strip() or host != host.strip() or " " in host:
+        return "is blank or holds spaces; give an address or a name (0.0.0.0, 127.0.0.1)"
+    if "://" in host:
+        return "is a URL; give the address alone (0.0.0.0, 127.0.0.1), its port in the port field"
+    with_port = _HOST_WITH_PORT.match(host)
+    if with_port is not None:
+        address = with_port["v6"] if with_port["v6"] is not None else with_port["name"]
+        return f"carries a port; give host={address!r} and port={with_port['port']}"
+    if _DOTTED_QUAD.match(host) and any(int(part) > 255 for part in host.split(".")):
+        return "is no IPv4 address (each of its four parts is 0 to 255)"
+    return None
+
+
 class ServerConfig(BaseModel):
     """One SGLang server configuration: launch flags, environment and extra files.
 
@@ -177,6 +197,7 @@ class ServerConfig(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> ServerConfig:
         self._check_strings()
+        self._check_host()
         self._check_env_and_files()
         self._check_choices()
         if self.model_path != PRODUCTION_MODEL:  # changes alone: checked once applied
@@ -201,6 +222,16 @@ class ServerConfig(BaseModel):
         for dest, spec in self.files.items():
             if bad(dest) or (spec.source is not None and bad(str(spec.source))):
                 raise ValueError(f"files.{dest!r}: must not contain a newline or NUL character")
+
+    def _check_host(self) -> None:
+        """An address SGLang's server cannot bind, refused before anything is deployed: SGLang
+        0.5.23 checks none of these itself, and fails late (at its own warmup request, in
+        torch.distributed's rendezvous) or never becomes ready (``256.1.1.1``)."""
+        if self.host is None:
+            return
+        problem = _host_problem(self.host)
+        if problem is not None:
+            raise ValueError(f"host: {self.host!r} {problem}")
 
     def _check_env_and_files(self) -> None:
         for key in self.env:

@@ -238,6 +238,11 @@ def test_digest_is_stable_and_content_sensitive() -> None:
         ({"files": {"relative/x.json": {"content": "{}"}}}, "files", "absolute"),
         ({"files": {"/a/../b": {"content": "{}"}}}, "files", ".."),
         ({"tp_size": 0}, "tp_size", ">= 1"),
+        ({"host": "http://127.0.0.1"}, "host", "is a URL"),
+        ({"host": "127.0.0.1:30000"}, "host", "give host='127.0.0.1' and port=30000"),
+        ({"host": "[::1]:30000"}, "host", "give host='::1' and port=30000"),
+        ({"host": "256.1.1.1"}, "host", "is no IPv4 address"),
+        ({"host": " "}, "host", "blank"),
         ({"typo_field": 1}, "typo_field", "ServerConfig: unknown field 'typo_field'"),
     ],
 )
@@ -268,6 +273,12 @@ def test_unknown_field_comes_first_with_the_closest_field(
     with pytest.raises(ConfigError) as info:
         ServerConfig(**{**SEED, **changes})
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1", "::", "::1", "localhost", "gpu-1.lan"])
+def test_an_address_or_a_name_is_a_host(host: str) -> None:
+    """What SGLang's ``--host`` binds: an IPv4 or IPv6 address, or a name (never looked up)."""
+    assert ServerConfig(model_path="m", host=host).host == host
 
 
 def test_speculative_fields_without_algorithm_are_refused() -> None:
