@@ -63,6 +63,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh23_": (13, (4, 13)),  # the same: where the server is pointed (model path, own address)
     "fresh24_": (7, (7, 7)),  # the same: float flags given nan or inf
     "fresh25_": (1, (0, 1)),  # the same: the generation config's and special tokens' keys
+    "fresh26_": (15, (11, 15)),  # the same: pairs of switches, --chat-template mistakes
 }
 
 

@@ -1183,3 +1183,67 @@ def test_a_background_thread_ended_by_an_exception_is_not_the_start_failing() ->
     link = ["", "The above exception was the direct cause of the following exception:", ""]
     chained = [*ended[:5], *link, *ended[1:5], ended[5]]  # the thread's traceback, chained
     assert find_fatal(chained) is None
+
+
+def _template_loaded(where: str, statement: str, exception: str, *inner: str) -> list[str]:
+    """A record whose exception was raised as SGLang's template manager ran ``where``."""
+    return [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/parser/template_manager.py", line 305, in '
+        "initialize_templates",
+        "    self.load_chat_template(tokenizer_manager, chat_template, model_path)",
+        f'  File "{_SITE}/sglang/srt/parser/template_manager.py", line 330, in {where}',
+        f"    {statement}",
+        *inner,
+        exception,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("where", "statement", "exception", "inner"),
+    [
+        (
+            "_load_jinja_template",
+            "template = f.read()",
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 0: invalid "
+            "start byte",
+            ('  File "<frozen codecs>", line 322, in decode',),
+        ),
+        (
+            "_load_json_chat_template",
+            'sep_style=template["sep_style"],',
+            "KeyError: 'sep_style'",
+            (),
+        ),
+    ],
+)
+def test_a_template_a_flag_names_that_cannot_be_loaded_is_the_config(
+    where: str, statement: str, exception: str, inner: tuple[str, ...]
+) -> None:
+    """The twenty-sixth batch's family: ``--chat-template`` given a file that does not decode,
+    or a JSON file without a template's keys (a model's config.json): the file the flag names,
+    whatever was raised. The same raised as the model's own template is resolved is not."""
+    fatal = find_fatal(_template_loaded(where, statement, exception, *inner))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    own = _template_loaded("_resolve_hf_chat_template", statement, exception, *inner)
+    fatal = find_fatal(own)
+    assert fatal is not None and fatal.reason != "invalid config", fatal
+
+
+def test_a_gpu_found_missing_where_the_device_is_the_cpu_is_the_config() -> None:
+    """The twenty-sixth batch's family: with ``--device cpu`` logged, a feature switched on that
+    reaches for CUDA (``--enable-forward-pass-metrics``) finds no driver: the setting, not the
+    machine, is at fault. With a GPU device logged it is the machine's lack."""
+    lines = _raised(
+        "utils/common.py",
+        "torch.cuda.synchronize()",
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+        "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+        "{'model_path': '/srv/models/llama', 'device': 'cpu'}",
+    )
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(device='cpu': another setting reached for a GPU)" in fatal.message
+    lines[0] = lines[0].replace("'device': 'cpu'", "'device': 'cuda'")
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "no GPU", fatal

@@ -233,6 +233,12 @@ def _unusable_address(texts: Sequence[str]) -> str | None:
     return None
 
 
+def _runs_on_cpu(texts: Sequence[str]) -> bool:
+    """The logged ``device`` is ``cpu``: a GPU then found missing (no driver, no CUDA device)
+    was reached for by another setting (a feature that needs one), not by the machine's lack."""
+    return _last_logged_args(texts).get("device") == "cpu"
+
+
 #: A model path that names one of a model's files rather than its directory.
 _MODEL_FILE = re.compile(r"\.(json|safetensors|bin|pt|pth|msgpack|h5|txt|model)$")
 

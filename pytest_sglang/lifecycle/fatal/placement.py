@@ -45,6 +45,14 @@ _CONFIG_CLASS_FRAME = re.compile(
     r"transformers/(generation/)?configuration_utils\.py"
     r"|configuration_auto\.py\", line \d+, in from_pretrained"
 )
+#: SGLang loading the chat or completion template a flag names (``--chat-template``,
+#: ``--completion-template``), not the model's own: whatever fails there (a name it does not
+#: know, a file that does not decode, a JSON template without its keys) is the file the flag
+#: gives, so the config, whatever was raised and however deep.
+_FLAG_TEMPLATE_FRAME = re.compile(
+    r"template_manager\.py\", line \d+, in (_load_explicit_chat_template|load_completion_template"
+    r"|_load_(jinja|python_chat|json_chat|json_completion)_template)\b"
+)
 #: The exceptions a check of values raises, a typed dataclass's validation error among them
 #: (``huggingface_hub``'s ``StrictDataclassFieldValidationError``).
 _VALUE_REFUSED = re.compile(
@@ -87,6 +95,8 @@ _FRAME_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # the model's own config being read and checked (:data:`_CONFIG_CLASS_FRAME`)
     (_CONFIG_CLASS_FRAME, "model loading"),
+    # the template a flag names being loaded (:data:`_FLAG_TEMPLATE_FRAME`)
+    (_FLAG_TEMPLATE_FRAME, "invalid config"),
     (re.compile(r"server_args\.py|arg_groups|model_config\.py"), "invalid config"),
 )
 
@@ -159,6 +169,7 @@ _DECODE_ERROR = re.compile(r"^([\w.]+\.)?(\w*DecodeError|UnpicklingError)\b")
 #: the argument checks or the model config's own code); the model's config, which SGLang reads
 #: first, so a path that holds no model (a checkpoint file, a directory of something else).
 _DECODED_BY: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_FLAG_TEMPLATE_FRAME, "invalid config"),
     (_TOKENIZER_FRAME, "tokenizer"),
     (
         re.compile(r"server_args\.py|arg_groups/|sglang/srt/configs/model_config\.py"),
@@ -495,11 +506,14 @@ def _hinted(frames: Sequence[str], refusal: bool = True, value_refused: bool = F
     argument-checking modules place a value refused (``refusal``: the exception's type is one a
     check raises) wherever it is raised below them, anything else only when they raise it
     themselves: a library they call (a device query, a download) fails for its own reason. The
-    model's config being read places only a value refused (``value_refused``)."""
+    model's config being read places only a value refused (``value_refused``); the template a
+    flag names being loaded places anything raised under it."""
 
     def holds(depth: int, pattern: re.Pattern[str], reason: str) -> bool:
         if pattern is _CONFIG_CLASS_FRAME:
             return value_refused
+        if pattern is _FLAG_TEMPLATE_FRAME:
+            return True
         return refusal or depth == 0 or reason != "invalid config"
 
     return _innermost(frames, _FRAME_HINTS, holds)

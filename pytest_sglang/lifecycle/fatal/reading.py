@@ -24,6 +24,7 @@ from .logged_settings import (
     _model_path_is_a_file,
     _overridden_field,
     _refused_choice,
+    _runs_on_cpu,
     _unusable_address,
     _zero_setting,
 )
@@ -253,12 +254,13 @@ def _refined(
     a file that is not there whose path a logged setting gave is that setting's (a model's path:
     model not found; any other: the config), wherever it was read; an address setting no socket
     takes (a port past 65535, a host given as a URL) is the config, wherever the address was
-    first used; a model path that names a file, not a directory, is a model not found, whichever
-    file was read first; a value of the model's config refused where the logged override set it
-    is the config; a crash through a flag without the flag it needs, or through two choices that
-    cannot run together, is the config; a cause that says what but not where takes the phase
-    its frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a
-    crash nothing else names is named by its words' family, if they have one."""
+    first used; a GPU found missing where the logged device is the CPU is the config (a setting
+    reached for one); a model path that names a file, not a directory, is a model not found,
+    whichever file was read first; a value of the model's config refused where the logged
+    override set it is the config; a crash through a flag without the flag it needs, or through
+    two choices that cannot run together, is the config; a cause that says what but not where
+    takes the phase its frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice
+    it refuses; a crash nothing else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
     missing_file = _missing_file_setting(texts[start:index], texts[index])
     if missing_file is not None:
@@ -277,6 +279,8 @@ def _refined(
     lacking = _lacking_key(texts, index)
     if lacking is not None and reason in ("unsupported model", "model loading"):
         message = f"{message} (the model's config.json gives no {lacking})"
+    if reason == "no GPU" and _runs_on_cpu(texts[start:index]):
+        return "invalid config", f"{message} (device='cpu': another setting reached for a GPU)"
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
         missing = (
             _missing_requirement(texts[start:index])
