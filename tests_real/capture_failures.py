@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 26
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 27
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -39,7 +39,9 @@ float flags given ``nan``, and a seeded sample of them given ``inf``. The twenty
 (:func:`cases25`): each key of the generation config and the special-tokens map given a value of
 another type, or removed. The twenty-sixth (:func:`cases26`): a seeded sample of pairs of the
 parser's switches, each pair turned on together; ``--chat-template`` given what a user can point
-it at by mistake.
+it at by mistake. The twenty-seventh (:func:`cases27`): the model's ``config.json`` edited by
+hand: ``rope_scaling`` set as a user stretches a context, right or with one thing wrong; a key
+given a value that no longer agrees with the rest of the config or the weights.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -145,8 +147,8 @@ class Case:
     argv: tuple[str, ...]
     expected: str
     #: (file, how): ``removed``, ``truncated``, ``garbage``, ``without:<key>``,
-    #: ``doubled:<key>``, ``retyped:<key>`` or ``architecture:<name>`` (a JSON file's key; the
-    #: last, config.json's architectures), ``tensor_without:<name>`` or
+    #: ``doubled:<key>``, ``retyped:<key>``, ``set:<key>=<JSON>`` or ``architecture:<name>`` (a
+    #: JSON file's key; the last, config.json's architectures), ``tensor_without:<name>`` or
     #: ``tensor_halved:<name>`` (model.safetensors); (``sharded``, how): the weights as two shards
     #: and an index, then broken (:data:`SHARD_BREAKS`)
     model_break: tuple[str, str] | None = None
@@ -229,6 +231,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "24": cases24,
         "25": cases25,
         "26": cases26,
+        "27": cases27,
     }[batch](real)
 
 
@@ -856,6 +859,71 @@ def cases26(real: RealSglang) -> list[Case]:
     return out
 
 
+#: The twenty-seventh batch's rule A: ``rope_scaling`` as a user adds it to a model's
+#: ``config.json`` to stretch its context, right or with one thing wrong (id, the value).
+ROPE_SCALINGS: tuple[tuple[str, object], ...] = (
+    ("linear", {"rope_type": "linear", "factor": 2.0}),
+    ("dynamic", {"rope_type": "dynamic", "factor": 2.0}),
+    ("yarn", {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}),
+    ("yarn_without_original", {"rope_type": "yarn", "factor": 4.0}),
+    ("llama3_without_freq_factors", {"rope_type": "llama3", "factor": 8.0}),
+    ("longrope_short_factors", {"rope_type": "longrope", "short_factor": [1.0],
+                                "long_factor": [1.0]}),
+    ("unknown_type", {"rope_type": "no-such-rope", "factor": 2.0}),
+    ("linear_without_factor", {"rope_type": "linear"}),
+    ("linear_factor_below_one", {"rope_type": "linear", "factor": 0.5}),
+    ("linear_factor_a_string", {"rope_type": "linear", "factor": "2"}),
+    ("without_type", {"factor": 2.0}),
+    ("old_type_key", {"type": "linear", "factor": 2.0}),
+    ("a_string", "linear"),
+    ("yarn_beta_a_string", {"rope_type": "yarn", "factor": 4.0,
+                            "original_max_position_embeddings": 4096, "beta_fast": "fast"}),
+)  # fmt: skip
+
+#: The twenty-seventh batch's rule B: a key of the tiny model's ``config.json`` given a value
+#: that no longer agrees with the rest of it or with its weights (key, the value).
+INCONSISTENT_VALUES: tuple[tuple[str, object], ...] = (
+    ("num_key_value_heads", 3),
+    ("num_attention_heads", 3),
+    ("num_attention_heads", 8),
+    ("head_dim", 48),
+    ("hidden_act", "swish-glu"),
+    ("hidden_act", "gelu_pytorch_tanh"),
+    ("torch_dtype", "float8_e4m3fn"),
+    ("torch_dtype", "int8"),
+    ("vocab_size", 500),
+    ("rope_theta", 0),
+    ("rms_norm_eps", -1.0),
+    ("num_hidden_layers", 3),
+)
+
+
+def cases27(real: RealSglang) -> list[Case]:
+    """The twenty-seventh batch, by rule: the model's ``config.json`` edited by hand: A (each of
+    :data:`ROPE_SCALINGS` set as its ``rope_scaling``) and B (each of
+    :data:`INCONSISTENT_VALUES` set). Expected: *model loading* (the model's own description at
+    fault, as the sixteenth and twenty-first batches have it)."""
+    out = [
+        _file_case(f"rope_scaling_{name}", f"the model's config.json with rope_scaling "
+                   f"{json.dumps(value)}", "model loading",
+                   ("config.json", f"set:rope_scaling={json.dumps(value)}"))
+        for name, value in ROPE_SCALINGS
+    ]  # fmt: skip
+    out.extend(
+        _file_case(f"config_{key}_{_value_id(value)}", f"the model's config.json with {key} "
+                   f"{json.dumps(value)}", "model loading",
+                   ("config.json", f"set:{key}={json.dumps(value)}"))
+        for key, value in INCONSISTENT_VALUES
+    )  # fmt: skip
+    return out
+
+
+def _value_id(value: object) -> str:
+    """``value`` as a part of a case id (``-1.0``: ``minus_1_0``; ``swish-glu``: ``swish_glu``)."""
+    sign = "_minus_" if isinstance(value, (int, float)) else "_"
+    return re.sub(r"\W+", "_", str(value).replace("-", sign)).strip("_")
+
+
 def _wrong_type(value: object) -> object:
     return WRONG_TYPE_NUMBER if isinstance(value, str) else WRONG_TYPE_STRING
 
@@ -968,6 +1036,11 @@ def _break_model(source: Path, target: Path, name: str, how: str) -> None:
     elif how.startswith("architecture:"):
         config = json.loads(path.read_text())
         config["architectures"] = [how.partition(":")[2]]
+        path.write_text(json.dumps(config, indent=2))
+    elif how.startswith("set:"):
+        config = json.loads(path.read_text())
+        key, _, value = how.partition(":")[2].partition("=")
+        config[key] = json.loads(value)
         path.write_text(json.dumps(config, indent=2))
     elif how.startswith("retyped:"):
         config = json.loads(path.read_text())
