@@ -1247,3 +1247,29 @@ def test_a_gpu_found_missing_where_the_device_is_the_cpu_is_the_config() -> None
     lines[0] = lines[0].replace("'device': 'cpu'", "'device': 'cuda'")
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "no GPU", fatal
+
+
+def test_values_a_models_own_config_class_finds_disagreeing_are_the_model() -> None:
+    """The twenty-seventh batch's family: transformers 5's per-model config class checks that
+    the model's ``config.json`` agrees with itself (``validate_architecture``: the hidden size a
+    multiple of the heads) and refuses it with a ``ValueError``: the model's description, not the
+    server's settings, though the words are a setting's. The same raised by SGLang's own argument
+    checks is the config."""
+    hub = f"{_SITE}/huggingface_hub/dataclasses.py"
+    refusal = (
+        "ValueError: The hidden size (128) is not a multiple of the number of attention heads (3)."
+    )
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "{hub}", line 251, in validate',
+        "    validator(self)",
+        f'  File "{_SITE}/transformers/models/llama/configuration_llama.py", line 97, in '
+        "validate_architecture",
+        "    raise ValueError(",
+        refusal,
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "model loading", fatal
+    lines[3] = f'  File "{_SITE}/sglang/srt/server_args.py", line 97, in _handle_attention'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config", fatal

@@ -36,13 +36,15 @@ _DISTRIBUTED_FRAME = re.compile(r"torch/distributed/|parallel_state\.py|/c10d|Pr
 _TOKENIZER_FRAME = re.compile(r"tokeniz(er|ation)(?!_manager)|in get_tokenizer")
 
 #: The model's own config being read and checked: transformers' config classes (typed since
-#: 5.x; its ``GenerationConfig``, from ``generation_config.json``, validates its values too) and
+#: 5.x; its ``GenerationConfig``, from ``generation_config.json``, validates its values too; each
+#: model's own class, ``models/llama/configuration_llama.py``, checks that they agree) and
 #: ``AutoConfig.from_pretrained`` (not SGLang's own ``get_config`` around them, whose
 #: refusals are of its settings). A value refused there (:data:`_VALUE_REFUSED`) is the model's
 #: description at fault, not the server's settings; any other failure there (a cache directory
 #: it may not write, a lock, a download) is not a value of the model's, and is not placed by it.
 _CONFIG_CLASS_FRAME = re.compile(
     r"transformers/(generation/)?configuration_utils\.py"
+    r"|transformers/models/(?!auto/)\w+/configuration_\w+\.py"
     r"|configuration_auto\.py\", line \d+, in from_pretrained"
 )
 #: SGLang loading the chat or completion template a flag names (``--chat-template``,
