@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 27
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 28
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -41,7 +41,9 @@ another type, or removed. The twenty-sixth (:func:`cases26`): a seeded sample of
 parser's switches, each pair turned on together; ``--chat-template`` given what a user can point
 it at by mistake. The twenty-seventh (:func:`cases27`): the model's ``config.json`` edited by
 hand: ``rope_scaling`` set as a user stretches a context, right or with one thing wrong; a key
-given a value that no longer agrees with the rest of the config or the weights.
+given a value that no longer agrees with the rest of the config or the weights. The
+twenty-eighth (:func:`cases28`): the tokenizer class ``tokenizer_config.json`` names, as a copy
+from another model leaves it; a special token's id in ``config.json`` out of the vocabulary.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -232,6 +234,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "25": cases25,
         "26": cases26,
         "27": cases27,
+        "28": cases28,
     }[batch](real)
 
 
@@ -922,6 +925,47 @@ def _value_id(value: object) -> str:
     """``value`` as a part of a case id (``-1.0``: ``minus_1_0``; ``swish-glu``: ``swish_glu``)."""
     sign = "_minus_" if isinstance(value, (int, float)) else "_"
     return re.sub(r"\W+", "_", str(value).replace("-", sign)).strip("_")
+
+
+#: The twenty-eighth batch's rule A: the tokenizer class a model's ``tokenizer_config.json`` names,
+#: as a copy from another model or a hand edit leaves it (the tiny model has ``tokenizer.json``
+#: alone, a fast tokenizer's file).
+TOKENIZER_CLASSES = (
+    "NoSuchTokenizer", "LlamaTokenizer", "LlamaTokenizerFast", "GPT2Tokenizer",
+    "GPT2TokenizerFast", "BertTokenizer", "T5Tokenizer", "Qwen2Tokenizer", "Qwen2TokenizerFast",
+    "GemmaTokenizerFast", "CodeLlamaTokenizer", "AutoTokenizer", "",
+)  # fmt: skip
+
+#: The twenty-eighth batch's rule B: a special token's id in the model's ``config.json`` (key,
+#: value) outside the vocabulary of 1000, negative, a list, or unset.
+TOKEN_IDS: tuple[tuple[str, object], ...] = (
+    ("bos_token_id", 5000),
+    ("eos_token_id", 5000),
+    ("pad_token_id", 5000),
+    ("eos_token_id", -1),
+    ("eos_token_id", [2, 5000]),
+    ("bos_token_id", None),
+)
+
+
+def cases28(real: RealSglang) -> list[Case]:
+    """The twenty-eighth batch, by rule: A (the ``tokenizer_class`` of ``tokenizer_config.json``
+    given each of :data:`TOKENIZER_CLASSES`; expected *tokenizer*) and B (each of
+    :data:`TOKEN_IDS` set in ``config.json``; expected *model loading*, the model's own
+    description at fault)."""
+    out = [
+        _file_case(f"tokenizer_class_{_value_id(name) or 'empty'}",
+                   f"the model's tokenizer_config.json with tokenizer_class {name!r}", "tokenizer",
+                   ("tokenizer_config.json", f"set:tokenizer_class={json.dumps(name)}"))
+        for name in TOKENIZER_CLASSES
+    ]  # fmt: skip
+    out.extend(
+        _file_case(f"config_{key}_{_value_id(value) or 'null'}", f"the model's config.json with "
+                   f"{key} {json.dumps(value)}", "model loading",
+                   ("config.json", f"set:{key}={json.dumps(value)}"))
+        for key, value in TOKEN_IDS
+    )  # fmt: skip
+    return out
 
 
 def _wrong_type(value: object) -> object:
