@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 28
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 29
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -44,6 +44,8 @@ hand: ``rope_scaling`` set as a user stretches a context, right or with one thin
 given a value that no longer agrees with the rest of the config or the weights. The
 twenty-eighth (:func:`cases28`): the tokenizer class ``tokenizer_config.json`` names, as a copy
 from another model leaves it; a special token's id in ``config.json`` out of the vocabulary.
+The twenty-ninth (:func:`cases29`): the sizes a tuning sweep sets (memory, prefill, pages,
+context, parallelism), each given a value at or past its edge.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -235,6 +237,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "26": cases26,
         "27": cases27,
         "28": cases28,
+        "29": cases29,
     }[batch](real)
 
 
@@ -966,6 +969,42 @@ def cases28(real: RealSglang) -> list[Case]:
         for key, value in TOKEN_IDS
     )  # fmt: skip
     return out
+
+
+#: The twenty-ninth batch's rule: the sizes a tuning sweep sets, given values at or past their
+#: edges (flag, value). The memory sizes (:data:`MEMORY_SIZES`) are expected to read as *out of
+#: memory*, as the corpus has a pool too small since its first batches; the others as *invalid
+#: config*.
+SIZING_EDGES: tuple[tuple[str, str], ...] = (
+    ("--mem-fraction-static", "0.001"),
+    ("--mem-fraction-static", "1.5"),
+    ("--max-total-tokens", "64"),
+    ("--max-total-tokens", "16"),
+    ("--max-prefill-tokens", "1"),
+    ("--max-prefill-tokens", "16"),
+    ("--chunked-prefill-size", "1"),
+    ("--chunked-prefill-size", "3"),
+    ("--page-size", "3"),
+    ("--page-size", "4096"),
+    ("--context-length", "8"),
+    ("--context-length", "4097"),
+    ("--max-running-requests", "1"),
+    ("--tp-size", "2"),
+    ("--dp-size", "2"),
+    ("--num-continuous-decode-steps", "1000"),
+)
+MEMORY_SIZES = ("--mem-fraction-static", "--max-total-tokens")
+
+
+def cases29(real: RealSglang) -> list[Case]:
+    """The twenty-ninth batch, by rule: each of :data:`SIZING_EDGES`, alone. Expected: *out of
+    memory* for :data:`MEMORY_SIZES`, else *invalid config*."""
+    return [
+        Case(id=f"{_flag_id(flag)}_{_value_id(value)}", fault=f"{flag} {value}",
+             argv=(flag, value),
+             expected="out of memory" if flag in MEMORY_SIZES else "invalid config")
+        for flag, value in SIZING_EDGES
+    ]  # fmt: skip
 
 
 def _wrong_type(value: object) -> object:
