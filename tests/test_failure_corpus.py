@@ -66,6 +66,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh26_": (15, (11, 15)),  # the same: pairs of switches, --chat-template mistakes
     "fresh27_": (13, (11, 13)),  # the same: config.json edited by hand (rope_scaling, values)
     "fresh28_": (3, (2, 3)),  # the same: tokenizer classes named, special token ids
+    "fresh29_": (7, (6, 7)),  # the same: the sizes a tuning sweep sets, at their edges
 }
 
 
