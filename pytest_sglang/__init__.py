@@ -14,10 +14,11 @@ ready → verify → bench → compare → report):
 - configs: :mod:`.config` (``ServerConfig``), :mod:`.sweep`, :mod:`.topology` (replicas behind
   the router), :mod:`.server_args` and :mod:`.argv_parse` (a config from a command line),
   :mod:`.cmdline` (the one codec for command lines and unit values), :mod:`.aliases` (deprecated
-  spellings), :mod:`.resolution` (what SGLang will resolve a config to, offline),
-  :mod:`.refusals` (what real SGLang refuses, said before deploy), :mod:`.gpu_rules` (SGLang's
-  attention rules that depend on the GPU, shared with the simulator), :mod:`.model_config_rules`
-  (ModelConfig's check of --quantization against the checkpoint, shared too),
+  spellings), :mod:`.addresses` (what ``--host`` can bind, by its shape), :mod:`.resolution`
+  (what SGLang will resolve a config to, offline), :mod:`.refusals` (what real SGLang refuses,
+  said before deploy), :mod:`.gpu_rules` (SGLang's attention rules that depend on the GPU,
+  shared with the simulator), :mod:`.model_config_rules` (ModelConfig's check of
+  --quantization against the checkpoint, shared too),
   :mod:`.model_identity` (a model from its config.json), :mod:`.versions` (what differs
   between SGLang releases), :mod:`.container` (SGLang run by a container engine),
   :mod:`.secrets` (the redactor);

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .addresses import host_problem
 from .aliases import choice_error
 from .argv_parse import read_launch, split_flags
 from .errors import ConfigError
@@ -119,26 +120,6 @@ def _all_catalog_flags() -> set[str]:
     return {flag for arg in cli_catalog() for flag in arg["flags"]}
 
 
-_HOST_WITH_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]*)\]|(?P<name>[^:\[\]]+)):(?P<port>\d+)$")
-_DOTTED_QUAD = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
-
-
-def _host_problem(host: str) -> str | None:
-    """Why ``host`` is no address for ``--host`` to bind (a URL, a port carried along, a
-    dotted quad with a part over 255, blank or spaced), or None. A name is not looked up."""
-    if not host.strip() or host != host.strip() or " " in host:
-        return "is blank or holds spaces; give an address or a name (0.0.0.0, 127.0.0.1)"
-    if "://" in host:
-        return "is a URL; give the address alone (0.0.0.0, 127.0.0.1), its port in the port field"
-    with_port = _HOST_WITH_PORT.match(host)
-    if with_port is not None:
-        address = with_port["v6"] if with_port["v6"] is not None else with_port["name"]
-        return f"carries a port; give host={address!r} and port={with_port['port']}"
-    if _DOTTED_QUAD.match(host) and any(int(part) > 255 for part in host.split(".")):
-        return "is no IPv4 address (each of its four parts is 0 to 255)"
-    return None
-
-
 class ServerConfig(BaseModel):
     """One SGLang server configuration: launch flags, environment and extra files.
 
@@ -229,7 +210,7 @@ class ServerConfig(BaseModel):
         torch.distributed's rendezvous) or never becomes ready (``256.1.1.1``)."""
         if self.host is None:
             return
-        problem = _host_problem(self.host)
+        problem = host_problem(self.host)
         if problem is not None:
             raise ValueError(f"host: {self.host!r} {problem}")
 

@@ -243,6 +243,7 @@ def test_digest_is_stable_and_content_sensitive() -> None:
         ({"host": "[::1]:30000"}, "host", "give host='::1' and port=30000"),
         ({"host": "256.1.1.1"}, "host", "is no IPv4 address"),
         ({"host": " "}, "host", "blank"),
+        ({"host": "gpu-1:"}, "host", "ends with a colon; give host='gpu-1'"),
         ({"typo_field": 1}, "typo_field", "ServerConfig: unknown field 'typo_field'"),
     ],
 )

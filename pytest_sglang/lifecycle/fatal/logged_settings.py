@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from ...addresses import host_problem
 from ...resolution import EAGLE_FAMILY
 from ...server_args import parse_server_args
 
@@ -211,24 +212,20 @@ def _missing_file_setting(texts: Sequence[str], exception: str) -> tuple[str, st
     return None
 
 
-#: A host setting that is no host: a URL (``http://127.0.0.1``) or an address with a port
-#: (``127.0.0.1:30000``; an IPv6 address has more than one colon and is left alone).
-_NOT_A_HOST = re.compile(r"^[A-Za-z][\w+.-]*://|^[^:\[\]/\s]+:\d*$")
-
-
 def _unusable_address(texts: Sequence[str]) -> str | None:
     """The logged address setting no socket can take, said as ``name=value, not ...``: a port
-    (``port``, ``nccl_port``, any ``*_port``) outside 0-65535, or a ``host`` that is a URL or
-    carries a port. SGLang does not check them: it fails later, wherever the address is first
-    used (its own warmup request, torch.distributed's rendezvous), and the fix is the setting.
-    None when every address setting could be one."""
+    (``port``, ``nccl_port``, any ``*_port``) outside 0-65535, or a ``host`` that is no address
+    (:func:`~pytest_sglang.addresses.host_problem`: a URL, a port carried along). SGLang does
+    not check them: it fails later, wherever the address is first used (its own warmup request,
+    torch.distributed's rendezvous), and the fix is the setting. None when every address
+    setting could be one."""
     args = _last_logged_args(texts)
     for name, value in args.items():
         port = name == "port" or name.endswith("_port")
         if port and type(value) is int and not 0 <= value <= 65535:
             return f"{name}={value}, not a TCP port"
     host = args.get("host")
-    if isinstance(host, str) and _NOT_A_HOST.match(host):
+    if isinstance(host, str) and host_problem(host) is not None:
         return f"host={host!r}, not a host name or address"
     return None
 
