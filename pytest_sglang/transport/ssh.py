@@ -448,10 +448,14 @@ class SshTransport(Transport):
                     sftp = paramiko.SFTPClient.from_transport(live)
                     break
                 except (paramiko.SSHException, EOFError, OSError) as exc:
-                    # a busy sshd may close the subsystem's channel before its first packet
-                    # (EOFError, no message): opening it again is harmless
-                    if attempt + 1 < SFTP_ATTEMPTS and live.is_active():
+                    # A busy sshd may close the subsystem's channel before its first packet
+                    # (EOFError, no message), and a connection that dropped while idle is only
+                    # found out here (a broken pipe): nothing was done yet, so opening it again,
+                    # on a new connection where the old one is gone, is harmless.
+                    if attempt + 1 < SFTP_ATTEMPTS:
                         time.sleep(SFTP_RETRY_S)
+                        if not live.is_active():
+                            live = self._transport()
                         continue
                     raise TransportError(
                         f"{self.name}: cannot start SFTP ({exc or type(exc).__name__}); is the "

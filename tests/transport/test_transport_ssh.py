@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import threading
@@ -261,6 +262,76 @@ def test_dropped_connection_fails_the_running_command_then_reconnects(
     assert "\n" not in message
     assert t.check_output("echo %s", "again") == "again\n"  # one reconnect, transparently
     t.close()
+
+
+class _Relay:
+    """A loopback TCP relay to the host's sshd whose first connection can be cut unnoticed.
+
+    Once cut, that connection relays nothing back and answers the client's next packet with a
+    reset: the client's transport looks alive until its next write, as after a drop while idle.
+    """
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cut = threading.Event()
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            upstream = socket.create_connection(self.target)
+            first = self.accepted == 1
+            threading.Thread(target=self._pipe, args=(client, upstream, first), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, cuttable: bool) -> None:
+        while True:
+            try:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if cuttable and self.cut.is_set():
+                    src.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                    break
+                dst.sendall(data)
+            except OSError:
+                break
+        for end in (src, dst):
+            with contextlib.suppress(OSError):
+                end.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_connection_dropped_while_idle_is_reopened_by_the_next_file_operation(
+    systemd_host: SystemdTestHost, tmp_path: Path
+) -> None:
+    # The next file operation finds the dead connection only when its SFTP channel request is
+    # refused by a reset. It did nothing yet on the host, so it opens a new connection instead.
+    relay = _Relay((systemd_host.ip, 22))
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{relay.port} {systemd_host.host_key_pub}\n")
+    t = SshTransport(
+        "127.0.0.1", port=relay.port, user="root", key_filename=systemd_host.key_path,
+        known_hosts=str(known), connect_timeout=5.0,
+    )  # fmt: skip
+    try:
+        assert t.run("true").ok
+        relay.cut.set()
+        t.put(b"after the drop\n", "/tmp/sgl-idle-drop")
+        assert systemd_host.ssh("cat /tmp/sgl-idle-drop").stdout == "after the drop\n"
+        assert (t.connects, relay.accepted) == (2, 2)
+    finally:
+        t.close()
+        relay.close()
 
 
 def test_sudo_wraps_commands_and_files(systemd_host: SystemdTestHost) -> None:
