@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 29
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 30
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -45,7 +45,10 @@ given a value that no longer agrees with the rest of the config or the weights. 
 twenty-eighth (:func:`cases28`): the tokenizer class ``tokenizer_config.json`` names, as a copy
 from another model leaves it; a special token's id in ``config.json`` out of the vocabulary.
 The twenty-ninth (:func:`cases29`): the sizes a tuning sweep sets (memory, prefill, pages,
-context, parallelism), each given a value at or past its edge.
+context, parallelism), each given a value at or past its edge. The thirtieth (:func:`cases30`):
+the backends and speculation a tuning run chooses: each attention backend the parser offers;
+each speculative algorithm with the model as its own draft and the seed workflow's steps;
+STANDALONE speculation's steps, top-k and draft tokens at their edges.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -238,6 +241,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "27": cases27,
         "28": cases28,
         "29": cases29,
+        "30": cases30,
     }[batch](real)
 
 
@@ -1005,6 +1009,71 @@ def cases29(real: RealSglang) -> list[Case]:
              expected="out of memory" if flag in MEMORY_SIZES else "invalid config")
         for flag, value in SIZING_EDGES
     ]  # fmt: skip
+
+
+#: The thirtieth batch's own settings: the attention backend the tier runs with (its choices
+#: other than this are rule A's) and the seed workflow's speculative settings (rule B).
+TIER_ATTENTION_BACKEND = "torch_native"
+SEED_SPECULATION = ("--speculative-num-steps", "2", "--speculative-eagle-topk", "1",
+                    "--speculative-num-draft-tokens", "3")  # fmt: skip
+
+#: The thirtieth batch's rule C: STANDALONE speculation's (steps, top-k, draft tokens), the
+#: seed workflow's values and values at or past their edges.
+SPECULATION_EDGES: tuple[tuple[int, int, int], ...] = (
+    (1, 1, 2),
+    (4, 1, 5),
+    (0, 1, 1),
+    (2, 1, 1),
+    (2, 1, 64),
+    (64, 1, 65),
+    (2, 4, 3),
+    (2, 0, 3),
+)
+
+
+def _speculative_algorithms(real: RealSglang) -> list[str]:
+    """The names the real package's ``--speculative-algorithm`` takes: each built-in algorithm
+    (``NONE`` left out) and each reserved alias."""
+    program = (
+        "import json\n"
+        "from sglang.srt.speculative import spec_info as s\n"
+        "names = [a.name for a in s.SpeculativeAlgorithm if a.name != 'NONE']\n"
+        "print(json.dumps(names + sorted(s._RESERVED_ALIASES)))\n"
+    )
+    return [str(name) for name in _ask(real, program)]
+
+
+def cases30(real: RealSglang) -> list[Case]:
+    """The thirtieth batch, by rule: A (``--attention-backend`` given each of the real parser's
+    choices other than :data:`TIER_ATTENTION_BACKEND`), B (``--speculative-algorithm`` given each
+    of :func:`_speculative_algorithms`, with the tiny model as its own draft and
+    :data:`SEED_SPECULATION`) and C (STANDALONE speculation, the tiny model as its own draft, with
+    each of :data:`SPECULATION_EDGES`). Expected: *invalid config* (a choice this machine or model
+    cannot run, or settings that cannot run together)."""
+    (backend,) = [f for f in _parser_flags(real) if f.name == "--attention-backend"]
+    out = [
+        Case(id=f"attention_backend_{_value_id(choice)}", fault=f"--attention-backend {choice}",
+             argv=("--attention-backend", choice), expected="invalid config")
+        for choice in backend.choices
+        if choice != TIER_ATTENTION_BACKEND
+    ]  # fmt: skip
+    draft = ("--speculative-draft-model-path", "{model}")
+    out.extend(
+        Case(id=f"speculative_{name.lower()}", fault=f"--speculative-algorithm {name}, the model "
+             "as its own draft, the seed's steps", expected="invalid config",
+             argv=("--speculative-algorithm", name, *draft, *SEED_SPECULATION))
+        for name in _speculative_algorithms(real)
+    )  # fmt: skip
+    out.extend(
+        Case(id=f"standalone_steps{steps}_topk{topk}_draft{tokens}", expected="invalid config",
+             fault=f"STANDALONE, the model as its own draft, steps {steps}, top-k {topk}, "
+             f"draft tokens {tokens}",
+             argv=("--speculative-algorithm", "STANDALONE", *draft, "--speculative-num-steps",
+                   str(steps), "--speculative-eagle-topk", str(topk),
+                   "--speculative-num-draft-tokens", str(tokens)))
+        for steps, topk, tokens in SPECULATION_EDGES
+    )  # fmt: skip
+    return out
 
 
 def _wrong_type(value: object) -> object:
