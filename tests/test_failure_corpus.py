@@ -67,6 +67,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh27_": (13, (11, 13)),  # the same: config.json edited by hand (rope_scaling, values)
     "fresh28_": (3, (2, 3)),  # the same: tokenizer classes named, special token ids
     "fresh29_": (7, (6, 7)),  # the same: the sizes a tuning sweep sets, at their edges
+    "fresh30_": (39, (14, 39)),  # the same: attention backends, speculative algorithms and steps
 }
 
 
