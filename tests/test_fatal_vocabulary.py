@@ -1273,3 +1273,96 @@ def test_values_a_models_own_config_class_finds_disagreeing_are_the_model() -> N
     lines[3] = f'  File "{_SITE}/sglang/srt/server_args.py", line 97, in _handle_attention'
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "invalid config", fatal
+
+
+def _backend_built(backend: str, device: str, exception: str, *inner: str) -> list[str]:
+    """SGLang's attention registry building the backend ``backend`` chose (the thirtieth batch's
+    shape): ``create_<backend>_backend`` imports its module, which fails with ``exception``."""
+    dump = f"{{'model_path': '/srv/models/llama', 'device': {device!r}, "
+    dump += f"'attention_backend': {backend!r}}}"
+    return [
+        f"[2026-12-05 13:57:45] server_args={dump}",
+        SCHED,
+        f'  File "{_SITE}/sglang/srt/layers/attention/attention_registry.py", line 138, in '
+        f"create_{backend}_backend",
+        f"    return {backend.title()}Backend(runner)",
+        *inner,
+        exception,
+        "",
+        SIGQUIT,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("backend", "exception"),
+    [
+        ("wave", "ModuleNotFoundError: No module named 'wave_lang'"),
+        ("flashinfer", "NameError: name 'BatchPrefillWithRaggedKVCacheWrapper' is not defined"),
+        ("flashmla", "OSError: libcuda.so.1: cannot open shared object file: No such file or "
+         "directory"),
+        ("hpc_ops", "ImportError: The hpc_ops attention backend requires the `hpc` package."),
+    ],
+)  # fmt: skip
+def test_a_backend_chosen_on_a_cpu_server_that_finds_its_hardware_absent_is_the_config(
+    backend: str, exception: str
+) -> None:
+    """The thirtieth batch's family: with ``--device cpu`` logged, a backend chosen for other
+    hardware fails as it is built on something absent (its package, the CUDA driver library, a
+    name its guarded GPU import never defined): the choice is at fault, not the install. With a
+    GPU device logged, a package missing is the install's."""
+    fatal = find_fatal(_backend_built(backend, "cpu", exception))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert f"(attention_backend={backend!r} chosen on a device='cpu' server" in fatal.message
+    fatal = find_fatal(_backend_built(backend, "cuda", exception))
+    assert fatal is None or fatal.reason != "invalid config", fatal
+
+
+def test_a_cpu_server_failing_outside_the_chosen_backend_is_not_named_after_it() -> None:
+    lines = _backend_built("wave", "cpu", "ModuleNotFoundError: No module named 'wave_lang'")
+    lines[2] = f'  File "{_SITE}/sglang/srt/model_executor/model_runner.py", line 9, in load'
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "broken install", fatal
+    lines = _backend_built("wave", "cpu", "RuntimeError: shape '[1, 4, 32]' is invalid")
+    fatal = find_fatal(lines)
+    assert fatal is None or fatal.reason != "invalid config", fatal
+
+
+def test_a_chained_cause_is_placed_by_the_frames_of_the_whole_chain() -> None:
+    """The driver library's ``OSError`` is the cause cited; the registry's frames that show the
+    chosen backend being built are in the traceback it was chained to."""
+    lines = _backend_built(
+        "flashmla", "cpu", "OSError: Could not load this library: flash_mla/cuda.abi3.so"
+    )
+    root = [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/torch/_ops.py", line 1587, in load_library',
+        "    ctypes.CDLL(path)",
+        "OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+    ]
+    lines[1:2] = [lines[1].replace("Traceback (most recent call last):", ""), *root,
+                  "Traceback (most recent call last):"]  # fmt: skip
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "libcuda.so.1" in fatal.line and "attention_backend='flashmla'" in fatal.message
+
+
+def test_a_kernel_the_installed_build_lacks_is_the_install() -> None:
+    """torch's ``'_OpNamespace' 'sgl_kernel' object has no attribute ...``: the kernel package
+    installed was built without an op SGLang calls (an upgrade of one without the other, the
+    build for another device), as sglang#5668 reports after an upgrade. An EAGLE-family
+    algorithm without its draft model reaching it is still the config."""
+    missing = "AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'awq_dequantize'"
+    frame = f'  File "{_SITE}/sgl_kernel/gemm.py", line 40, in awq_dequantize'
+    assert reason_of(missing, frame, "    return torch.ops.sgl_kernel.awq_dequantize(") == (
+        "broken install"
+    )
+    lines = [
+        "[2026-12-05 13:57:45] server_args={'model_path': '/m', 'device': 'cpu', "
+        "'speculative_algorithm': 'EAGLE', 'speculative_draft_model_path': None}",
+        *record(missing, frame, "    return torch.ops.sgl_kernel.awq_dequantize("),
+    ]
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config", fatal

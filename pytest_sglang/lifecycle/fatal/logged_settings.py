@@ -2,9 +2,10 @@
 
 A crash nothing names can still be the config's: an EAGLE-family algorithm with no draft model,
 two chosen components whose modules both appear in the frames, a GPU refusal of a backend that
-was chosen, more GPUs asked for than there are, a file that is not there whose path a setting
-gave. Those readings need the resolved settings, so
-they live here, apart from the lines' rules, reading only the last dump before the failure.
+was chosen, a backend chosen for other hardware on a CPU server, more GPUs asked for than there
+are, a file that is not there whose path a setting gave. Those readings need the resolved
+settings, so they live here, apart from the lines' rules, reading only the last dump before the
+failure.
 """
 
 from __future__ import annotations
@@ -234,6 +235,48 @@ def _runs_on_cpu(texts: Sequence[str]) -> bool:
     """The logged ``device`` is ``cpu``: a GPU then found missing (no driver, no CUDA device)
     was reached for by another setting (a feature that needs one), not by the machine's lack."""
     return _last_logged_args(texts).get("device") == "cpu"
+
+
+#: What a component's code fails with where the hardware it was written for is not there:
+#: something it expects is absent (a name its guarded GPU import never defined, a package, a
+#: driver library, a kernel the installed build lacks), not a wrong value or shape.
+_ABSENT = re.compile(
+    r"^([\w.]+\.)?(NameError: name '\w+' is not defined"
+    r"|(ModuleNotFoundError|ImportError|OSError): .*(No module named|cannot import name"
+    r"|cannot open shared object file|requires the)"
+    r"|AttributeError: ('_OpNamespace' '\w+' object|module '[\w.]+') has no attribute)"
+)
+
+
+def _frame_words(frame: str) -> list[str]:
+    """The words of an SGLang frame's module and function (``attention_registry.py``, ``in
+    create_flashinfer_backend`` -> attention, registry, create, flashinfer, backend): SGLang's
+    registries build a chosen component in a function named after it. None for another
+    package's frame (a path segment ``sglang``, not a venv merely named after it)."""
+    found = re.match(r'\s*File "[^"]*/sglang/[^"]*", line \d+, in (?P<func>\w+)', frame)
+    if found is None:
+        return []
+    return [*_module_words(frame), *(part for part in found["func"].lower().split("_") if part)]
+
+
+def _chosen_off_its_device(
+    texts: Sequence[str], exception: str, frames: Sequence[str]
+) -> str | None:
+    """The chosen component a start on the CPU failed in, said in one phrase: where the logged
+    ``device`` is ``cpu`` and something a component's code expects is absent (:data:`_ABSENT`)
+    inside frames of that component (its module, or its registry's ``create_<value>_...``), the
+    choice reached for hardware the server was not given; the fix is another value, not an
+    install. None otherwise."""
+    if not _ABSENT.match(exception) or not _runs_on_cpu(texts):
+        return None
+    choices = _logged_choices(texts)
+    for flag, value in choices.items():
+        if any(_names_choice(value, _frame_words(frame)) for frame in frames):
+            return (
+                f"{flag}={value!r} chosen on a device='cpu' server: its code needs hardware "
+                "that is not there"
+            )
+    return None
 
 
 #: A model path that names one of a model's files rather than its directory.

@@ -610,6 +610,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"|requires (?!(?i:sm|compute|cc)\b)\w[\w-]*(>=|==)|cannot open shared object file"
             r"|No module named '"
             r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA"
+            r"|^AttributeError: '_OpNamespace' '\w+' object has no attribute"
             r"|PackageNotFoundError|DistributionNotFound|distribution was not found"
             r"|: command not found$|executable file not found in \$PATH"
             r"|^\S*sh: (\d+: )?\S+: not found$"

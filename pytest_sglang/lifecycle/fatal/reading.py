@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
+    _chosen_off_its_device,
     _clashing_choices,
     _empty_setting,
     _gpus_asked,
@@ -255,12 +256,15 @@ def _refined(
     model not found; any other: the config), wherever it was read; an address setting no socket
     takes (a port past 65535, a host given as a URL) is the config, wherever the address was
     first used; a GPU found missing where the logged device is the CPU is the config (a setting
-    reached for one); a model path that names a file, not a directory, is a model not found,
+    reached for one), and so is a backend chosen for other hardware that finds what it needs
+    absent as it is built there (its package, the driver library: the frames of the whole chain
+    show which); a model path that names a file, not a directory, is a model not found,
     whichever file was read first; a value of the model's config refused where the logged
-    override set it is the config; a crash through a flag without the flag it needs, or through
-    two choices that cannot run together, is the config; a cause that says what but not where
-    takes the phase its frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice
-    it refuses; a crash nothing else names is named by its words' family, if they have one."""
+    override set it is the config; a crash (or a kernel the install lacks) through a flag without
+    the flag it needs, or a crash through two choices that cannot run together, is the config;
+    a cause that says what but not where takes the phase its frames name
+    (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing else
+    names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
     missing_file = _missing_file_setting(texts[start:index], texts[index])
     if missing_file is not None:
@@ -281,9 +285,16 @@ def _refined(
         message = f"{message} (the model's config.json gives no {lacking})"
     if reason == "no GPU" and _runs_on_cpu(texts[start:index]):
         return "invalid config", f"{message} (device='cpu': another setting reached for a GPU)"
+    chain_frames = [frame for at in _chain_of(texts, index) for frame in _frames_above(texts, at)]
+    off_device = _chosen_off_its_device(texts[start:index], texts[index], chain_frames)
+    if off_device is not None and reason in ("crashed", "broken install"):
+        return "invalid config", f"{message} ({off_device})"
+    needs = _missing_requirement(texts[start:index])
+    if needs is not None and reason == "broken install" and _EXCEPTION.match(texts[index]):
+        return "invalid config", f"{message} ({needs})"  # what is absent was never asked for
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
         missing = (
-            _missing_requirement(texts[start:index])
+            needs
             or _clashing_choices(texts[start:index], frames)
             or _divided_by_a_setting(texts, start, index)
             or _given_empty(texts, start, index)
