@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 30
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 31
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -48,7 +48,9 @@ The twenty-ninth (:func:`cases29`): the sizes a tuning sweep sets (memory, prefi
 context, parallelism), each given a value at or past its edge. The thirtieth (:func:`cases30`):
 the backends and speculation a tuning run chooses: each attention backend the parser offers;
 each speculative algorithm with the model as its own draft and the seed workflow's steps;
-STANDALONE speculation's steps, top-k and draft tokens at their edges.
+STANDALONE speculation's steps, top-k and draft tokens at their edges. The thirty-first
+(:func:`cases31`): the numeric formats (quantization, KV cache and weight dtypes) and the other
+kernels (sampling, grammar) a tuning run chooses, each choice alone.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -242,6 +244,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "28": cases28,
         "29": cases29,
         "30": cases30,
+        "31": cases31,
     }[batch](real)
 
 
@@ -1074,6 +1077,34 @@ def cases30(real: RealSglang) -> list[Case]:
         for steps, topk, tokens in SPECULATION_EDGES
     )  # fmt: skip
     return out
+
+
+#: The thirty-first batch's flags: the numeric formats a tuning run chooses, and the kernels
+#: it picks besides attention, each given every choice of the real parser but its default and
+#: the tier's own (:data:`TIER_CHOICES`).
+FORMAT_AND_KERNEL_FLAGS = (
+    "--quantization",
+    "--kv-cache-dtype",
+    "--dtype",
+    "--sampling-backend",
+    "--grammar-backend",
+)
+TIER_CHOICES = {"--sampling-backend": "pytorch"}
+
+
+def cases31(real: RealSglang) -> list[Case]:
+    """The thirty-first batch, by rule: each flag of :data:`FORMAT_AND_KERNEL_FLAGS` given each
+    of the real parser's choices for it other than its default and the tier's own, alone.
+    Expected: *invalid config* (a format or kernel this machine, model or checkpoint cannot
+    run, as the fifteenth batch's rule C labelled another choice)."""
+    flags = {f.name: f for f in _parser_flags(real)}
+    return [
+        Case(id=f"{_flag_id(name)}_{_value_id(choice)}", fault=f"{name} {choice}",
+             argv=(name, choice), expected="invalid config")
+        for name in FORMAT_AND_KERNEL_FLAGS
+        for choice in flags[name].choices
+        if choice not in (flags[name].default, TIER_CHOICES.get(name))
+    ]  # fmt: skip
 
 
 def _wrong_type(value: object) -> object:
