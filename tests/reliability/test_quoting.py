@@ -10,6 +10,7 @@ argv is accepted and stays visible in /proc.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,11 +93,29 @@ def _proc(transport: Any) -> tuple[list[str], dict[str, str]]:
 
 
 def _deploy_and_read(deployer: SystemdDeployer, transport: Any, config: ServerConfig) -> Any:
-    deployer.deploy(deployer.launch_plan(config))
-    for _ in range(50):
-        if transport.run("systemctl is-active --quiet -- %s", SERVICE).ok:
-            break
-    return _proc(transport)
+    """Deploy ``config`` and read its process once systemd runs it (within 30 s on a loaded
+    host); a start systemd could not set up at its own CGROUP step (status 219: the previous
+    run's cgroup still being torn down; the stand-in never ran) is deployed once more, as
+    ``bring_up`` does."""
+    plan = deployer.launch_plan(config)
+    for attempt in (1, 2):
+        deployer.deploy(plan)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if transport.run("systemctl is-active --quiet -- %s", SERVICE).ok:
+                return _proc(transport)
+            status = transport.check_output(
+                "systemctl show -p ExecMainStatus --value -- %s", SERVICE
+            ).strip()
+            if transport.run("systemctl is-failed --quiet -- %s", SERVICE).ok:
+                if status == "219" and attempt == 1:
+                    break
+                shown = transport.run("systemctl status --no-pager -- %s", SERVICE).stdout
+                raise AssertionError(f"the service failed (status {status}): {shown[-600:]}")
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the service did not become active within 30 s")
+    raise AssertionError("the service failed at systemd's CGROUP step twice")
 
 
 def _refused_clearly(exc: SglangError) -> None:
