@@ -68,6 +68,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh28_": (3, (2, 3)),  # the same: tokenizer classes named, special token ids
     "fresh29_": (7, (6, 7)),  # the same: the sizes a tuning sweep sets, at their edges
     "fresh30_": (39, (14, 39)),  # the same: attention backends, speculative algorithms and steps
+    "fresh31_": (33, (14, 33)),  # the same: quantization, KV cache and weight dtypes, kernels
 }
 
 
