@@ -1366,3 +1366,63 @@ def test_a_kernel_the_installed_build_lacks_is_the_install() -> None:
     ]
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "invalid config", fatal
+
+
+def _quantization_failed(quantization: str | None, where: str, exception: str) -> list[str]:
+    """A start whose quantization method's own code (``where``, a frame) failed on the
+    checkpoint (the thirty-first batch's shape), the method chosen by ``--quantization`` when
+    ``quantization`` is given (a checkpoint's own method is taken from its config instead)."""
+    dump = f"{{'model_path': '/srv/models/llama', 'quantization': {quantization!r}}}"
+    return [
+        f"[2026-12-05 13:57:45] server_args={dump}",
+        SCHED,
+        f'  File "{_SITE}/sglang/srt/model_loader/loader.py", line 215, in _get_quantization_config',
+        "    quant_config = get_quant_config(",
+        where,
+        "    raise ValueError(",
+        exception,
+        "",
+        SIGQUIT,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("quantization", "where", "exception"),
+    [
+        ("awq", f'  File "{_SITE}/sglang/srt/model_loader/weight_utils.py", line 389, in '
+         "get_quant_config", "ValueError: Cannot find the config file for awq"),
+        ("quark", f'  File "{_SITE}/sglang/srt/layers/quantization/quark/quark.py", line 348, in '
+         "__init__", "ValueError: Either quant_config or online_scheme must be provided"),
+        ("w4afp8", f'  File "{_SITE}/sglang/srt/layers/quantization/fp8.py", line 606, in '
+         "validate_block_quant_shapes", "ValueError: Weight output_partition_size = 64 is not "
+         "divisible by weight quantization block_n = 128."),
+    ],
+)  # fmt: skip
+def test_a_quantization_chosen_for_a_checkpoint_it_does_not_fit_is_the_config(
+    quantization: str, where: str, exception: str
+) -> None:
+    """The thirty-first batch's family: ``--quantization`` given a method the checkpoint was not
+    quantized with fails in that method's code (its config file looked for, its block sizes
+    checked) while weights load: the choice, not the checkpoint, is what to change. Where no
+    method was chosen, the checkpoint's own failed: the model."""
+    fatal = find_fatal(_quantization_failed(quantization, where, exception))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert f"(quantization={quantization!r} chosen for a checkpoint it does not fit)" in (
+        fatal.message
+    )
+    fatal = find_fatal(_quantization_failed(None, where, exception))
+    assert (
+        fatal is None or fatal.reason != "invalid config" or "quantization=" not in (fatal.message)
+    ), fatal
+
+
+def test_a_cpu_feature_refusal_in_other_words_is_the_config() -> None:
+    lines = _raised(
+        "layers/quantization/w8a8_int8.py",
+        "assert _is_cpu_amx_available, ...",
+        "AssertionError: W8A8Int8LinearMethod on CPU only works on AMX or Arm64",
+        "{'model_path': '/m', 'device': 'cpu', 'quantization': 'w8a8_int8'}",
+    )
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "a choice this CPU server cannot run: quantization='w8a8_int8'" in fatal.message

@@ -2,10 +2,10 @@
 
 A crash nothing names can still be the config's: an EAGLE-family algorithm with no draft model,
 two chosen components whose modules both appear in the frames, a GPU refusal of a backend that
-was chosen, a backend chosen for other hardware on a CPU server, more GPUs asked for than there
-are, a file that is not there whose path a setting gave. Those readings need the resolved
-settings, so they live here, apart from the lines' rules, reading only the last dump before the
-failure.
+was chosen, a backend chosen for other hardware on a CPU server, a quantization chosen for a
+checkpoint it does not fit, more GPUs asked for than there are, a file that is not there whose
+path a setting gave. Those readings need the resolved settings, so they live here, apart from
+the lines' rules, reading only the last dump before the failure.
 """
 
 from __future__ import annotations
@@ -177,7 +177,8 @@ def _refused_choice(texts: Sequence[str], where: Sequence[str]) -> str | None:
     if not named:
         return None
     said = ", ".join(f"{flag}={choices[flag]!r}" for flag in named)
-    return f"a choice this GPU cannot run: {said}"
+    machine = "CPU server" if _runs_on_cpu(texts) else "GPU"
+    return f"a choice this {machine} cannot run: {said}"
 
 
 #: A file that is not there, in the words of Python's ``OSError`` (``FileNotFoundError: [Errno 2]
@@ -277,6 +278,28 @@ def _chosen_off_its_device(
                 "that is not there"
             )
     return None
+
+
+#: Where a quantization method's own code runs: the checkpoint's quantization config being got
+#: for it, or the method's module.
+_QUANTIZATION_FRAME = re.compile(
+    r'File "[^"]*/sglang/srt/(layers/quantization/'
+    r'|model_loader/weight_utils\.py", line \d+, in get_quant_config\b)'
+)
+
+
+def _chosen_quantization_refused(texts: Sequence[str], frames: Sequence[str]) -> str | None:
+    """The quantization the config chose, said in one phrase, when a failure happened in that
+    method's own code (:data:`_QUANTIZATION_FRAME`): SGLang takes a checkpoint's own method from
+    its config without the flag, so a logged ``quantization`` is the config's choice, and its
+    code failing on the checkpoint (no config file for it, block sizes that do not divide the
+    weights) is that choice not fitting it. None without a chosen method or such a frame."""
+    value = _last_logged_args(texts).get("quantization")
+    if not isinstance(value, str) or value.lower() in ("", "none", "auto"):
+        return None
+    if not any(_QUANTIZATION_FRAME.search(frame) for frame in frames):
+        return None
+    return f"quantization={value!r} chosen for a checkpoint it does not fit"
 
 
 #: A model path that names one of a model's files rather than its directory.

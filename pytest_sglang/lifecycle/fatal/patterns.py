@@ -26,7 +26,7 @@ _KILLED = (
 
 #: A kernel, backend or dtype refusing the GPU it runs on (``Unsupported arch``, ``not supported
 #: on sm_120``, ``requires compute capability 9.0``, ``only supports Hopper GPUs``), or the CPU
-#: (``Fp8LinearMethod on CPU requires that CPU has AMX support``, ``requires Intel AMX``): the
+#: (``Fp8LinearMethod on CPU requires that CPU has AMX support``, ``only works on AMX``): the
 #: config chose something this machine cannot run, so it is an invalid config, named only on an
 #: exception line or its continuation (a warning with the same words is
 #: :data:`.reading._WARNING_ONLY`) since SGLang logs them when it falls back to another kernel by
@@ -46,7 +46,8 @@ _GPU_REFUSAL = (
     r" (gpu|device|architecture|arch)\b"
     r"|\brequires? (that )?(the |this |your )?(cpu|host|machine|processor)?( has| to have| with)?"
     r" ?(intel )?(amx|avx-?512\w*|avx2|sve2?|neon)\b"
-    r"|\b(amx|avx-?512\w*)( support)? (is |are )?not (supported|available|detected)\b)"
+    r"|\b(amx|avx-?512\w*)( support)? (is |are )?not (supported|available|detected)\b"
+    r"|\bonly (works|runs|supported) on (intel )?(amx|avx-?512\w*)\b)"
 )
 
 #: A refusal of the model's kind (an embedding, reward, encoder or classification model served

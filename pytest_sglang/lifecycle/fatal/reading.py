@@ -17,6 +17,7 @@ from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
     _chosen_off_its_device,
+    _chosen_quantization_refused,
     _clashing_choices,
     _empty_setting,
     _gpus_asked,
@@ -251,20 +252,21 @@ _NO_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception):?$")
 def _refined(
     texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
 ) -> tuple[str, str]:
-    """The cause and message of the exception on ``index`` once the rest of the record is read:
-    a file that is not there whose path a logged setting gave is that setting's (a model's path:
-    model not found; any other: the config), wherever it was read; an address setting no socket
-    takes (a port past 65535, a host given as a URL) is the config, wherever the address was
-    first used; a GPU found missing where the logged device is the CPU is the config (a setting
-    reached for one), and so is a backend chosen for other hardware that finds what it needs
-    absent as it is built there (its package, the driver library: the frames of the whole chain
-    show which); a model path that names a file, not a directory, is a model not found,
-    whichever file was read first; a value of the model's config refused where the logged
-    override set it is the config; a crash (or a kernel the install lacks) through a flag without
-    the flag it needs, or a crash through two choices that cannot run together, is the config;
-    a cause that says what but not where takes the phase its frames name
-    (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing else
-    names is named by its words' family, if they have one."""
+    """The cause and message of the exception on ``index`` once the rest of the record is read: a
+    file that is not there whose path a logged setting gave is that setting's (a model's
+    path: model not found; any other: the config), wherever it was read; an address setting
+    no socket takes (a port past 65535, a host given as a URL) is the config, wherever the
+    address was first used; a GPU found missing where the logged device is the CPU is the
+    config (a setting reached for one), and so is a backend chosen for other hardware that
+    finds what it needs absent as it is built there (its package, the driver library: the
+    frames of the whole chain show which), and a quantization the config chose failing in its
+    own code on the checkpoint; a model path that names a file, not a directory, is a model
+    not found, whichever file was read first; a value of the model's config refused where the
+    logged override set it is the config; a crash (or a kernel the install lacks) through a
+    flag without the flag it needs, or a crash through two choices that cannot run together,
+    is the config; a cause that says what but not where takes the phase its frames name
+    (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing
+    else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
     missing_file = _missing_file_setting(texts[start:index], texts[index])
     if missing_file is not None:
@@ -289,6 +291,13 @@ def _refined(
     off_device = _chosen_off_its_device(texts[start:index], texts[index], chain_frames)
     if off_device is not None and reason in ("crashed", "broken install"):
         return "invalid config", f"{message} ({off_device})"
+    quantization = _chosen_quantization_refused(texts[start:index], chain_frames)
+    if (
+        quantization is not None
+        and reason in ("crashed", "model loading")
+        and _clashing_choices(texts[start:index], frames) is None  # a pair is more specific
+    ):
+        return "invalid config", f"{message} ({quantization})"
     needs = _missing_requirement(texts[start:index])
     if needs is not None and reason == "broken install" and _EXCEPTION.match(texts[index]):
         return "invalid config", f"{message} ({needs})"  # what is absent was never asked for
