@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 31
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 32
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -50,7 +50,8 @@ the backends and speculation a tuning run chooses: each attention backend the pa
 each speculative algorithm with the model as its own draft and the seed workflow's steps;
 STANDALONE speculation's steps, top-k and draft tokens at their edges. The thirty-first
 (:func:`cases31`): the numeric formats (quantization, KV cache and weight dtypes) and the other
-kernels (sampling, grammar) a tuning run chooses, each choice alone.
+kernels (sampling, grammar) a tuning run chooses, each choice alone. The thirty-second
+(:func:`cases32`): a seeded sample of every other flag's choices, each alone.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -245,6 +246,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "29": cases29,
         "30": cases30,
         "31": cases31,
+        "32": cases32,
     }[batch](real)
 
 
@@ -1104,6 +1106,33 @@ def cases31(real: RealSglang) -> list[Case]:
         for name in FORMAT_AND_KERNEL_FLAGS
         for choice in flags[name].choices
         if choice not in (flags[name].default, TIER_CHOICES.get(name))
+    ]  # fmt: skip
+
+
+SEED32 = 32
+#: The flags the thirtieth and thirty-first batches gave every choice of.
+ENUMERATED = ("--attention-backend", *FORMAT_AND_KERNEL_FLAGS)
+
+
+def cases32(real: RealSglang) -> list[Case]:
+    """The thirty-second batch, by rule: a seeded sample of 40 of the real parser's (flag,
+    choice) pairs, over every flag that takes one value from a set of choices but those of
+    :data:`ENUMERATED` and those that reach off the machine (:data:`REACHES_OUT`), each choice
+    other than the flag's default, each alone. Expected: *invalid config* (a choice this
+    machine, model or checkpoint cannot run, as the fifteenth batch's rule C labelled
+    another choice)."""
+    pairs = sorted(
+        (flag.name, choice)
+        for flag in _parser_flags(real)
+        if flag.takes_one and flag.choices and flag.name not in ENUMERATED
+        and not REACHES_OUT.search(flag.name)
+        for choice in flag.choices
+        if choice != flag.default
+    )  # fmt: skip
+    return [
+        Case(id=f"{_flag_id(name)}_{_value_id(choice)}", fault=f"{name} {choice}",
+             argv=(name, choice), expected="invalid config")
+        for name, choice in sorted(random.Random(SEED32).sample(pairs, 40))
     ]  # fmt: skip
 
 
