@@ -69,6 +69,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh29_": (7, (6, 7)),  # the same: the sizes a tuning sweep sets, at their edges
     "fresh30_": (39, (14, 39)),  # the same: attention backends, speculative algorithms and steps
     "fresh31_": (33, (14, 33)),  # the same: quantization, KV cache and weight dtypes, kernels
+    "fresh32_": (12, (11, 12)),  # the same: a seeded sample of every other flag's choices
 }
 
 
