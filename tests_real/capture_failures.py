@@ -216,6 +216,11 @@ def _ask(real: RealSglang, program: str) -> list[Any]:
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def _ask_names(real: RealSglang, program: str) -> list[str]:
+    """The names ``program``, run by the real package's Python, prints as a JSON list."""
+    return [str(name) for name in _ask(real, program)]
+
+
 def _file_case(ident: str, fault: str, expected: str, model_break: tuple[str, str]) -> Case:
     """A case that breaks one of the model's files and passes no other flag."""
     return Case(id=ident, fault=fault, argv=(), expected=expected, model_break=model_break)
@@ -391,7 +396,7 @@ def _typed_env_vars(real: RealSglang) -> list[str]:
         "typed = (e.EnvInt, e.EnvFloat, e.EnvBool)\n"
         "print(json.dumps(sorted(k for k, v in vars(e.Envs).items() if isinstance(v, typed))))\n"
     )
-    return [str(name) for name in _ask(real, program)]
+    return _ask_names(real, program)
 
 
 def cases16(real: RealSglang) -> list[Case]:
@@ -501,7 +506,7 @@ def _switches(real: RealSglang) -> list[str]:
         "    out.add(sorted(on, key=len)[-1])\n"
         "print(json.dumps(sorted(out)))\n"
     )
-    return [str(name) for name in _ask(real, program)]
+    return _ask_names(real, program)
 
 
 def cases18(real: RealSglang) -> list[Case]:
@@ -677,7 +682,7 @@ def _architectures(real: RealSglang) -> list[str]:
         "from sglang.srt.models.registry import ModelRegistry\n"
         "print(json.dumps(sorted(ModelRegistry.get_supported_archs())))\n"
     )
-    return [str(name) for name in _ask(real, program)]
+    return _ask_names(real, program)
 
 
 def cases22(real: RealSglang) -> list[Case]:
@@ -1045,7 +1050,7 @@ def _speculative_algorithms(real: RealSglang) -> list[str]:
         "names = [a.name for a in s.SpeculativeAlgorithm if a.name != 'NONE']\n"
         "print(json.dumps(names + sorted(s._RESERVED_ALIASES)))\n"
     )
-    return [str(name) for name in _ask(real, program)]
+    return _ask_names(real, program)
 
 
 def cases30(real: RealSglang) -> list[Case]:

@@ -102,12 +102,14 @@ def _deploy_and_read(deployer: SystemdDeployer, transport: Any, config: ServerCo
         deployer.deploy(plan)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if transport.run("systemctl is-active --quiet -- %s", SERVICE).ok:
+            shown = transport.check_output(
+                "systemctl show -p ActiveState -p ExecMainStatus -- %s", SERVICE
+            )
+            state = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+            if state.get("ActiveState") == "active":
                 return _proc(transport)
-            status = transport.check_output(
-                "systemctl show -p ExecMainStatus --value -- %s", SERVICE
-            ).strip()
-            if transport.run("systemctl is-failed --quiet -- %s", SERVICE).ok:
+            if state.get("ActiveState") == "failed":
+                status = state.get("ExecMainStatus", "")
                 if status == "219" and attempt == 1:
                     break
                 shown = transport.run("systemctl status --no-pager -- %s", SERVICE).stdout

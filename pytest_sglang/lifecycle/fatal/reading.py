@@ -287,11 +287,11 @@ def _refined(
         message = f"{message} (the model's config.json gives no {lacking})"
     if reason == "no GPU" and _runs_on_cpu(texts[start:index]):
         return "invalid config", f"{message} (device='cpu': another setting reached for a GPU)"
-    chain_frames = [frame for at in _chain_of(texts, index) for frame in _frames_above(texts, at)]
-    off_device = _chosen_off_its_device(texts[start:index], texts[index], chain_frames)
+    chain = _chain_frames(texts, index) if reason in _REFINED_BY_CHAIN else []
+    off_device = _chosen_off_its_device(texts[start:index], texts[index], chain)
     if off_device is not None and reason in ("crashed", "broken install"):
         return "invalid config", f"{message} ({off_device})"
-    quantization = _chosen_quantization_refused(texts[start:index], chain_frames)
+    quantization = _chosen_quantization_refused(texts[start:index], chain)
     if (
         quantization is not None
         and reason in ("crashed", "model loading")
@@ -326,6 +326,16 @@ def _refined(
         # the last reading: what the message's own words say of its family (:mod:`.words`)
         reason = family_named_by_words(texts[index]) or reason
     return reason, message
+
+
+#: The causes a chosen component's frames anywhere in the exception chain can refine.
+_REFINED_BY_CHAIN = ("crashed", "broken install", "model loading")
+
+
+def _chain_frames(texts: Sequence[str], index: int) -> list[str]:
+    """The frames of every traceback of the chain the exception on ``index`` belongs to: the
+    cause cited is often the first exception, the component's frames in the one chained to it."""
+    return [frame for at in _chain_of(texts, index) for frame in _frames_above(texts, at)]
 
 
 #: The causes a start that cannot use its own address fails with, wherever it first uses it:
