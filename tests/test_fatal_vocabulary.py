@@ -1426,3 +1426,44 @@ def test_a_cpu_feature_refusal_in_other_words_is_the_config() -> None:
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "invalid config", fatal
     assert "a choice this CPU server cannot run: quantization='w8a8_int8'" in fatal.message
+
+
+def test_a_refusal_naming_a_flag_with_its_value_names_that_setting() -> None:
+    """The thirty-second batch's ``--bf16-gemm-backend cutedsl requires SM100/SM103``: the
+    refusal says which setting it refuses, by its flag and value, though the classifier knows no
+    module named after it; a flag given with another value is advice, not what was refused."""
+    dump = "{'model_path': '/m', 'device': 'cpu', 'attention_backend': 'torch_native', "
+    refused = _raised(
+        "server_args.py",
+        "raise ValueError(...)",
+        "ValueError: --bf16-gemm-backend cutedsl requires SM100/SM103 (Blackwell)",
+        dump + "'bf16_gemm_backend': 'cutedsl'}",
+    )
+    fatal = find_fatal(refused)
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert fatal.message.endswith(
+        "(a choice this CPU server cannot run: bf16_gemm_backend='cutedsl')"
+    )
+    advised = _raised(
+        "layers/attention/flashattention_backend.py",
+        "assert ..., ...",
+        "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "
+        "`--attention-backend flashinfer`.",
+        "{'model_path': '/m', 'device': 'cpu', 'attention_backend': 'fa3'}",
+    )
+    fatal = find_fatal(advised)
+    assert fatal is not None and "attention_backend='fa3'" in fatal.message, fatal
+
+
+def test_an_attribute_named_after_a_chosen_component_is_that_choice() -> None:
+    """The thirtieth and thirty-second batches' ``qsa``: the memory pool a model builds lacks
+    the attribute the chosen backend reads (``qsa_compress_ratio``), named after the choice: the
+    backend does not fit this model. An attribute no choice names stays a crash."""
+    dump = "{'model_path': '/m', 'device': 'cpu', 'decode_attention_backend': 'qsa'}"
+    lacking = "AttributeError: 'MHATokenToKVPool' object has no attribute '{}'"
+    where, statement = "layers/attention/qwen_sparse_attn_backend.py", "self.ratio = pool.x"
+    fatal = find_fatal(_raised(where, statement, lacking.format("qsa_compress_ratio"), dump))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(decode_attention_backend='qsa' expects a 'qsa_compress_ratio'" in fatal.message
+    fatal = find_fatal(_raised(where, statement, lacking.format("compress_ratio"), dump))
+    assert fatal is not None and fatal.reason != "invalid config", fatal

@@ -167,13 +167,41 @@ def _clashing_choices(texts: Sequence[str], frames: Sequence[str]) -> str | None
     return f"{first}={choices[first]!r} with {second}={choices[second]!r}"
 
 
+#: A command-line flag and the value after it, as a message names them (``--bf16-gemm-backend
+#: cutedsl``, ``--dtype=half``).
+_FLAG_IN_TEXT = re.compile(
+    r"(?<![\w-])--(?P<name>[a-z][a-z0-9]*(?:-[a-z0-9]+)+)[ =]['\"`]?(?P<value>[\w.-]+)"
+)
+
+
+def _flags_said(texts: Sequence[str], line: str) -> dict[str, str]:
+    """The settings ``line`` names by their flag and the value the last logged ``server_args``
+    gave them (``--bf16-gemm-backend cutedsl requires SM100``): a refusal naming the flag with
+    its value refuses that setting, whatever kind it is. A flag with another value is advice
+    (``Please use `--attention-backend flashinfer```), not what was refused."""
+    args = _last_logged_args(texts)
+    said: dict[str, str] = {}
+    for found in _FLAG_IN_TEXT.finditer(line):
+        name = found["name"].replace("-", "_")
+        if name in args and str(args[name]).lower() == found["value"].lower():
+            said[name] = str(args[name])
+    return said
+
+
 def _refused_choice(texts: Sequence[str], where: Sequence[str]) -> str | None:
-    """The logged choice a GPU refusal is about, said in one phrase: the choices whose value
-    the refusal or its frames name, else the backends chosen; None without a dump."""
-    choices = _logged_choices(texts)
-    words = [[part for part in re.split(r"[^a-z0-9]+", line.lower()) if part] for line in where]
-    named = [flag for flag, value in choices.items() if any(_names_choice(value, w) for w in words)]
-    named = named or [flag for flag in choices if flag.endswith("_backend")]
+    """The logged choice a GPU refusal is about, said in one phrase: the settings the refusal
+    names by their flag, else the choices whose value the refusal or its frames name, else the
+    backends chosen; None without a dump."""
+    choices = _flags_said(texts, where[0]) if where else {}
+    if not choices:
+        choices = _logged_choices(texts)
+        words = [[part for part in re.split(r"[^a-z0-9]+", line.lower()) if part] for line in where]
+        named = [
+            flag for flag, value in choices.items() if any(_names_choice(value, w) for w in words)
+        ]
+        named = named or [flag for flag in choices if flag.endswith("_backend")]
+    else:
+        named = list(choices)
     if not named:
         return None
     said = ", ".join(f"{flag}={choices[flag]!r}" for flag in named)
@@ -277,6 +305,26 @@ def _chosen_off_its_device(
                 f"{flag}={value!r} chosen on a device='cpu' server: its code needs hardware "
                 "that is not there"
             )
+    return None
+
+
+#: An attribute an object lacks, in Python's words (``'MHATokenToKVPool' object has no
+#: attribute 'qsa_compress_ratio'``).
+_NO_ATTRIBUTE = re.compile(r"^([\w.]+\.)?AttributeError: .* has no attribute '(?P<name>\w+)'")
+
+
+def _attribute_of_a_choice(texts: Sequence[str], exception: str) -> str | None:
+    """The chosen component an object lacks an attribute for, said in one phrase: where the
+    missing attribute is named after a logged choice's value (``qsa_compress_ratio`` with
+    ``decode_attention_backend='qsa'``), the choice expects what the model or its memory pool
+    does not provide; the fix is another value. None otherwise."""
+    found = _NO_ATTRIBUTE.match(exception)
+    if found is None:
+        return None
+    words = [part for part in found["name"].lower().split("_") if part]
+    for flag, value in _logged_choices(texts).items():
+        if _names_choice(value, words):
+            return f"{flag}={value!r} expects a {found['name']!r} this model does not provide"
     return None
 
 

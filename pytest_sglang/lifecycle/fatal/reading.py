@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
+    _attribute_of_a_choice,
     _chosen_off_its_device,
     _chosen_quantization_refused,
     _clashing_choices,
@@ -305,6 +306,7 @@ def _refined(
         missing = (
             needs
             or _clashing_choices(texts[start:index], frames)
+            or _attribute_of_a_choice(texts[start:index], texts[index])
             or _divided_by_a_setting(texts, start, index)
             or _given_empty(texts, start, index)
         )
