@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 32
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 33
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -51,7 +51,9 @@ each speculative algorithm with the model as its own draft and the seed workflow
 STANDALONE speculation's steps, top-k and draft tokens at their edges. The thirty-first
 (:func:`cases31`): the numeric formats (quantization, KV cache and weight dtypes) and the other
 kernels (sampling, grammar) a tuning run chooses, each choice alone. The thirty-second
-(:func:`cases32`): a seeded sample of every other flag's choices, each alone.
+(:func:`cases32`): a seeded sample of every other flag's choices, each alone. The thirty-third
+(:func:`cases33`): a seeded sample of pairs of the settings a tuning run changes by choosing
+(every flag's choices and every switch), each pair changed together.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -252,6 +254,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "30": cases30,
         "31": cases31,
         "32": cases32,
+        "33": cases33,
     }[batch](real)
 
 
@@ -1139,6 +1142,47 @@ def cases32(real: RealSglang) -> list[Case]:
              argv=(name, choice), expected="invalid config")
         for name, choice in sorted(random.Random(SEED32).sample(pairs, 40))
     ]  # fmt: skip
+
+
+SEED33 = 33
+
+
+def _settings(real: RealSglang) -> list[tuple[str, ...]]:
+    """Every single setting a tuning run can change by choosing: each flag that takes one value
+    from a set of choices given each choice other than its default and the tier's own, and each
+    switch turned on; those that reach off the machine (:data:`REACHES_OUT`) left out."""
+    chosen = [
+        (flag.name, choice)
+        for flag in _parser_flags(real)
+        if flag.takes_one and flag.choices and not REACHES_OUT.search(flag.name)
+        for choice in flag.choices
+        if choice not in (flag.default, TIER_CHOICES.get(flag.name))
+    ]  # fmt: skip
+    switched = [(flag,) for flag in _switches(real) if not REACHES_OUT.search(flag)]
+    return sorted([*chosen, *switched])
+
+
+def cases33(real: RealSglang) -> list[Case]:
+    """The thirty-third batch, by rule: a seeded sample of 50 pairs of :func:`_settings`, two
+    different flags in each, each pair changed together (as a tuning run changes two things at
+    once). Expected: *invalid config* (settings this machine, model or checkpoint cannot run,
+    alone or together, as the twenty-sixth batch labelled its pairs)."""
+    settings = _settings(real)
+    draw = random.Random(SEED33)
+    pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    while len(pairs) < 50:
+        first, second = sorted(draw.sample(settings, 2))
+        if first[0] != second[0] and (first, second) not in pairs:
+            pairs.append((first, second))
+    return [
+        Case(id=f"pair33_{_setting_id(a)}__{_setting_id(b)}", fault=" ".join((*a, *b)),
+             argv=(*a, *b), expected="invalid config")
+        for a, b in pairs
+    ]  # fmt: skip
+
+
+def _setting_id(setting: tuple[str, ...]) -> str:
+    return "_".join((_flag_id(setting[0]), *(_value_id(value) for value in setting[1:])))
 
 
 def _wrong_type(value: object) -> object:
