@@ -70,6 +70,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh30_": (39, (14, 39)),  # the same: attention backends, speculative algorithms and steps
     "fresh31_": (33, (14, 33)),  # the same: quantization, KV cache and weight dtypes, kernels
     "fresh32_": (12, (11, 12)),  # the same: a seeded sample of every other flag's choices
+    "fresh33_": (25, (23, 25)),  # the same: a seeded sample of pairs of settings changed together
 }
 
 

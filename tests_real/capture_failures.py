@@ -1396,10 +1396,29 @@ _TREE_ENDING = re.compile(r"SIGQUIT received|Received sigquit|scheduler is dead"
 ISOLATED = ("unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "isolated")
 
 
+#: The lowest port the server is given: below the kernel's ephemeral range, as the plugin's own
+#: ``free_port`` picks (pytest_sglang.lifecycle.launch_plan).
+PORT_LOW = 20000
+
+
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on, below the ephemeral range: a port ``bind(0)`` hands out is one
+    an outgoing connection of the server's own processes (torch.distributed's store client, in
+    the server's own network namespace) may take before the server binds it, which the
+    thirty-third batch's first capture of one pair met as ``[Errno 98] address already in use``."""
+    try:
+        low, _ = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        ephemeral_low = int(low)
+    except (OSError, ValueError):
+        ephemeral_low = 32768
+    for port in random.sample(range(PORT_LOW, ephemeral_low), 64):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port between {PORT_LOW} and {ephemeral_low}")
 
 
 def capture(
