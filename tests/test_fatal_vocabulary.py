@@ -1467,3 +1467,31 @@ def test_an_attribute_named_after_a_chosen_component_is_that_choice() -> None:
     assert "(decode_attention_backend='qsa' expects a 'qsa_compress_ratio'" in fatal.message
     fatal = find_fatal(_raised(where, statement, lacking.format("compress_ratio"), dump))
     assert fatal is not None and fatal.reason != "invalid config", fatal
+
+
+def _overlap_loader(enable_lora: str) -> list[str]:
+    """The thirty-third batch's shape: the scheduler builds the LoRA overlap loader, which reads
+    the LoRA manager that ``--enable-lora`` would have built."""
+    return [
+        "[2026-12-06 00:44:32] server_args={'model_path': '/m', 'device': 'cpu', "
+        f"'enable_lora': {enable_lora}, 'enable_lora_overlap_loading': True}}",
+        SCHED,
+        f'  File "{_SITE}/sglang/srt/managers/scheduler.py", line 2411, in init_lora_overlap_loader',
+        "    self.lora_overlap_loader = LoRAOverlapLoader(",
+        f'  File "{_SITE}/sglang/srt/lora/lora_overlap_loader.py", line 24, in __init__',
+        "    self.device_module = torch.get_device_module(self.lora_manager.device)",
+        "AttributeError: 'NoneType' object has no attribute 'device'",
+        "",
+        SIGQUIT,
+    ]
+
+
+def test_a_switch_on_without_the_feature_it_extends_is_the_config() -> None:
+    """``--enable-lora-overlap-loading`` without ``--enable-lora``: the extension uses what the
+    feature would have built (``None``) in the feature's own frames; the fix is the feature's
+    switch. With the feature on, the same crash stays a crash."""
+    fatal = find_fatal(_overlap_loader("None"))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(enable_lora_overlap_loading=True without enable_lora" in fatal.message
+    fatal = find_fatal(_overlap_loader("True"))
+    assert fatal is not None and fatal.reason == "crashed", fatal

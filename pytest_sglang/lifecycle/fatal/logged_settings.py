@@ -328,6 +328,35 @@ def _attribute_of_a_choice(texts: Sequence[str], exception: str) -> str | None:
     return None
 
 
+#: Something used that was never built, in Python's words: an attribute or a call on ``None``.
+_USED_NONE = re.compile(r"^([\w.]+\.)?(AttributeError|TypeError): 'NoneType' object ")
+
+
+def _feature_left_off(texts: Sequence[str], exception: str, frames: Sequence[str]) -> str | None:
+    """A switch turned on without the feature it extends, said in one phrase: where something
+    never built is used (:data:`_USED_NONE`) in SGLang frames of a feature whose switch is off
+    (``enable_lora=None``) while a switch that extends it is on (``enable_lora_overlap_loading``),
+    the extension ran without what the feature would have built; the fix is the feature's own
+    switch. None otherwise."""
+    if not _USED_NONE.match(exception):
+        return None
+    args = _last_logged_args(texts)
+    words = [word for frame in frames for word in _frame_words(frame)]
+    for name, value in args.items():
+        parts = name.split("_")
+        if value is not True or parts[0] != "enable" or len(parts) < 3:
+            continue
+        for size in range(1, len(parts) - 1):
+            base = "_".join(parts[: size + 1])
+            if (
+                base in args
+                and not args[base]
+                and _names_choice(" ".join(parts[1 : size + 1]), words)
+            ):
+                return f"{name}=True without {base}, the feature it extends"
+    return None
+
+
 #: Where a quantization method's own code runs: the checkpoint's quantization config being got
 #: for it, or the method's module.
 _QUANTIZATION_FRAME = re.compile(

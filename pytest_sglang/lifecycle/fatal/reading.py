@@ -21,6 +21,7 @@ from .logged_settings import (
     _chosen_quantization_refused,
     _clashing_choices,
     _empty_setting,
+    _feature_left_off,
     _gpus_asked,
     _missing_file_setting,
     _missing_requirement,
@@ -307,6 +308,7 @@ def _refined(
             needs
             or _clashing_choices(texts[start:index], frames)
             or _attribute_of_a_choice(texts[start:index], texts[index])
+            or _feature_left_off(texts[start:index], texts[index], frames)
             or _divided_by_a_setting(texts, start, index)
             or _given_empty(texts, start, index)
         )
