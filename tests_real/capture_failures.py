@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 33
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 34
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -53,7 +53,8 @@ STANDALONE speculation's steps, top-k and draft tokens at their edges. The thirt
 kernels (sampling, grammar) a tuning run chooses, each choice alone. The thirty-second
 (:func:`cases32`): a seeded sample of every other flag's choices, each alone. The thirty-third
 (:func:`cases33`): a seeded sample of pairs of the settings a tuning run changes by choosing
-(every flag's choices and every switch), each pair changed together.
+(every flag's choices and every switch), each pair changed together. The thirty-fourth
+(:func:`cases34`): the same, drawn only from the settings no earlier batch changed.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -255,6 +256,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "31": cases31,
         "32": cases32,
         "33": cases33,
+        "34": cases34,
     }[batch](real)
 
 
@@ -1176,6 +1178,64 @@ def cases33(real: RealSglang) -> list[Case]:
             pairs.append((first, second))
     return [
         Case(id=f"pair33_{_setting_id(a)}__{_setting_id(b)}", fault=" ".join((*a, *b)),
+             argv=(*a, *b), expected="invalid config")
+        for a, b in pairs
+    ]  # fmt: skip
+
+
+SEED34 = 34
+#: The failure corpus, whose index says what every earlier batch changed (its ``source``).
+CORPUS_INDEX = Path(__file__).parent.parent / "tests" / "data" / "failures" / "index.json"
+#: Words a flag's name carries for where a setting applies, not what it sets: the
+#: ``--prefill-attention-backend`` and ``--decode-attention-backend`` choose the same backends
+#: as ``--attention-backend``, the draft model's ``--speculative-draft-model-quantization`` the
+#: same methods as ``--quantization``.
+WHERE_WORDS = frozenset({"speculative", "draft", "prefill", "decode", "model"})
+
+
+def _kind(flag: str) -> str:
+    """What a flag sets, without the words that only say where (:data:`WHERE_WORDS`)."""
+    return "-".join(w for w in flag.lstrip("-").split("-") if w not in WHERE_WORDS) or flag
+
+
+def _settings_changed_before() -> set[tuple[str, ...]]:
+    """Every setting an earlier real-package batch changed, by what it sets and its value (a
+    switch by itself): the flags and values of each corpus case taken from the real package
+    (its ``source`` ends ``with <what was changed>``)."""
+    seen: set[tuple[str, ...]] = set()
+    for case in json.loads(CORPUS_INDEX.read_text()):
+        changed = str(case["source"]).partition(" with ")[2]
+        words = changed.split()
+        for at, word in enumerate(words):
+            if not word.startswith("--"):
+                continue
+            value = (
+                words[at + 1]
+                if at + 1 < len(words) and not words[at + 1].startswith("--")
+                else None
+            )
+            seen.add((_kind(word),) if value is None else (_kind(word), value))
+    return seen
+
+
+def cases34(real: RealSglang) -> list[Case]:
+    """The thirty-fourth batch, by rule: as the thirty-third (a seeded sample of 50 pairs of
+    :func:`_settings`, two different flags in each, changed together), drawn only from the
+    settings no earlier batch changed (:func:`_settings_changed_before`, a backend or format
+    counted as changed under any flag that chooses it). Expected: *invalid config*."""
+    seen = _settings_changed_before()
+    settings = [
+        setting for setting in _settings(real)
+        if (_kind(setting[0]), *setting[1:]) not in seen
+    ]  # fmt: skip
+    draw = random.Random(SEED34)
+    pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    while len(pairs) < 50:
+        first, second = sorted(draw.sample(settings, 2))
+        if first[0] != second[0] and (first, second) not in pairs:
+            pairs.append((first, second))
+    return [
+        Case(id=f"pair34_{_setting_id(a)}__{_setting_id(b)}", fault=" ".join((*a, *b)),
              argv=(*a, *b), expected="invalid config")
         for a, b in pairs
     ]  # fmt: skip
