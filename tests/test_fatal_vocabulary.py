@@ -1495,3 +1495,36 @@ def test_a_switch_on_without_the_feature_it_extends_is_the_config() -> None:
     assert "(enable_lora_overlap_loading=True without enable_lora" in fatal.message
     fatal = find_fatal(_overlap_loader("True"))
     assert fatal is not None and fatal.reason == "crashed", fatal
+
+
+def test_a_model_refused_for_a_feature_is_the_feature_chosen() -> None:
+    """The thirty-fourth batch's ``--language-only``: SGLang refuses the model type *for* a
+    feature the config turned on (encoder disaggregation); the model itself serves, so the
+    fix is the setting. A model type refused outright stays an unsupported model."""
+    fatal = find_fatal(
+        _raised(
+            "server_args.py",
+            "raise ValueError(...)",
+            "ValueError: Model type LlamaForCausalLM is not supported for encoder disaggregation.",
+        )
+    )
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    fatal = find_fatal(
+        _raised("configs/model_config.py", "raise ValueError(...)", "ValueError: Model type "
+                "FooForCausalLM is not supported.")
+    )  # fmt: skip
+    assert fatal is not None and fatal.reason == "unsupported model", fatal
+
+
+def test_a_load_format_that_finds_no_weights_of_its_kind_is_the_config() -> None:
+    """``--load-format pt`` over a safetensors checkpoint: no weights of the chosen kind are
+    found; the logged format says why. Without a chosen format the same line is the model's."""
+    missing = "RuntimeError: Cannot find any model weights with `/srv/models/llama`"
+    where, statement = "model_loader/loader.py", "raise RuntimeError(...)"
+    chosen = "{'model_path': '/srv/models/llama', 'load_format': 'pt'}"
+    fatal = find_fatal(_raised(where, statement, missing, chosen))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(load_format='pt' looks for weight files this model does not have)" in fatal.message
+    auto = "{'model_path': '/srv/models/llama', 'load_format': 'auto'}"
+    fatal = find_fatal(_raised(where, statement, missing, auto))
+    assert fatal is not None and fatal.reason == "model loading", fatal

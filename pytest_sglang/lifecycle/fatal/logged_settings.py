@@ -357,6 +357,25 @@ def _feature_left_off(texts: Sequence[str], exception: str, frames: Sequence[str
     return None
 
 
+#: No weight file of the kind looked for (SGLang's ``Cannot find any model weights with <path>``).
+_NO_WEIGHTS_FOUND = re.compile(r"Cannot find any model weights|No model weights found")
+
+
+def _load_format_finds_nothing(texts: Sequence[str], exception: str) -> str | None:
+    """The load format the config chose, said in one phrase, when no weights of it were found:
+    a ``load_format`` other than ``auto`` looks only for its own files (``pt``: ``*.pt``), so a
+    model directory that holds others (safetensors) has none of them; the fix is the format.
+    None without a chosen format or that failure."""
+    value = _last_logged_args(texts).get("load_format")
+    if (
+        not isinstance(value, str)
+        or value.lower() in ("", "auto")
+        or not _NO_WEIGHTS_FOUND.search(exception)
+    ):
+        return None
+    return f"load_format={value!r} looks for weight files this model does not have"
+
+
 #: Where a quantization method's own code runs: the checkpoint's quantization config being got
 #: for it, or the method's module.
 _QUANTIZATION_FRAME = re.compile(

@@ -23,6 +23,7 @@ from .logged_settings import (
     _empty_setting,
     _feature_left_off,
     _gpus_asked,
+    _load_format_finds_nothing,
     _missing_file_setting,
     _missing_requirement,
     _model_path_is_a_file,
@@ -255,20 +256,21 @@ def _refined(
     texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
 ) -> tuple[str, str]:
     """The cause and message of the exception on ``index`` once the rest of the record is read: a
-    file that is not there whose path a logged setting gave is that setting's (a model's
-    path: model not found; any other: the config), wherever it was read; an address setting
-    no socket takes (a port past 65535, a host given as a URL) is the config, wherever the
-    address was first used; a GPU found missing where the logged device is the CPU is the
-    config (a setting reached for one), and so is a backend chosen for other hardware that
-    finds what it needs absent as it is built there (its package, the driver library: the
-    frames of the whole chain show which), and a quantization the config chose failing in its
-    own code on the checkpoint; a model path that names a file, not a directory, is a model
-    not found, whichever file was read first; a value of the model's config refused where the
-    logged override set it is the config; a crash (or a kernel the install lacks) through a
-    flag without the flag it needs, or a crash through two choices that cannot run together,
-    is the config; a cause that says what but not where takes the phase its frames name
-    (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing
-    else names is named by its words' family, if they have one."""
+    file that is not there whose path a logged setting gave is that setting's (a model's path: model
+    not found; any other: the config), wherever it was read; an address setting no socket takes (a
+    port past 65535, a host given as a URL) is the config, wherever the address was first used; a
+    GPU found missing where the logged device is the CPU is the config (a setting reached for one),
+    and so is a backend chosen for other hardware that finds what it needs absent as it is built
+    there (its package, the driver library: the frames of the whole chain show which), and a
+    quantization the config chose failing in its own code on the checkpoint; a model path that names
+    a file, not a directory, is a model not found, whichever file was read first; a value of the
+    model's config refused where the logged override set it is the config, and so is a chosen load
+    format finding none of its files; a crash (or a kernel the install lacks) through a flag without
+    the flag it needs, a crash through two choices that cannot run together, through a choice an
+    attribute is named after, or through a feature whose switch is off, is the config; a cause that
+    says what but not where takes the phase its frames name (:data:`_WHERE_IT_FAILED`); a GPU
+    refusal names the choice it refuses; a crash nothing else names is named by its words' family,
+    if they have one."""
     frames = _frames_above(texts, index)
     missing_file = _missing_file_setting(texts[start:index], texts[index])
     if missing_file is not None:
@@ -281,9 +283,9 @@ def _refined(
     file_as_model = _model_path_is_a_file(texts[start:index])
     if file_as_model is not None and reason in _READS_THE_MODEL:
         return "model not found", f"{message} ({file_as_model})"
-    overridden = _overridden_field(texts[start:index], message)
-    if overridden is not None and reason in ("unsupported model", "model loading"):
-        return "invalid config", f"{message} ({overridden})"
+    chose = _model_read_as_chosen(texts[start:index], texts[index], reason, message)
+    if chose is not None:
+        return "invalid config", f"{message} ({chose})"
     lacking = _lacking_key(texts, index)
     if lacking is not None and reason in ("unsupported model", "model loading"):
         message = f"{message} (the model's config.json gives no {lacking})"
@@ -330,6 +332,18 @@ def _refined(
         # the last reading: what the message's own words say of its family (:mod:`.words`)
         reason = family_named_by_words(texts[index]) or reason
     return reason, message
+
+
+def _model_read_as_chosen(
+    texts: Sequence[str], exception: str, reason: str, message: str
+) -> str | None:
+    """The setting a model's failure to load came from, if the config chose it: a value of the
+    model's config the logged override set, or a load format that finds none of its files."""
+    overridden = _overridden_field(texts, message)
+    if overridden is not None and reason in ("unsupported model", "model loading"):
+        return overridden
+    load_format = _load_format_finds_nothing(texts, exception)
+    return load_format if reason == "model loading" else None
 
 
 #: The causes a chosen component's frames anywhere in the exception chain can refine.
