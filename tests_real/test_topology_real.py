@@ -82,8 +82,13 @@ def test_a_replica_dies_mid_benchmark(sglang_server, sglang_bench):
     result = sglang_bench(SIXTEEN, rounds=1)
     killer.join()
     assert not sglang_server.parts["replica-2"].deployer.state().running
-    # what was streaming from it when it died fails; the rest went to the other replica
-    assert result.completed + result.failed == 16 and result.failed <= 2, result.errors
+    # what was streaming from it when it died fails, and so does what the router sent it before
+    # it saw the replica gone (its request to the dead port: how many depends on timing, one
+    # run in several); the rest went to the other replica
+    assert result.completed + result.failed == 16 and 1 <= result.failed <= 8, result.errors
+    assert all("stream was cut" in e or "error sending request" in e for e in result.errors), (
+        result.errors
+    )
     with open("killed", "w") as fh:
         fh.write(f"{result.completed} {result.failed}")
 
