@@ -1169,18 +1169,7 @@ def cases33(real: RealSglang) -> list[Case]:
     different flags in each, each pair changed together (as a tuning run changes two things at
     once). Expected: *invalid config* (settings this machine, model or checkpoint cannot run,
     alone or together, as the twenty-sixth batch labelled its pairs)."""
-    settings = _settings(real)
-    draw = random.Random(SEED33)
-    pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
-    while len(pairs) < 50:
-        first, second = sorted(draw.sample(settings, 2))
-        if first[0] != second[0] and (first, second) not in pairs:
-            pairs.append((first, second))
-    return [
-        Case(id=f"pair33_{_setting_id(a)}__{_setting_id(b)}", fault=" ".join((*a, *b)),
-             argv=(*a, *b), expected="invalid config")
-        for a, b in pairs
-    ]  # fmt: skip
+    return _paired(_settings(real), SEED33, "pair33")
 
 
 SEED34 = 34
@@ -1198,12 +1187,16 @@ def _kind(flag: str) -> str:
     return "-".join(w for w in flag.lstrip("-").split("-") if w not in WHERE_WORDS) or flag
 
 
-def _settings_changed_before() -> set[tuple[str, ...]]:
-    """Every setting an earlier real-package batch changed, by what it sets and its value (a
-    switch by itself): the flags and values of each corpus case taken from the real package
-    (its ``source`` ends ``with <what was changed>``)."""
+def _settings_changed_before(batch: int) -> set[tuple[str, ...]]:
+    """Every setting a real-package batch before ``batch`` changed, by what it sets and its
+    value (a switch by itself): the flags and values of each such corpus case (its ``source``
+    ends ``with <what was changed>``). Later batches are left out, so that the rule draws the
+    same sample once its own batch and those after it are in the corpus."""
     seen: set[tuple[str, ...]] = set()
     for case in json.loads(CORPUS_INDEX.read_text()):
+        number = re.match(r"fresh(\d*)_", str(case["file"]))
+        if number is None or int(number[1] or 1) >= batch:
+            continue
         changed = str(case["source"]).partition(" with ")[2]
         words = changed.split()
         for at, word in enumerate(words):
@@ -1223,19 +1216,25 @@ def cases34(real: RealSglang) -> list[Case]:
     :func:`_settings`, two different flags in each, changed together), drawn only from the
     settings no earlier batch changed (:func:`_settings_changed_before`, a backend or format
     counted as changed under any flag that chooses it). Expected: *invalid config*."""
-    seen = _settings_changed_before()
+    seen = _settings_changed_before(34)
     settings = [
         setting for setting in _settings(real)
         if (_kind(setting[0]), *setting[1:]) not in seen
     ]  # fmt: skip
-    draw = random.Random(SEED34)
+    return _paired(settings, SEED34, "pair34")
+
+
+def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str) -> list[Case]:
+    """A seeded sample of 50 pairs of ``settings`` on two different flags, each pair changed
+    together, as cases expected to read *invalid config*."""
+    draw = random.Random(seed)
     pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     while len(pairs) < 50:
         first, second = sorted(draw.sample(settings, 2))
         if first[0] != second[0] and (first, second) not in pairs:
             pairs.append((first, second))
     return [
-        Case(id=f"pair34_{_setting_id(a)}__{_setting_id(b)}", fault=" ".join((*a, *b)),
+        Case(id=f"{prefix}_{_setting_id(a)}__{_setting_id(b)}", fault=" ".join((*a, *b)),
              argv=(*a, *b), expected="invalid config")
         for a, b in pairs
     ]  # fmt: skip
