@@ -1309,16 +1309,21 @@ def test_a_backend_chosen_on_a_cpu_server_that_finds_its_hardware_absent_is_the_
     """The thirtieth batch's family: with ``--device cpu`` logged, a backend chosen for other
     hardware fails as it is built on something absent (its package, the CUDA driver library, a
     name its guarded GPU import never defined): the choice is at fault, not the install. With a
-    GPU device logged, a package missing is the install's."""
+    GPU device logged, what is absent is the install's, but for an extra package SGLang does not
+    install, which stays the choice's (an extra package a setting asked for, below)."""
     fatal = find_fatal(_backend_built(backend, "cpu", exception))
     assert fatal is not None and fatal.reason == "invalid config", fatal
     assert f"(attention_backend={backend!r} chosen on a device='cpu' server" in fatal.message
     fatal = find_fatal(_backend_built(backend, "cuda", exception))
-    assert fatal is None or fatal.reason != "invalid config", fatal
+    if backend in ("wave", "hpc_ops"):  # wave_lang, hpc: extras
+        assert fatal is not None and fatal.reason == "invalid config", fatal
+        assert f"(attention_backend={backend!r} needs the package" in fatal.message
+    else:
+        assert fatal is None or fatal.reason != "invalid config", fatal
 
 
 def test_a_cpu_server_failing_outside_the_chosen_backend_is_not_named_after_it() -> None:
-    lines = _backend_built("wave", "cpu", "ModuleNotFoundError: No module named 'wave_lang'")
+    lines = _backend_built("wave", "cpu", "ModuleNotFoundError: No module named 'pybase64'")
     lines[2] = f'  File "{_SITE}/sglang/srt/model_executor/model_runner.py", line 9, in load'
     fatal = find_fatal(lines)
     assert fatal is not None and fatal.reason == "broken install", fatal
@@ -1528,3 +1533,50 @@ def test_a_load_format_that_finds_no_weights_of_its_kind_is_the_config() -> None
     auto = "{'model_path': '/srv/models/llama', 'load_format': 'auto'}"
     fatal = find_fatal(_raised(where, statement, missing, auto))
     assert fatal is not None and fatal.reason == "model loading", fatal
+
+
+@pytest.mark.parametrize(
+    ("setting", "exception", "named"),
+    [
+        (  # the thirty-fourth batch: the module is named after the chosen value's first word
+            "'load_format': 'runai_streamer'",
+            "ModuleNotFoundError: No module named 'runai_model_streamer'",
+            "load_format='runai_streamer' needs the package 'runai_model_streamer'",
+        ),
+        (  # the thirty-third: SGLang's own "Please install" words
+            "'load_format': 'bitsandbytes'",
+            "ImportError: Please install bitsandbytes>=0.44.0 via `pip install bitsandbytes>=0.44.0`"
+            " to use bitsandbytes quantizer.",
+            "load_format='bitsandbytes' needs the package 'bitsandbytes'",
+        ),
+        (  # the twenty-sixth: a switch, named by the message as a flag
+            "'enable_flexkv': True",
+            "RuntimeError: FlexKV is not installed. Please install the FlexKV package to use "
+            "--enable-flexkv.",
+            "enable_flexkv=True needs the package 'flexkv'",
+        ),
+    ],
+)
+def test_an_extra_package_a_setting_asked_for_missing_is_that_setting(
+    setting: str, exception: str, named: str
+) -> None:
+    """A package SGLang does not install itself, missing, where a logged setting chose what
+    needs it: the host serves every other config, so the setting is the cause (choose another
+    value, or install the extra for it), not the install."""
+    dump = f"{{'model_path': '/m', 'device': 'cuda', {setting}}}"
+    where, statement = "utils/extras.py", "import extra"
+    fatal = find_fatal(_raised(where, statement, exception, dump))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert f"({named}, which SGLang does not install)" in fatal.message
+    fatal = find_fatal(_raised(where, statement, exception, "{'model_path': '/m'}"))
+    assert fatal is not None and fatal.reason == "broken install", fatal
+
+
+def test_a_package_sglang_installs_itself_missing_stays_the_install() -> None:
+    """``sgl_kernel`` is SGLang's own requirement: missing, the install is broken, whatever
+    setting shares a word with it."""
+    dump = "{'model_path': '/m', 'attention_backend': 'flashinfer', 'sampling_backend': 'torch'}"
+    for missing in ("sgl_kernel", "flashinfer", "torch_memory_saver"):
+        exception = f"ModuleNotFoundError: No module named '{missing}'"
+        fatal = find_fatal(_raised("layers/sampler.py", "import x", exception, dump))
+        assert fatal is not None and fatal.reason == "broken install", (missing, fatal)

@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 34
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 35
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -54,7 +54,9 @@ kernels (sampling, grammar) a tuning run chooses, each choice alone. The thirty-
 (:func:`cases32`): a seeded sample of every other flag's choices, each alone. The thirty-third
 (:func:`cases33`): a seeded sample of pairs of the settings a tuning run changes by choosing
 (every flag's choices and every switch), each pair changed together. The thirty-fourth
-(:func:`cases34`): the same, drawn only from the settings no earlier batch changed.
+(:func:`cases34`): the same, drawn only from the settings no earlier batch changed. The
+thirty-fifth (:func:`cases35`): the same again, sixty pairs, the thirty-third's and thirty-fourth's
+settings now counted as changed.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -257,6 +259,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "32": cases32,
         "33": cases33,
         "34": cases34,
+        "35": cases35,
     }[batch](real)
 
 
@@ -1224,12 +1227,28 @@ def cases34(real: RealSglang) -> list[Case]:
     return _paired(settings, SEED34, "pair34")
 
 
-def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str) -> list[Case]:
-    """A seeded sample of 50 pairs of ``settings`` on two different flags, each pair changed
-    together, as cases expected to read *invalid config*."""
+SEED35 = 35
+
+
+def cases35(real: RealSglang) -> list[Case]:
+    """The thirty-fifth batch, by rule: as the thirty-fourth (pairs of :func:`_settings` no
+    earlier batch changed, each pair changed together), sixty pairs, the settings of every batch
+    before it counted as changed (the thirty-third's and thirty-fourth's among them). Expected:
+    *invalid config*."""
+    seen = _settings_changed_before(35)
+    settings = [
+        setting for setting in _settings(real)
+        if (_kind(setting[0]), *setting[1:]) not in seen
+    ]  # fmt: skip
+    return _paired(settings, SEED35, "pair35", count=60)
+
+
+def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str, count: int = 50) -> list[Case]:
+    """A seeded sample of ``count`` pairs of ``settings`` on two different flags, each pair
+    changed together, as cases expected to read *invalid config*."""
     draw = random.Random(seed)
     pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
-    while len(pairs) < 50:
+    while len(pairs) < count:
         first, second = sorted(draw.sample(settings, 2))
         if first[0] != second[0] and (first, second) not in pairs:
             pairs.append((first, second))
@@ -1592,7 +1611,7 @@ _DIED = re.compile(
 )
 
 
-def must_contain(text: str) -> str | None:
+def must_contain(text: str, batch: int = 35) -> str | None:
     """The line a failure's reason must cite, by the batches' fixed rule (not by reading it).
 
     The exception line that ends the first traceback, else argparse's ``error:`` line, else the
@@ -1606,11 +1625,18 @@ def must_contain(text: str) -> str | None:
     handling it does), as before the first link where every link speaks; and a process killed
     from outside, which leaves no error line, is cited where its death is said, not by the
     parent's last line (``kill_process_tree called``).
+
+    Since the thirty-fifth batch (``batch``; the same reasoning as the sixteenth's): a bare
+    ``AssertionError`` says nothing but its type, and the failed ``assert`` statement printed
+    just above it (under its ``^^^`` markers) says what was checked, so that statement is cited,
+    as the corpus's public reports cite one (``assert isinstance(params...)``).
     """
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.endswith("Traceback (most recent call last):"):
-            return _first_said_link(lines, i)
+            found = _first_said_link(lines, i)
+            statement = _failed_assert(lines, i, found) if batch >= 35 else None
+            return statement or found
     for line in lines:
         if ": error: " in line:
             return line
@@ -1622,6 +1648,19 @@ def must_contain(text: str) -> str | None:
             return _STAMP.sub("", line)
     logged = [line for line in lines if line.strip() and "it/s]" not in line]
     return _STAMP.sub("", logged[-1]) if logged else None
+
+
+def _failed_assert(lines: list[str], header: int, exception: str | None) -> str | None:
+    """The ``assert`` statement a bare ``AssertionError`` line (``exception``, of the traceback
+    opened on ``header``) was raised by: the source line just above it, past Python's ``^^^``
+    markers; None otherwise."""
+    if exception is None or exception.strip() != "AssertionError":
+        return None
+    at = lines.index(exception, header) - 1
+    while at >= 0 and lines[at].strip() and not lines[at].strip().strip("^~ "):
+        at -= 1
+    statement = lines[at].strip() if at >= 0 else ""
+    return statement if re.match(r"assert\b", statement) else None
 
 
 def _first_said_link(lines: list[str], header: int) -> str | None:

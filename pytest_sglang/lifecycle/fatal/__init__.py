@@ -11,6 +11,8 @@ order data flows through them (each imports only those before it):
   chains) and :func:`traceback_complete`;
 - :mod:`.logged_settings`: what the logged ``server_args`` say about a crash (a flag missing,
   two choices that clash, GPUs asked for);
+- :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that
+  asked for it;
 - :mod:`.placement`: where an exception no rule names lands, by its frames, type and phase;
 - :mod:`.words`: the family a crash's own words name, when nothing above does (the last reading);
 - :mod:`.reading`: :func:`find_fatal`, the entry point, and :class:`Fatal`, its answer.

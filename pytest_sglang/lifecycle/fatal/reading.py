@@ -33,6 +33,7 @@ from .logged_settings import (
     _unusable_address,
     _zero_setting,
 )
+from .packages import package_a_setting_needs
 from .patterns import (
     _GPU_REFUSAL,
     _HEADLESS,
@@ -252,26 +253,12 @@ _HEADER_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception): .*:$")
 _NO_MESSAGE = re.compile(r"^([\w.]+\.)?[A-Z]\w*(Error|Exception):?$")
 
 
-def _refined(
-    texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
-) -> tuple[str, str]:
-    """The cause and message of the exception on ``index`` once the rest of the record is read: a
-    file that is not there whose path a logged setting gave is that setting's (a model's path: model
-    not found; any other: the config), wherever it was read; an address setting no socket takes (a
-    port past 65535, a host given as a URL) is the config, wherever the address was first used; a
-    GPU found missing where the logged device is the CPU is the config (a setting reached for one),
-    and so is a backend chosen for other hardware that finds what it needs absent as it is built
-    there (its package, the driver library: the frames of the whole chain show which), and a
-    quantization the config chose failing in its own code on the checkpoint; a model path that names
-    a file, not a directory, is a model not found, whichever file was read first; a value of the
-    model's config refused where the logged override set it is the config, and so is a chosen load
-    format finding none of its files; a crash (or a kernel the install lacks) through a flag without
-    the flag it needs, a crash through two choices that cannot run together, through a choice an
-    attribute is named after, or through a feature whose switch is off, is the config; a cause that
-    says what but not where takes the phase its frames name (:data:`_WHERE_IT_FAILED`); a GPU
-    refusal names the choice it refuses; a crash nothing else names is named by its words' family,
-    if they have one."""
-    frames = _frames_above(texts, index)
+def _pointed_wrong(
+    texts: Sequence[str], start: int, index: int, reason: str, message: str
+) -> tuple[str, str] | None:
+    """The cause and message where a setting points somewhere wrong: a file that is not there
+    whose path a logged setting gave (a model's path: model not found; any other: the config),
+    an address no socket takes, a model path that names a file; None otherwise."""
     missing_file = _missing_file_setting(texts[start:index], texts[index])
     if missing_file is not None:
         setting, path = missing_file
@@ -283,6 +270,30 @@ def _refined(
     file_as_model = _model_path_is_a_file(texts[start:index])
     if file_as_model is not None and reason in _READS_THE_MODEL:
         return "model not found", f"{message} ({file_as_model})"
+    return None
+
+
+def _refined(
+    texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
+) -> tuple[str, str]:
+    """The cause and message of the exception on ``index`` once the rest of the record is read:
+    a setting that points somewhere wrong (:func:`_pointed_wrong`) is that setting's; a GPU found
+    missing where the logged device is the CPU is the config (a setting reached for one), and so
+    is a backend chosen for other hardware that finds what it needs absent as it is built there
+    (its package, the driver library: the frames of the whole chain show which), and a
+    quantization the config chose failing in its own code on the checkpoint; a value of the
+    model's config refused where the logged override set it is the config, and so is a chosen
+    load format finding none of its files; a package missing that SGLang does not install but a
+    logged setting asked for (:mod:`.packages`) is that setting's; a crash (or a kernel the
+    install lacks) through a flag without the flag it needs, a crash through two choices that
+    cannot run together, through a choice an attribute is named after, or through a feature
+    whose switch is off, is the config; a cause that says what but not where takes the phase its
+    frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash
+    nothing else names is named by its words' family, if they have one."""
+    frames = _frames_above(texts, index)
+    pointed = _pointed_wrong(texts, start, index, reason, message)
+    if pointed is not None:
+        return pointed
     chose = _model_read_as_chosen(texts[start:index], texts[index], reason, message)
     if chose is not None:
         return "invalid config", f"{message} ({chose})"
@@ -302,9 +313,11 @@ def _refined(
         and _clashing_choices(texts[start:index], frames) is None  # a pair is more specific
     ):
         return "invalid config", f"{message} ({quantization})"
-    needs = _missing_requirement(texts[start:index])
+    needs = _missing_requirement(texts[start:index]) or package_a_setting_needs(
+        texts[start:index], texts[index]
+    )
     if needs is not None and reason == "broken install" and _EXCEPTION.match(texts[index]):
-        return "invalid config", f"{message} ({needs})"  # what is absent was never asked for
+        return "invalid config", f"{message} ({needs})"  # never asked for, or an extra's
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
         missing = (
             needs
