@@ -1499,6 +1499,12 @@ def _free_port() -> int:
     raise RuntimeError(f"no free port between {PORT_LOW} and {ephemeral_low}")
 
 
+#: Flags that change the model's directory itself: ``--delete-ckpt-after-loading`` deletes the
+#: checkpoint once it is loaded (the thirty-fifth batch's first capture lost the shared tiny model
+#: to it, and every case after it failed for that). A case with one runs on a copy of its own.
+CHANGES_THE_MODEL = ("--delete-ckpt-after-loading",)
+
+
 def capture(
     real: RealSglang, case: Case, out_dir: Path, scratch: Path, isolated: bool = False
 ) -> dict[str, object]:
@@ -1507,10 +1513,15 @@ def capture(
     ``isolated`` (from the eighteenth batch on): the server runs in a network namespace of its
     own with only loopback up, so that whatever a broken setting makes it reach for stays on
     this machine (``unshare`` and ``ip``, as root)."""
+    if not (real.model / "config.json").exists():
+        raise RuntimeError(f"the tiny model {real.model} is gone: no case can be captured on it")
     model = real.model
     if case.model_break is not None:
         model = scratch / case.id
         _break_model(real.model, model, *case.model_break)
+    elif any(flag in case.argv for flag in CHANGES_THE_MODEL):
+        model = scratch / case.id
+        shutil.copytree(real.model, model)  # the case's own copy, for the flag to change
     qwen2 = scratch / "as_qwen2"
     if not qwen2.exists():
         shutil.copytree(real.model, qwen2)
