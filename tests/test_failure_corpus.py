@@ -72,6 +72,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh32_": (12, (11, 12)),  # the same: a seeded sample of every other flag's choices
     "fresh33_": (25, (23, 25)),  # the same: a seeded sample of pairs of settings changed together
     "fresh34_": (16, (11, 16)),  # the same, of settings no earlier batch changed
+    "fresh35_": (18, (15, 18)),  # the same, sixty pairs
 }
 
 

@@ -75,14 +75,18 @@ _PARENT_KILLS = re.compile(
 #: serving watchdog of releases and forks that have one (ktransformers') ends the tree.
 _SCHEDULER_DEAD = re.compile(r"Rank \d+ scheduler is dead\. Please check")
 _ARGPARSE = re.compile(r"^\S+: error: ")
+#: Uvicorn's words when the app's own startup (its lifespan) raised: it exits 3
+#: (``STARTUP_FAILURE``), as a tool-call parser whose chat encoding cannot be built ends 0.5.23.
+_APP_STARTUP_FAILED = "Application startup failed. Exiting."
 
 
 def replay_exit(lines: list[str]) -> str | int:
     """How the process that wrote ``lines`` ended: ``"SIGKILL"``, an exit code, or ``"ready"``.
 
     SGLang's parent kills its own process tree after a child's SIGQUIT or a failed warmup
-    (SIGKILL, as :func:`die`); argparse exits 2; a Python exception in the main process exits 1;
-    a log that reaches the ready line is a server that came up.
+    (SIGKILL, as :func:`die`); argparse exits 2; uvicorn exits 3 where the app's startup raised;
+    a Python exception in the main process exits 1; a log that reaches the ready line is a
+    server that came up.
     """
     if any(_PARENT_KILLS.search(line) for line in lines):
         return "SIGKILL"
@@ -95,6 +99,8 @@ def replay_exit(lines: list[str]) -> str | int:
         return 2
     if any(READY_LINE in line for line in lines):
         return "ready"
+    if any(_APP_STARTUP_FAILED in line for line in lines):
+        return 3
     return 1
 
 
