@@ -60,6 +60,16 @@ SGLANG_FIELDS: tuple[str, ...] = (
 )
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: SGLang flags that change what the host keeps, not only how the server runs, with what they
+#: do: ``--delete-ckpt-after-loading`` deletes the model's checkpoint directory once the
+#: weights are loaded (0.5.23; found when a capture of real starts lost its model to it), the
+#: files production serves from too.
+DESTRUCTIVE_FLAGS: dict[str, str] = {
+    "--delete-ckpt-after-loading": (
+        "deletes the model's checkpoint on the host once it is loaded (the files production "
+        "serves from, too): pytest-sglang does not deploy it"
+    ),
+}
 
 
 class FileSpec(BaseModel):
@@ -181,6 +191,7 @@ class ServerConfig(BaseModel):
         self._check_host()
         self._check_env_and_files()
         self._check_choices()
+        self._check_not_destructive()
         if self.model_path != PRODUCTION_MODEL:  # changes alone: checked once applied
             self._check_speculative()
         self._check_extra_args()
@@ -286,6 +297,16 @@ class ServerConfig(BaseModel):
                 problem = choice_error(flag, value)
                 if problem is not None:
                     raise ValueError(f"extra_args: {problem}")
+
+    def _check_not_destructive(self) -> None:
+        """A flag that changes the host's files beyond the server's own, refused: a test config
+        must leave the host as it found it, and no restore brings a deleted checkpoint back
+        (:data:`DESTRUCTIVE_FLAGS`; any spelling argparse takes, abbreviations included)."""
+        for group in split_flags(self.extra_args):
+            if group.resolved in DESTRUCTIVE_FLAGS:
+                raise ValueError(
+                    f"extra_args: {group.resolved} {DESTRUCTIVE_FLAGS[group.resolved]}"
+                )
 
     def _check_extra_args(self) -> None:
         typed = _typed_flags()

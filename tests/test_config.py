@@ -230,6 +230,12 @@ def test_digest_is_stable_and_content_sensitive() -> None:
         ({"extra_args": ["--tensor-parallel-size=4"]}, "extra_args", "tp_size"),
         ({"extra_args": ["--tp", "4"]}, "extra_args", "abbreviates --tp-size"),
         ({"extra_args": ["--cuda-graph-max-bs", "8"]}, "extra_args", "cuda_graph_max_bs"),
+        (
+            {"extra_args": ["--delete-ckpt-after-loading"]},
+            "extra_args",
+            "--delete-ckpt-after-loading deletes the model's checkpoint on the host",
+        ),
+        ({"extra_args": ["--delete-ckpt"]}, "extra_args", "does not deploy it"),
         ({"model_path": "a\nb"}, "model_path", "newline"),
         ({"served_model_name": "a\x00b"}, "served_model_name", "NUL"),
         ({"extra_args": ["--x\n"]}, "extra_args", "newline"),
