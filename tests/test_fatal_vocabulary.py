@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sglang.lifecycle.journal import find_fatal
+from pytest_sglang.lifecycle.journal import find_fatal, traceback_complete
 
 SCHED = "[2026-12-05 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):"
 SIGQUIT = "[2026-12-05 10:00:01] Received sigquit from a child process. It usually means the child failed."
@@ -1580,3 +1580,23 @@ def test_a_package_sglang_installs_itself_missing_stays_the_install() -> None:
         exception = f"ModuleNotFoundError: No module named '{missing}'"
         fatal = find_fatal(_raised("layers/sampler.py", "import x", exception, dump))
         assert fatal is not None and fatal.reason == "broken install", (missing, fatal)
+
+
+def test_a_cpp_terminate_is_complete_only_once_its_what_line_is_there() -> None:
+    """The systemd replay of ``illegal_memory_access_nccl_watchdog.log`` read once between its
+    ``terminate called`` line and the ``what():`` line that says *CUDA error: an illegal memory
+    access* (seen under load in ``make test``): the record read then named NCCL. A reader
+    waits for that line, as for a traceback's exception line."""
+    head = [
+        "[2026-11-30 10:00:23] INFO:     Uvicorn running on http://0.0.0.0:30000",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+    ]
+    what = (
+        "  what():  [PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated with "
+        "exception: CUDA error: an illegal memory access was encountered"
+    )
+    assert not traceback_complete(head)
+    early = find_fatal(head)
+    assert early is not None and not early.complete
+    fatal = find_fatal([*head, what])
+    assert fatal is not None and fatal.complete and fatal.reason == "CUDA error", fatal

@@ -109,11 +109,19 @@ def _exception_line(texts: Sequence[str], start: int) -> int | None:
     return None
 
 
+#: The C++ runtime's last words for an uncaught exception; the line after it, when it prints
+#: one, says what it was (``terminate called after throwing an instance of
+#: 'c10::DistBackendError'``, then ``  what():  [PG ID 2 ...] ... CUDA error: an illegal memory
+#: access was encountered``).
+_TERMINATE = re.compile(r"terminate called after throwing an instance of ")
+
+
 def traceback_complete(lines: Sequence[str], start: int = 0) -> bool:
     """Whether every traceback begun at or after ``start`` has printed its exception line.
 
     A traceback is written frame by frame and ends with the exception (``RuntimeError: ...``);
-    a chained one (``The above exception was the direct cause...``) continues after it. Until
+    a chained one (``The above exception was the direct cause...``) continues after it, and the
+    C++ runtime's ``terminate called after throwing ...`` with the line after it. Until
     this is True the line that names the cause may still be on its way, so a reader waiting for
     the cause can stop waiting exactly when it is True instead of after a fixed settle time.
     """
@@ -134,6 +142,8 @@ def traceback_complete(lines: Sequence[str], start: int = 0) -> bool:
             index = end
         elif _CHAIN.match(texts[index]):
             pending = True
+        elif _TERMINATE.search(texts[index]) and not any(t.strip() for t in texts[index + 1 :]):
+            return False  # the last line yet: C++'s ``what():`` line, which says why, may follow
         index += 1
     return not pending
 
