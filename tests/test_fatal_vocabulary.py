@@ -1600,3 +1600,45 @@ def test_a_cpp_terminate_is_complete_only_once_its_what_line_is_there() -> None:
     assert early is not None and not early.complete
     fatal = find_fatal([*head, what])
     assert fatal is not None and fatal.complete and fatal.reason == "CUDA error", fatal
+
+
+def test_a_sharded_load_format_that_finds_no_files_of_its_kind_is_the_config() -> None:
+    """The thirty-fifth batch's ``--load-format sharded_state``: the same family as ``pt``, in
+    other words (``Could not find checkpoint files ... only pre-sharded checkpoints``)."""
+    missing = (
+        "ValueError: Could not find checkpoint files '/m/model-rank-0-part-*.safetensors', only "
+        "pre-sharded checkpoints are currently supported!"
+    )
+    where, statement = "model_loader/loader.py", "raise ValueError(...)"
+    chosen = "{'model_path': '/m', 'load_format': 'sharded_state'}"
+    fatal = find_fatal(_raised(where, statement, missing, chosen))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(load_format='sharded_state' looks for weight files" in fatal.message
+    fatal = find_fatal(_raised(where, statement, missing, "{'model_path': '/m'}"))
+    assert fatal is not None and fatal.reason != "invalid config", fatal
+
+
+def test_a_refusal_naming_a_chosen_value_is_that_setting_wherever_it_is_raised() -> None:
+    """The thirty-fifth batch's ``--reasoning-parser response_template``: the parser refuses to
+    run without its template, in the tokenizer manager's frames; the refusal names the value
+    the setting chose, so it is the setting's, not the tokenizer's. Without that value logged,
+    the frames place it."""
+
+    def record(dump: str) -> list[str]:
+        return [
+            f"[2026-12-06 04:20:11] server_args={dump}",
+            SCHED,
+            f'  File "{_SITE}/sglang/srt/managers/scheduler.py", line 941, in init_tokenizer',
+            "    self.reasoning_parser = ReasoningParser(",
+            f'  File "{_SITE}/sglang/srt/parser/response_template.py", line 196, in _load',
+            '    raise ValueError("response_template is required")',
+            "ValueError: response_template is required",
+            "",
+            SIGQUIT,
+        ]
+
+    fatal = find_fatal(record("{'model_path': '/m', 'reasoning_parser': 'response_template'}"))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(reasoning_parser='response_template' is refused)" in fatal.message
+    fatal = find_fatal(record("{'model_path': '/m'}"))
+    assert fatal is not None and fatal.reason == "tokenizer", fatal

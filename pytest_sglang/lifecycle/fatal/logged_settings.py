@@ -358,7 +358,9 @@ def _feature_left_off(texts: Sequence[str], exception: str, frames: Sequence[str
 
 
 #: No weight file of the kind looked for (SGLang's ``Cannot find any model weights with <path>``).
-_NO_WEIGHTS_FOUND = re.compile(r"Cannot find any model weights|No model weights found")
+_NO_WEIGHTS_FOUND = re.compile(
+    r"Cannot find any model weights|No model weights found|Could not find (any )?checkpoint files"
+)
 
 
 def _load_format_finds_nothing(texts: Sequence[str], exception: str) -> str | None:
@@ -428,4 +430,25 @@ def _overridden_field(texts: Sequence[str], message: str) -> str | None:
     for key in overrides:
         if f"'{key}'" in message:
             return f"json_model_override_args sets {key!r}"
+    return None
+
+
+#: A value distinctive enough to stand for its setting where a refusal names it: words joined by
+#: ``_`` or ``-``, or letters with digits (``response_template``, ``deepseek-v3``, ``fp8``), not a
+#: path, a number, or a bare common word.
+_DISTINCT_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9]*([_-][A-Za-z0-9]+)+$|^[A-Za-z]+\d[A-Za-z0-9]*$")
+
+
+def _value_refused(texts: Sequence[str], exception: str) -> str | None:
+    """The logged setting a refusal names by its value, said as ``name='value'``
+    (``ValueError: response_template is required`` with ``reasoning_parser='response_template'``):
+    what that setting chose is refused, wherever the refusal is raised (a parser's in the
+    tokenizer manager's frames). Paths and names are not choices; None when no distinctive
+    value (:data:`_DISTINCT_VALUE`) is named."""
+    words = [part for part in re.split(r"[^a-z0-9]+", exception.lower()) if part]
+    for name, value in _last_logged_args(texts).items():
+        if not isinstance(value, str) or name.endswith(("_path", "_dir", "_file", "_name")):
+            continue
+        if _DISTINCT_VALUE.match(value) and _names_choice(value, words):
+            return f"{name}={value!r}"
     return None

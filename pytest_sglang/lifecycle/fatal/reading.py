@@ -31,6 +31,7 @@ from .logged_settings import (
     _refused_choice,
     _runs_on_cpu,
     _unusable_address,
+    _value_refused,
     _zero_setting,
 )
 from .packages import package_a_setting_needs
@@ -71,6 +72,12 @@ _WHERE_IT_FAILED: dict[str, tuple[str, ...]] = {
     "CUDA error": ("CUDA graph capture",),
     "network": ("warmup failed", "NCCL"),
 }
+
+#: The phases a refusal can be placed in by its frames alone: one that names a logged
+#: setting's value there is still the setting's (:func:`_value_refused`).
+_PLACED_BY_FRAMES = ("tokenizer", "model loading", "warmup failed", "crashed")
+#: A refusal's types, as SGLang raises one for a value it will not run.
+_REFUSAL = re.compile(r"^([\w.]+\.)?(AssertionError|ValueError|NotImplementedError): ")
 
 #: An exception group's own line (``ExceptionGroup: unhandled errors in a TaskGroup``): it names
 #: no cause, its sub-exceptions printed below it do.
@@ -281,7 +288,8 @@ def _refined(
     missing where the logged device is the CPU is the config (a setting reached for one), and so
     is a backend chosen for other hardware that finds what it needs absent as it is built there
     (its package, the driver library: the frames of the whole chain show which), and a
-    quantization the config chose failing in its own code on the checkpoint; a value of the
+    quantization the config chose failing in its own code on the checkpoint; a refusal naming a
+    logged setting's value is that setting's, wherever its frames place it; a value of the
     model's config refused where the logged override set it is the config, and so is a chosen
     load format finding none of its files; a package missing that SGLang does not install but a
     logged setting asked for (:mod:`.packages`) is that setting's; a crash (or a kernel the
@@ -313,6 +321,9 @@ def _refined(
         and _clashing_choices(texts[start:index], frames) is None  # a pair is more specific
     ):
         return "invalid config", f"{message} ({quantization})"
+    refused = _value_refused(texts[start:index], texts[index])
+    if refused is not None and reason in _PLACED_BY_FRAMES and _REFUSAL.match(texts[index]):
+        return "invalid config", f"{message} ({refused} is refused)"
     needs = _missing_requirement(texts[start:index]) or package_a_setting_needs(
         texts[start:index], texts[index]
     )
