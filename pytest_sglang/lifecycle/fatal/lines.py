@@ -59,3 +59,10 @@ def _strip_prefix(line: str) -> str:
     """The line as :func:`_unwrap` gives it, without SGLang's timestamp prefix either: the
     words the rules and the traceback reading see."""
     return _TS_PREFIX.sub("", _unwrap(line), count=1)
+
+
+def words_of(text: str) -> list[str]:
+    """``text``'s words, lower-cased, split at everything but letters and digits
+    (``torch_native_backend.py`` -> torch, native, backend, py): how a setting's value, a
+    package's or a module's name and a message are compared word by word."""
+    return [part for part in re.split(r"[^a-z0-9]+", text.lower()) if part]

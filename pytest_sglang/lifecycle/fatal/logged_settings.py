@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ...addresses import host_problem
 from ...resolution import EAGLE_FAMILY
 from ...server_args import parse_server_args
+from .lines import words_of
 
 #: The settings that decide how many GPUs (and which) a start asks for, named with that refusal.
 _GPU_COUNT_FLAGS: tuple[str, ...] = (
@@ -133,7 +134,7 @@ def _names_choice(value: str, words: Sequence[str]) -> bool:
     words, or without its version digits (``eagle``)."""
     value = value.lower()
     for wanted in dict.fromkeys((value, value.rstrip("0123456789"))):
-        parts = [part for part in re.split(r"[^a-z0-9]+", wanted) if part]
+        parts = words_of(wanted)
         size = len(parts)
         if parts and any(words[i : i + size] == parts for i in range(len(words) - size + 1)):
             return True
@@ -147,7 +148,7 @@ def _module_words(frame: str) -> list[str]:
     if found is None:
         return []
     name = found.group("path").rsplit("/", 1)[-1].removesuffix(".py").lower()
-    return [part for part in re.split(r"[^a-z0-9]+", name) if part]
+    return words_of(name)
 
 
 def _clashing_choices(texts: Sequence[str], frames: Sequence[str]) -> str | None:
@@ -195,7 +196,7 @@ def _refused_choice(texts: Sequence[str], where: Sequence[str]) -> str | None:
     choices = _flags_said(texts, where[0]) if where else {}
     if not choices:
         choices = _logged_choices(texts)
-        words = [[part for part in re.split(r"[^a-z0-9]+", line.lower()) if part] for line in where]
+        words = [words_of(line) for line in where]
         named = [
             flag for flag, value in choices.items() if any(_names_choice(value, w) for w in words)
         ]
@@ -445,7 +446,7 @@ def _value_refused(texts: Sequence[str], exception: str) -> str | None:
     what that setting chose is refused, wherever the refusal is raised (a parser's in the
     tokenizer manager's frames). Paths and names are not choices; None when no distinctive
     value (:data:`_DISTINCT_VALUE`) is named."""
-    words = [part for part in re.split(r"[^a-z0-9]+", exception.lower()) if part]
+    words = words_of(exception)
     for name, value in _last_logged_args(texts).items():
         if not isinstance(value, str) or name.endswith(("_path", "_dir", "_file", "_name")):
             continue

@@ -18,6 +18,7 @@ from functools import cache
 from importlib import resources
 
 from ...versions import CATALOG_VERSION
+from .lines import words_of
 from .logged_settings import _last_logged_args
 
 #: The release whose requirements :func:`sglang_installs` lists, a resource of this package.
@@ -45,10 +46,6 @@ _MISSING_PACKAGE = re.compile(
 )
 
 
-def _words(name: str) -> list[str]:
-    return [part for part in re.split(r"[^a-z0-9]+", name.lower()) if part]
-
-
 def missing_package(exception: str) -> str | None:
     """The top-level name of the package ``exception`` says is missing; None when it says none."""
     found = _MISSING_PACKAGE.search(exception)
@@ -67,12 +64,12 @@ def _setting_naming(args: dict[str, object], package: str, exception: str) -> st
         name = flag.replace("-", "_")
         if name in args and args[name] not in (None, False, ""):
             return f"{name}={args[name]!r}"
-    first = _words(package)[0]
+    first = words_of(package)[0]
     for name, value in args.items():
         if isinstance(value, str) and value.lower() not in ("", "auto", "none"):
-            if _words(value)[:1] == [first]:
+            if words_of(value)[:1] == [first]:
                 return f"{name}={value!r}"
-        elif value is True and first in _words(name):
+        elif value is True and first in words_of(name):
             return f"{name}=True"
     return None
 
@@ -84,7 +81,7 @@ def package_a_setting_needs(texts: Sequence[str], exception: str) -> str | None:
     with no readable ``server_args`` dump."""
     package = missing_package(exception)
     installed = sglang_installs()
-    if package is None or package in installed or _words(package)[0] in installed:
+    if package is None or package in installed or words_of(package)[0] in installed:
         return None
     setting = _setting_naming(_last_logged_args(texts), package, exception)
     if setting is None:
