@@ -101,6 +101,32 @@ def test_prod(sglang_server):
     assert "Traceback" not in result.stdout.str()
 
 
+def test_a_production_that_deletes_its_checkpoint_is_never_deployed_on(
+    pytester: pytest.Pytester,
+) -> None:
+    """Production with --delete-ckpt-after-loading (in any spelling) has no checkpoint left to
+    start from once stopped: one line says so, before the host is touched."""
+    inventory = pytester.path / "hosts.toml"
+    inventory.write_text(INVENTORY.replace("--enable-metrics", "--delete-ckpt-after-load"))
+    pytester.makepyfile(
+        """
+import pytest
+from pytest_sglang import production
+
+@pytest.mark.parametrize("sglang_server", [production(speculative_num_steps=3)], indirect=True)
+def test_prod(sglang_server):
+    pass
+"""
+    )
+    result = pytester.runpytest("--sglang-inventory", str(inventory))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*host 'local': production runs with --delete-ckpt-after-loading, which deletes the "
+         "model's checkpoint once it is loaded: once stopped, production could not start again*"]
+    )  # fmt: skip
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_changed_pass_through_flags_keep_productions_others() -> None:
     """A change to ``extra_args`` adds to production's pass-through flags and replaces only the
     flags it sets (in any spelling): production's --device and KV pool size stay."""

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..argv_parse import split_launch
+from ..argv_parse import split_flags, split_launch
 from ..cmdline import join_shell, split_shell
-from ..config import ServerConfig
+from ..config import DESTRUCTIVE_FLAGS, ServerConfig
 from ..errors import ConfigError, PreflightError
 from ..gpu_rules import gpu_facts
 from ..secrets import Redactor
@@ -193,6 +193,14 @@ class Deployer(ABC):
         with self.on_launcher(None):  # production runs the host's own launcher
             _launcher, flags = self.production_launch()
             version = self.launcher.sglang_version()
+        for group in split_flags(flags):
+            if group.resolved in DESTRUCTIVE_FLAGS:
+                raise ConfigError(
+                    f"host {self.spec.name!r}: production runs with {group.resolved}, which "
+                    "deletes the model's checkpoint once it is loaded: once stopped, production "
+                    "could not start again, and a config built on it would delete the checkpoint "
+                    "too; pytest-sglang does not deploy on this host"
+                )
         try:
             return ServerConfig.from_argv(flags, version)
         except ConfigError as exc:
