@@ -342,6 +342,10 @@ def test_a_unit_changed_but_not_restarted_is_said(
     """The unit on disk says steps 3, the running server still runs steps 2: reading
     production says so (and changes nothing)."""
     t = systemd_transport
+    python = launcher.launch.split()[0]
+    answers = "import urllib.request as u; u.urlopen('http://127.0.0.1:30000/health', timeout=2)"
+    # active is not yet listening: on a loaded host the server may not answer for a while
+    wait_for(lambda: t.run("%s -c %s", python, answers).ok, "production answering")
     unit = t.check_output("cat %s", UNIT)
     t.put(unit.replace("--speculative-num-steps 2", "--speculative-num-steps 3").encode(), UNIT)
     t.check_output("systemctl daemon-reload")
