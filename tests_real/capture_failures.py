@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 35
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 36
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -260,6 +260,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "33": cases33,
         "34": cases34,
         "35": cases35,
+        "36": cases36,
     }[batch](real)
 
 
@@ -1214,16 +1215,22 @@ def _settings_changed_before(batch: int) -> set[tuple[str, ...]]:
     return seen
 
 
+def _settings_unseen_before(real: RealSglang, batch: int) -> list[tuple[str, ...]]:
+    """The :func:`_settings` no real-package batch before ``batch`` changed
+    (:func:`_settings_changed_before`)."""
+    seen = _settings_changed_before(batch)
+    return [
+        setting for setting in _settings(real)
+        if (_kind(setting[0]), *setting[1:]) not in seen
+    ]  # fmt: skip
+
+
 def cases34(real: RealSglang) -> list[Case]:
     """The thirty-fourth batch, by rule: as the thirty-third (a seeded sample of 50 pairs of
     :func:`_settings`, two different flags in each, changed together), drawn only from the
     settings no earlier batch changed (:func:`_settings_changed_before`, a backend or format
     counted as changed under any flag that chooses it). Expected: *invalid config*."""
-    seen = _settings_changed_before(34)
-    settings = [
-        setting for setting in _settings(real)
-        if (_kind(setting[0]), *setting[1:]) not in seen
-    ]  # fmt: skip
+    settings = _settings_unseen_before(real, 34)
     return _paired(settings, SEED34, "pair34")
 
 
@@ -1235,12 +1242,19 @@ def cases35(real: RealSglang) -> list[Case]:
     earlier batch changed, each pair changed together), sixty pairs, the settings of every batch
     before it counted as changed (the thirty-third's and thirty-fourth's among them). Expected:
     *invalid config*."""
-    seen = _settings_changed_before(35)
-    settings = [
-        setting for setting in _settings(real)
-        if (_kind(setting[0]), *setting[1:]) not in seen
-    ]  # fmt: skip
+    settings = _settings_unseen_before(real, 35)
     return _paired(settings, SEED35, "pair35", count=60)
+
+
+SEED36 = 36
+
+
+def cases36(real: RealSglang) -> list[Case]:
+    """The thirty-sixth batch, by rule: as the thirty-fifth (sixty pairs of :func:`_settings` no
+    earlier batch changed, each pair changed together), seed 36, the thirty-fifth's settings
+    counted as changed too. Expected: *invalid config*."""
+    settings = _settings_unseen_before(real, 36)
+    return _paired(settings, SEED36, "pair36", count=60)
 
 
 def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str, count: int = 50) -> list[Case]:
@@ -1622,7 +1636,7 @@ _DIED = re.compile(
 )
 
 
-def must_contain(text: str, batch: int = 35) -> str | None:
+def must_contain(text: str, *, batch: int) -> str | None:
     """The line a failure's reason must cite, by the batches' fixed rule (not by reading it).
 
     The exception line that ends the first traceback, else argparse's ``error:`` line, else the
@@ -1637,10 +1651,11 @@ def must_contain(text: str, batch: int = 35) -> str | None:
     from outside, which leaves no error line, is cited where its death is said, not by the
     parent's last line (``kill_process_tree called``).
 
-    Since the thirty-fifth batch (``batch``; the same reasoning as the sixteenth's): a bare
-    ``AssertionError`` says nothing but its type, and the failed ``assert`` statement printed
-    just above it (under its ``^^^`` markers) says what was checked, so that statement is cited,
-    as the corpus's public reports cite one (``assert isinstance(params...)``).
+    Since the thirty-fifth batch (``batch``, the batch the case is captured for, said at every
+    call so that no earlier batch is relabelled by default; the same reasoning as the
+    sixteenth's): a bare ``AssertionError`` says nothing but its type, and the failed ``assert``
+    statement printed just above it (under its ``^^^`` markers) says what was checked, so that
+    statement is cited, as the corpus's public reports cite one (``assert isinstance(...)``).
     """
     lines = text.splitlines()
     for i, line in enumerate(lines):
