@@ -73,6 +73,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh33_": (25, (23, 25)),  # the same: a seeded sample of pairs of settings changed together
     "fresh34_": (16, (11, 16)),  # the same, of settings no earlier batch changed
     "fresh35_": (18, (15, 18)),  # the same, sixty pairs
+    "fresh36_": (24, (19, 24)),  # the same, sixty more pairs
 }
 
 
