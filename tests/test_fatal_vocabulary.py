@@ -1642,3 +1642,126 @@ def test_a_refusal_naming_a_chosen_value_is_that_setting_wherever_it_is_raised()
     assert "(reasoning_parser='response_template' is refused)" in fatal.message
     fatal = find_fatal(record("{'model_path': '/m'}"))
     assert fatal is not None and fatal.reason == "tokenizer", fatal
+
+
+def test_a_crash_in_the_code_of_a_feature_a_setting_turned_on_is_that_setting() -> None:
+    """The thirty-sixth batch's ``--kv-canary log``: the canary's manager, which the setting
+    built, makes a device stream the CPU build of torch cannot. The frames run through the
+    feature's own package (``kv_canary``, two words of the setting's name), so the setting is
+    the cause. At its default (``none``), or through a one-word package, nothing is named."""
+
+    def record(dump: str, package: str = "kv_canary") -> list[str]:
+        return [
+            f"[2026-12-06 07:40:28] server_args={dump}",
+            SCHED,
+            f'  File "{_SITE}/sglang/srt/{package}/api.py", line 96, in install_canary',
+            "    manager = CanaryManager(...)",
+            f'  File "{_SITE}/sglang/srt/{package}/runner/canary_manager.py", line 95, in __init__',
+            "    self.stream = create_device_stream(device)",
+            f'  File "{_SITE}/sglang/srt/utils/common.py", line 656, in create_device_stream',
+            "    return torch.Stream(device=device)",
+            "TypeError: Stream.__init__() got an unexpected keyword argument 'device'",
+            "",
+            SIGQUIT,
+        ]
+
+    fatal = find_fatal(record("{'model_path': '/m', 'kv_canary': 'log'}"))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(kv_canary='log' turned on code that fails on this server)" in fatal.message
+    for dump, package in (
+        ("{'model_path': '/m', 'kv_canary': 'none'}", "kv_canary"),
+        ("{'model_path': '/m', 'kv_canary': 'log'}", "canary"),
+    ):
+        fatal = find_fatal(record(dump, package))
+        assert fatal is not None and fatal.reason == "crashed", (dump, package, fatal)
+
+
+def test_a_feature_asking_the_model_for_what_it_lacks_is_the_switch_not_the_model() -> None:
+    """The thirty-sixth batch's ``--enable-return-routed-experts`` on a dense Llama: the
+    capturer the switch built (``state_capturer/routed_experts.py``) asks the model's config
+    for its experts. The model is not unsupported; the switch does not fit it. With the switch
+    off, the same lack is the model's."""
+
+    def record(switch: bool) -> list[str]:
+        return [
+            f"[2026-12-06 07:54:40] server_args={{'model_path': '/m', "
+            f"'enable_return_routed_experts': {switch}}}",
+            SCHED,
+            f'  File "{_SITE}/sglang/srt/state_capturer/routed_experts.py", line 72, in __init__',
+            "    self.top_k = model_config.hf_config.num_experts_per_tok",
+            "AttributeError: 'LlamaConfig' object has no attribute 'num_experts_per_tok'",
+            "",
+            SIGQUIT,
+        ]
+
+    fatal = find_fatal(record(True))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert (
+        "(enable_return_routed_experts=True asks the model's config for 'num_experts_per_tok'"
+        in fatal.message
+    )
+    fatal = find_fatal(record(False))
+    assert fatal is not None and fatal.reason == "unsupported model", fatal
+
+
+def test_a_child_that_cannot_load_the_gpu_driver_on_a_cpu_server_is_the_config() -> None:
+    """The thirty-sixth batch's ``--enable-memory-saver`` on a CPU server: the scheduler's
+    child, started with the memory saver's preload, dies at exec for want of ``libcuda.so.1``
+    (exit 127). With ``device='cpu'`` logged, a setting reached for a GPU the server was not
+    given; on a GPU server the same line is the install's."""
+
+    def record(device: str) -> list[str]:
+        return [
+            f"[2026-12-06 07:45:30] server_args={{'model_path': '/m', 'device': '{device}'}}",
+            "/v/bin/python: error while loading shared libraries: libcuda.so.1: cannot open "
+            "shared object file: No such file or directory",
+            "[2026-12-06 07:45:35] kill_process_tree called: parent_pid=1, include_parent=False",
+            "Traceback (most recent call last):",
+            "EOFError",
+            "",
+            "During handling of the above exception, another exception occurred:",
+            "",
+            "Traceback (most recent call last):",
+            "RuntimeError: Rank 0 scheduler died during initialization (exit code: 127).",
+        ]
+
+    fatal = find_fatal(record("cpu"))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(device='cpu': another setting reached for a GPU)" in fatal.message
+    fatal = find_fatal(record("cuda"))
+    assert fatal is not None and fatal.reason == "broken install", fatal
+
+
+def test_an_extra_package_a_chained_refusal_says_a_flag_needs_is_that_flag() -> None:
+    """The thirty-sixth batch's ``--enable-http2``: the import of ``granian`` fails, and the
+    exception raised while handling it says ``--enable-http2 requires the 'granian' package``;
+    the start ended before any ``server_args`` dump, so SGLang's own words name the flag. A
+    chain that names no flag leaves the missing package the install's."""
+
+    def record(refusal: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            f'  File "{_SITE}/sglang/srt/arg_groups/serving_hook.py", line 108, in handle_ssl',
+            "    import granian  # noqa: F401",
+            "ModuleNotFoundError: No module named 'granian'",
+            "",
+            "During handling of the above exception, another exception occurred:",
+            "",
+            "Traceback (most recent call last):",
+            f'  File "{_SITE}/sglang/srt/arg_groups/serving_hook.py", line 110, in handle_ssl',
+            "    raise ValueError(",
+            refusal,
+        ]
+
+    fatal = find_fatal(
+        record(
+            "ValueError: --enable-http2 requires the 'granian' package. Install it with: pip "
+            'install "sglang[http2]"'
+        )
+    )
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert "(--enable-http2 needs the package 'granian', which SGLang does not install)" in (
+        fatal.message
+    )
+    fatal = find_fatal(record("ValueError: HTTP/2 needs the 'granian' package."))
+    assert fatal is not None and fatal.reason == "broken install", fatal

@@ -13,6 +13,8 @@ order data flows through them (each imports only those before it):
   two choices that clash, GPUs asked for);
 - :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that
   asked for it;
+- :mod:`.features`: the features the logged settings turned on (against SGLang's defaults), and
+  a failure raised in one's own code;
 - :mod:`.placement`: where an exception no rule names lands, by its frames, type and phase;
 - :mod:`.words`: the family a crash's own words name, when nothing above does (the last reading);
 - :mod:`.reading`: :func:`find_fatal`, the entry point, and :class:`Fatal`, its answer.

@@ -267,6 +267,22 @@ def _runs_on_cpu(texts: Sequence[str]) -> bool:
     return _last_logged_args(texts).get("device") == "cpu"
 
 
+#: The dynamic loader refusing to start a process for want of the NVIDIA driver's own library
+#: (``libcuda.so.1``, NVML's ``libnvidia-ml.so.1``), which only a machine with the driver has:
+#: the GPU is not there, as ``no GPU`` says. An import failing for it is read by the component
+#: that imported it (:func:`_chosen_off_its_device`), which says more.
+_GPU_DRIVER_LIBRARY = re.compile(r"error while loading shared libraries: lib(cuda|nvidia-ml)\.so\b")
+
+
+def _reached_for_a_gpu(reason: str, line: str) -> bool:
+    """Whether the cause read on ``line`` is a GPU found missing: no GPU, or a process that
+    could not start without the GPU driver's library (a setting preloads it, as the memory
+    saver does, on a machine without one), which reads as a broken install by its words."""
+    return reason == "no GPU" or (
+        reason == "broken install" and bool(_GPU_DRIVER_LIBRARY.search(line))
+    )
+
+
 #: What a component's code fails with where the hardware it was written for is not there:
 #: something it expects is absent (a name its guarded GPU import never defined, a package, a
 #: driver library, a kernel the installed build lacks), not a wrong value or shape.

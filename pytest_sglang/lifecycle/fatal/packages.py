@@ -74,16 +74,30 @@ def _setting_naming(args: dict[str, object], package: str, exception: str) -> st
     return None
 
 
-def package_a_setting_needs(texts: Sequence[str], exception: str) -> str | None:
+def _flag_requiring(package: str, chained: Sequence[str]) -> str | None:
+    """The flag an exception of the chain says needs ``package`` (``ValueError: --enable-http2
+    requires the 'granian' package``, raised while handling the import's failure): SGLang's own
+    word that the flag was given, read where no ``server_args`` dump was logged yet."""
+    for line in chained:
+        flags = re.findall(r"(?<![\w-])--[a-z][\w-]*", line)
+        if flags and package in words_of(line):
+            return flags[0]
+    return None
+
+
+def package_a_setting_needs(
+    texts: Sequence[str], exception: str, chained: Sequence[str] = ()
+) -> str | None:
     """The logged setting whose extra package ``exception`` says is missing, said in one phrase
     (``load_format='runai_streamer' needs the package 'runai_model_streamer', which SGLang does
-    not install``); None for a package SGLang installs itself, one no setting names, or a start
-    with no readable ``server_args`` dump."""
+    not install``), or the flag another exception of its chain (``chained``) says needs it; None
+    for a package SGLang installs itself, or one no setting or flag names."""
     package = missing_package(exception)
     installed = sglang_installs()
     if package is None or package in installed or words_of(package)[0] in installed:
         return None
     setting = _setting_naming(_last_logged_args(texts), package, exception)
+    setting = setting or _flag_requiring(package, chained)
     if setting is None:
         return None
     return f"{setting} needs the package {package!r}, which SGLang does not install"

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .features import feature_failing
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
@@ -28,6 +29,7 @@ from .logged_settings import (
     _missing_requirement,
     _model_path_is_a_file,
     _overridden_field,
+    _reached_for_a_gpu,
     _refused_choice,
     _runs_on_cpu,
     _unusable_address,
@@ -285,30 +287,33 @@ def _refined(
 ) -> tuple[str, str]:
     """The cause and message of the exception on ``index`` once the rest of the record is read:
     a setting that points somewhere wrong (:func:`_pointed_wrong`) is that setting's; a GPU found
-    missing where the logged device is the CPU is the config (a setting reached for one), and so
-    is a backend chosen for other hardware that finds what it needs absent as it is built there
-    (its package, the driver library: the frames of the whole chain show which), and a
-    quantization the config chose failing in its own code on the checkpoint; a refusal naming a
-    logged setting's value is that setting's, wherever its frames place it; a value of the
-    model's config refused where the logged override set it is the config, and so is a chosen
-    load format finding none of its files; a package missing that SGLang does not install but a
-    logged setting asked for (:mod:`.packages`) is that setting's; a crash (or a kernel the
+    missing (or the driver's library a process cannot start without) where the logged device is
+    the CPU is the config (a setting reached for one), and so is a backend chosen for other
+    hardware that finds what it needs absent as it is built there (its package, the driver
+    library: the frames of the whole chain show which), and a quantization the config chose
+    failing in its own code on the checkpoint; a refusal naming a logged setting's value is that
+    setting's, wherever its frames place it; a value of the model's config refused where the
+    logged override set it is the config, and so is a feature a setting turned on asking the
+    model's config for what it lacks, and a chosen load format finding none of its files; a
+    package missing that SGLang does not install but a logged setting asked for, or a chained
+    refusal says a flag needs (:mod:`.packages`), is that setting's; a crash (or a kernel the
     install lacks) through a flag without the flag it needs, a crash through two choices that
-    cannot run together, through a choice an attribute is named after, or through a feature
-    whose switch is off, is the config; a cause that says what but not where takes the phase its
-    frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash
-    nothing else names is named by its words' family, if they have one."""
+    cannot run together, through a choice an attribute is named after, through a feature whose
+    switch is off, or in the code of a feature a setting turned on (:mod:`.features`), is the
+    config; a cause that says what but not where takes the phase its frames name
+    (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing else
+    names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
     pointed = _pointed_wrong(texts, start, index, reason, message)
     if pointed is not None:
         return pointed
-    chose = _model_read_as_chosen(texts[start:index], texts[index], reason, message)
+    chose = _model_read_as_chosen(texts[start:index], texts[index], reason, message, frames)
     if chose is not None:
         return "invalid config", f"{message} ({chose})"
     lacking = _lacking_key(texts, index)
     if lacking is not None and reason in ("unsupported model", "model loading"):
         message = f"{message} (the model's config.json gives no {lacking})"
-    if reason == "no GPU" and _runs_on_cpu(texts[start:index]):
+    if _reached_for_a_gpu(reason, texts[index]) and _runs_on_cpu(texts[start:index]):
         return "invalid config", f"{message} (device='cpu': another setting reached for a GPU)"
     chain = _chain_frames(texts, index) if reason in _REFINED_BY_CHAIN else []
     off_device = _chosen_off_its_device(texts[start:index], texts[index], chain)
@@ -325,7 +330,7 @@ def _refined(
     if refused is not None and reason in _PLACED_BY_FRAMES and _REFUSAL.match(texts[index]):
         return "invalid config", f"{message} ({refused} is refused)"
     needs = _missing_requirement(texts[start:index]) or package_a_setting_needs(
-        texts[start:index], texts[index]
+        texts[start:index], texts[index], [texts[at] for at in _chain_of(texts, index)]
     )
     if needs is not None and reason == "broken install" and _EXCEPTION.match(texts[index]):
         return "invalid config", f"{message} ({needs})"  # never asked for, or an extra's
@@ -337,6 +342,7 @@ def _refined(
             or _feature_left_off(texts[start:index], texts[index], frames)
             or _divided_by_a_setting(texts, start, index)
             or _given_empty(texts, start, index)
+            or _failing_in_a_features_code(texts[start:index], frames)
         )
         if missing is not None:
             return "invalid config", f"{message} ({missing})"
@@ -358,20 +364,40 @@ def _refined(
     return reason, message
 
 
+#: The model's config lacking something asked of it (``'LlamaConfig' object has no attribute
+#: 'num_experts_per_tok'``).
+_CONFIG_LACKS = re.compile(
+    r"^([\w.]+\.)?AttributeError: '\w*Config' object has no attribute '(\w+)'"
+)
+
+
 def _model_read_as_chosen(
-    texts: Sequence[str], exception: str, reason: str, message: str
+    texts: Sequence[str], exception: str, reason: str, message: str, frames: Sequence[str]
 ) -> str | None:
     """The setting a model's failure to load came from, if the config chose it: a value of the
-    model's config the logged override set, or a load format that finds none of its files."""
+    model's config the logged override set, a feature a setting turned on asking the model's
+    config for what it lacks, in the feature's own code (:mod:`.features`), or a load format
+    that finds none of its files."""
     overridden = _overridden_field(texts, message)
     if overridden is not None and reason in ("unsupported model", "model loading"):
         return overridden
+    lacks = _CONFIG_LACKS.match(exception)
+    feature = feature_failing(texts, frames) if lacks and reason == "unsupported model" else None
+    if lacks is not None and feature is not None:
+        return f"{feature} asks the model's config for {lacks[2]!r}, which this model lacks"
     load_format = _load_format_finds_nothing(texts, exception)
     return load_format if reason == "model loading" else None
 
 
 #: The causes a chosen component's frames anywhere in the exception chain can refine.
 _REFINED_BY_CHAIN = ("crashed", "broken install", "model loading")
+
+
+def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> str | None:
+    """A crash raised in the code of a feature a setting turned on (:mod:`.features`), said in
+    one phrase: the feature does not run on this server; the fix is to leave it off."""
+    feature = feature_failing(texts, frames)
+    return None if feature is None else f"{feature} turned on code that fails on this server"
 
 
 def _chain_frames(texts: Sequence[str], index: int) -> list[str]:

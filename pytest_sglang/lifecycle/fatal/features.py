@@ -1,0 +1,88 @@
+"""The features a start's logged settings turned on, and a failure raised in one's own code.
+
+An engineer who turned a feature on and sees the start die inside that feature's code (in
+``sglang/srt/kv_canary/`` with ``--kv-canary log``, in ``state_capturer/routed_experts.py``
+with ``--enable-return-routed-experts``) reads the failure as the feature not fitting this
+machine or model: the config's, fixed by leaving the feature off, whatever the exception's own
+words. A setting turns a feature on where the logged ``server_args`` differ from SGLang's
+default in its flag catalog: a switch on, a choice other than its default (``none``, ``auto``
+and the empty value turn nothing on). Its code is an SGLang package or module whose name, of
+two words or more, is a run of the setting's name (``kv_canary`` in ``kv_canary``,
+``routed_experts`` in ``enable_return_routed_experts``); a one-word name (``lora``,
+``speculative``, ``managers``) says too little to tell whose code it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+
+from ...versions import cli_catalog
+from .lines import words_of
+from .logged_settings import _last_logged_args
+
+#: A frame of SGLang's own code, by its path below the package (``srt/kv_canary/api.py``).
+_SGLANG_FRAME = re.compile(r'\s*File "[^"]*/sglang/(?P<path>[^"]+)\.py", line \d+')
+
+#: Values that choose nothing, whatever the flag's default.
+_NOTHING_CHOSEN = frozenset({"", "none", "auto"})
+
+
+@cache
+def _switches_and_choices() -> dict[str, tuple[bool, object]]:
+    """Each switch's and each choice flag's destination in SGLang's flag catalog: whether it is
+    a switch, and its default."""
+    kinds: dict[str, tuple[bool, object]] = {}
+    for arg in cli_catalog():
+        if arg["action"] == "_StoreTrueAction":
+            kinds[arg["dest"]] = (True, arg["default"])
+        elif arg["choices"]:
+            kinds[arg["dest"]] = (False, arg["default"])
+    return kinds
+
+
+def settings_turned_on(texts: Sequence[str]) -> dict[str, object]:
+    """The logged settings that turn something on: a switch on that is off by default, a
+    choice other than its default and other than one that chooses nothing; empty without a
+    readable ``server_args`` dump."""
+    args = _last_logged_args(texts)
+    kinds = _switches_and_choices()
+    on: dict[str, object] = {}
+    for name, value in args.items():
+        if name not in kinds:
+            continue
+        switch, default = kinds[name]
+        if switch:
+            turned_on = value is True and default is not True
+        else:
+            turned_on = (
+                isinstance(value, str) and value != default and value.lower() not in _NOTHING_CHOSEN
+            )
+        if turned_on:
+            on[name] = value
+    return on
+
+
+def _code_names(frame: str) -> list[list[str]]:
+    """The words of each package and module name of an SGLang frame's path that has two words
+    or more (``srt/kv_canary/runner/canary_manager.py`` -> [kv, canary], [canary, manager])."""
+    found = _SGLANG_FRAME.match(frame)
+    if found is None:
+        return []
+    return [words for part in found["path"].split("/") if len(words := words_of(part)) >= 2]
+
+
+def feature_failing(texts: Sequence[str], frames: Sequence[str]) -> str | None:
+    """The setting, said as ``name=value``, that turned on the feature in whose own code the
+    failure was raised (``frames``, innermost first: the innermost feature's wins); None when
+    the frames run through no code a setting turned on names."""
+    on = settings_turned_on(texts)
+    for frame in frames:
+        for name in _code_names(frame):
+            size = len(name)
+            for setting, value in on.items():
+                words = words_of(setting)
+                if any(words[i : i + size] == name for i in range(len(words) - size + 1)):
+                    return f"{setting}={value!r}"
+    return None
