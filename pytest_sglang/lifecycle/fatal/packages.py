@@ -81,7 +81,7 @@ def _flag_requiring(package: str, chained: Sequence[str]) -> str | None:
     for line in chained:
         flags = re.findall(r"(?<![\w-])--[a-z][\w-]*", line)
         if flags and package in words_of(line):
-            return flags[0]
+            return str(flags[0])
     return None
 
 
