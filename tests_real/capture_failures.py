@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 36
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 37
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -261,6 +261,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "34": cases34,
         "35": cases35,
         "36": cases36,
+        "37": cases37,
     }[batch](real)
 
 
@@ -1255,6 +1256,18 @@ def cases36(real: RealSglang) -> list[Case]:
     counted as changed too. Expected: *invalid config*."""
     settings = _settings_unseen_before(real, 36)
     return _paired(settings, SEED36, "pair36", count=60)
+
+
+SEED37 = 37
+
+
+def cases37(real: RealSglang) -> list[Case]:
+    """The thirty-seventh batch, by rule: as the thirty-sixth (pairs of :func:`_settings` no
+    earlier batch changed, each pair changed together), seed 37, thirty pairs (the time the
+    capture had), the thirty-sixth's settings counted as changed too. Expected: *invalid
+    config*."""
+    settings = _settings_unseen_before(real, 37)
+    return _paired(settings, SEED37, "pair37", count=30)
 
 
 def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str, count: int = 50) -> list[Case]:
