@@ -74,6 +74,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh34_": (16, (11, 16)),  # the same, of settings no earlier batch changed
     "fresh35_": (18, (15, 18)),  # the same, sixty pairs
     "fresh36_": (24, (19, 24)),  # the same, sixty more pairs
+    "fresh37_": (9, (7, 9)),  # the same, thirty pairs
 }
 
 
