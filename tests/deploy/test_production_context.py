@@ -336,6 +336,31 @@ def test_no_production_to_start_from_is_one_line(
         t.run("rm -f -- %s; systemctl daemon-reload", UNIT)
 
 
+def test_a_production_unit_that_deletes_its_checkpoint_is_refused_before_anything_changes(
+    systemd_transport: Any, systemd_host: Any, launcher: Launcher
+) -> None:
+    """A real unit whose ExecStart carries ``--delete-ckpt-after-loading`` (abbreviated, as
+    argparse takes it): reading production refuses the host in one line naming it and the
+    flag, and nothing on the host changes."""
+    t = systemd_transport
+    spec = systemd_host_spec(systemd_host, SERVICE, launcher.launch)
+    exec_start = f"{launcher.launch} --model-path /models/prod --port 30000 --delete-ckpt-after"
+    t.put(f"[Service]\nExecStart={exec_start}\n".encode(), UNIT, mode=0o644)
+    t.check_output("systemctl daemon-reload")
+    deployer = SystemdDeployer(spec, t)
+    try:
+        before = file_states(t.run, WATCHED)
+        with pytest.raises(ConfigError) as refused:
+            deployer.production_config()
+        message = str(refused.value)
+        assert "\n" not in message and message.startswith("host 'testhost': production runs")
+        assert "--delete-ckpt-after-loading" in message and "does not deploy" in message
+        assert file_states(t.run, WATCHED) == before
+    finally:
+        deployer.close()
+        t.run("rm -f -- %s; systemctl daemon-reload", UNIT)
+
+
 def test_a_unit_changed_but_not_restarted_is_said(
     systemd_transport: Any, systemd_host: Any, launcher: Launcher, production: dict[str, str]
 ) -> None:
