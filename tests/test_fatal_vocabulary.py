@@ -1620,6 +1620,19 @@ def test_a_sharded_load_format_that_finds_no_files_of_its_kind_is_the_config() -
     assert fatal is not None and fatal.reason != "invalid config", fatal
 
 
+def _scheduler_raised(dump: str, exception: str, *frames: tuple[str, str, str]) -> list[str]:
+    """A scheduler's record as 0.5.23 writes it: the ``server_args`` dump ``dump`` (a dict's
+    text), then a traceback through SGLang's ``frames`` (module below ``srt/``, function,
+    statement; outermost first) raising ``exception``, then the parent's SIGQUIT."""
+    lines = [f"[2026-12-06 04:20:11] server_args={dump}", SCHED]
+    for where, function, statement in frames:
+        lines += [
+            f'  File "{_SITE}/sglang/srt/{where}", line 100, in {function}',
+            f"    {statement}",
+        ]
+    return [*lines, exception, "", SIGQUIT]
+
+
 def test_a_refusal_naming_a_chosen_value_is_that_setting_wherever_it_is_raised() -> None:
     """The thirty-fifth batch's ``--reasoning-parser response_template``: the parser refuses to
     run without its template, in the tokenizer manager's frames; the refusal names the value
@@ -1627,17 +1640,16 @@ def test_a_refusal_naming_a_chosen_value_is_that_setting_wherever_it_is_raised()
     the frames place it."""
 
     def record(dump: str) -> list[str]:
-        return [
-            f"[2026-12-06 04:20:11] server_args={dump}",
-            SCHED,
-            f'  File "{_SITE}/sglang/srt/managers/scheduler.py", line 941, in init_tokenizer',
-            "    self.reasoning_parser = ReasoningParser(",
-            f'  File "{_SITE}/sglang/srt/parser/response_template.py", line 196, in _load',
-            '    raise ValueError("response_template is required")',
+        return _scheduler_raised(
+            dump,
             "ValueError: response_template is required",
-            "",
-            SIGQUIT,
-        ]
+            ("managers/scheduler.py", "init_tokenizer", "self.reasoning_parser = ReasoningParser("),
+            (
+                "parser/response_template.py",
+                "_load",
+                'raise ValueError("response_template is required")',
+            ),
+        )
 
     fatal = find_fatal(record("{'model_path': '/m', 'reasoning_parser': 'response_template'}"))
     assert fatal is not None and fatal.reason == "invalid config", fatal
@@ -1653,19 +1665,17 @@ def test_a_crash_in_the_code_of_a_feature_a_setting_turned_on_is_that_setting() 
     the cause. At its default (``none``), or through a one-word package, nothing is named."""
 
     def record(dump: str, package: str = "kv_canary") -> list[str]:
-        return [
-            f"[2026-12-06 07:40:28] server_args={dump}",
-            SCHED,
-            f'  File "{_SITE}/sglang/srt/{package}/api.py", line 96, in install_canary',
-            "    manager = CanaryManager(...)",
-            f'  File "{_SITE}/sglang/srt/{package}/runner/canary_manager.py", line 95, in __init__',
-            "    self.stream = create_device_stream(device)",
-            f'  File "{_SITE}/sglang/srt/utils/common.py", line 656, in create_device_stream',
-            "    return torch.Stream(device=device)",
+        return _scheduler_raised(
+            dump,
             "TypeError: Stream.__init__() got an unexpected keyword argument 'device'",
-            "",
-            SIGQUIT,
-        ]
+            (f"{package}/api.py", "install_canary", "manager = CanaryManager(...)"),
+            (
+                f"{package}/runner/canary_manager.py",
+                "__init__",
+                "self.stream = create_device_stream(device)",
+            ),
+            ("utils/common.py", "create_device_stream", "return torch.Stream(device=device)"),
+        )
 
     fatal = find_fatal(record("{'model_path': '/m', 'kv_canary': 'log'}"))
     assert fatal is not None and fatal.reason == "invalid config", fatal
@@ -1678,6 +1688,40 @@ def test_a_crash_in_the_code_of_a_feature_a_setting_turned_on_is_that_setting() 
         assert fatal is not None and fatal.reason == "crashed", (dump, package, fatal)
 
 
+@pytest.mark.parametrize("parser", ["deepseekv4", "deepseekv41"])
+def test_a_component_a_chosen_value_names_failing_as_it_is_built_is_that_setting(
+    parser: str,
+) -> None:
+    """The thirty-fifth and thirty-seventh batches' ``--tool-call-parser deepseekv4``/
+    ``deepseekv41`` on a Llama: the chat server builds the DeepSeek encoder the parser asks for
+    (``serving_deepseek_recipe.py``, in ``__init__``: named after the value's family, without
+    the version), which fails on the tokenizer's lack of DeepSeek's special tokens. The choice
+    is the cause. Without it logged, at a value naming no module of the frames, or with the
+    component failing as it runs rather than as it is built, nothing is named."""
+
+    def record(dump: str, function: str = "__init__") -> list[str]:
+        return _scheduler_raised(
+            dump,
+            'RuntimeError: failed to encode conversation: special token "<|begin_of_sentence|>"'
+            " is not in the added vocabulary",
+            ("entrypoints/http_server.py", "lifespan", "serving_chat = OpenAIServingChat("),
+            ("entrypoints/openai/serving_deepseek_recipe.py", function, "self._encode(...)"),
+            ("parser/deepseek_recipe_renderer.py", "encode", "raise RuntimeError(...)"),
+        )
+
+    chosen = f"{{'model_path': '/m', 'tool_call_parser': '{parser}'}}"
+    fatal = find_fatal(record(chosen))
+    assert fatal is not None and fatal.reason == "invalid config", fatal
+    assert f"(tool_call_parser={parser!r} chose code that fails on this server)" in fatal.message
+    for dump, function in (
+        ("{'model_path': '/m'}", "__init__"),
+        ("{'model_path': '/m', 'tool_call_parser': 'qwen25'}", "__init__"),
+        (chosen, "handle_request"),
+    ):
+        fatal = find_fatal(record(dump, function))
+        assert fatal is not None and fatal.reason == "crashed", (dump, function, fatal)
+
+
 def test_a_feature_asking_the_model_for_what_it_lacks_is_the_switch_not_the_model() -> None:
     """The thirty-sixth batch's ``--enable-return-routed-experts`` on a dense Llama: the
     capturer the switch built (``state_capturer/routed_experts.py``) asks the model's config
@@ -1685,16 +1729,15 @@ def test_a_feature_asking_the_model_for_what_it_lacks_is_the_switch_not_the_mode
     off, the same lack is the model's."""
 
     def record(switch: bool) -> list[str]:
-        return [
-            f"[2026-12-06 07:54:40] server_args={{'model_path': '/m', "
-            f"'enable_return_routed_experts': {switch}}}",
-            SCHED,
-            f'  File "{_SITE}/sglang/srt/state_capturer/routed_experts.py", line 72, in __init__',
-            "    self.top_k = model_config.hf_config.num_experts_per_tok",
+        return _scheduler_raised(
+            f"{{'model_path': '/m', 'enable_return_routed_experts': {switch}}}",
             "AttributeError: 'LlamaConfig' object has no attribute 'num_experts_per_tok'",
-            "",
-            SIGQUIT,
-        ]
+            (
+                "state_capturer/routed_experts.py",
+                "__init__",
+                "self.top_k = model_config.hf_config.num_experts_per_tok",
+            ),
+        )
 
     fatal = find_fatal(record(True))
     assert fatal is not None and fatal.reason == "invalid config", fatal

@@ -9,24 +9,25 @@ default in its flag catalog: a switch on, a choice other than its default (``non
 and the empty value turn nothing on). Its code is an SGLang package or module whose name, of
 two words or more, is a run of the setting's name (``kv_canary`` in ``kv_canary``,
 ``routed_experts`` in ``enable_return_routed_experts``); a one-word name (``lora``,
-``speculative``, ``managers``) says too little to tell whose code it is.
+``speculative``, ``managers``) says too little to tell whose code it is. A value chosen names
+its code as well: SGLang's module for a choice is named after the value, or its family without
+the version (``deepseek_recipe_renderer.py`` for ``--tool-call-parser deepseekv41``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from functools import cache
 
 from ...versions import cli_catalog
 from .lines import words_of
-from .logged_settings import _last_logged_args
-
-#: A frame of SGLang's own code, by its path below the package (``srt/kv_canary/api.py``).
-_SGLANG_FRAME = re.compile(r'\s*File "[^"]*/sglang/(?P<path>[^"]+)\.py", line \d+')
-
-#: Values that choose nothing, whatever the flag's default.
-_NOTHING_CHOSEN = frozenset({"", "none", "auto"})
+from .logged_settings import (
+    SGLANG_FRAME,
+    _last_logged_args,
+    _module_words,
+    _names_choice,
+    chooses_something,
+)
 
 
 @cache
@@ -56,9 +57,7 @@ def settings_turned_on(texts: Sequence[str]) -> dict[str, object]:
         if switch:
             turned_on = value is True and default is not True
         else:
-            turned_on = (
-                isinstance(value, str) and value != default and value.lower() not in _NOTHING_CHOSEN
-            )
+            turned_on = value != default and chooses_something(value)
         if turned_on:
             on[name] = value
     return on
@@ -67,7 +66,7 @@ def settings_turned_on(texts: Sequence[str]) -> dict[str, object]:
 def _code_names(frame: str) -> list[list[str]]:
     """The words of each package and module name of an SGLang frame's path that has two words
     or more (``srt/kv_canary/runner/canary_manager.py`` -> [kv, canary], [canary, manager])."""
-    found = _SGLANG_FRAME.match(frame)
+    found = SGLANG_FRAME.match(frame)
     if found is None:
         return []
     return [words for part in found["path"].split("/") if len(words := words_of(part)) >= 2]
@@ -85,4 +84,37 @@ def feature_failing(texts: Sequence[str], frames: Sequence[str]) -> str | None:
                 words = words_of(setting)
                 if any(words[i : i + size] == name for i in range(len(words) - size + 1)):
                     return f"{setting}={value!r}"
+    return None
+
+
+#: The first word of a function that builds a component rather than runs it (``__init__``,
+#: ``build_chat_encoding_adapter``, ``create_backend``, ``init_tokenizer``, ``load_model``).
+_BUILDING = frozenset({"init", "build", "create", "make", "load", "setup"})
+
+
+def _building_a_choice(frame: str, value: str) -> bool:
+    """Whether ``frame`` is SGLang's code for ``value`` (its module named after the value or
+    its family) being built: a component that fails as it is built, before any request, does
+    not fit this model or server, where one failing as it runs (``forward_extend``,
+    ``send_kv_chunk``) meets a fault of its own or of what it was given."""
+    found = SGLANG_FRAME.match(frame)
+    if found is None or found["func"] is None:
+        return False
+    building = words_of(found["func"])[:1] in ([word] for word in _BUILDING)
+    return building and _names_choice(value, _module_words(frame))
+
+
+def choice_failing(texts: Sequence[str], frames: Sequence[str]) -> str | None:
+    """The setting, said as ``name=value``, whose chosen value's component failed as it was
+    built (:func:`_building_a_choice`; ``frames``, innermost first): ``--tool-call-parser
+    deepseekv41`` builds the chat server's DeepSeek encoder (``serving_deepseek_recipe.py``,
+    in ``__init__``), which fails when the model's tokenizer lacks DeepSeek's special tokens.
+    The choice does not fit this model or server; the fix is another value. None otherwise."""
+    chosen = {
+        name: value for name, value in settings_turned_on(texts).items() if isinstance(value, str)
+    }
+    for frame in frames:
+        for setting, value in chosen.items():
+            if _building_a_choice(frame, value):
+                return f"{setting}={value!r}"
     return None

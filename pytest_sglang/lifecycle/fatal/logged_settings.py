@@ -19,6 +19,27 @@ from ...resolution import EAGLE_FAMILY
 from ...server_args import parse_server_args
 from .lines import words_of
 
+#: Values that choose nothing, whatever the flag's default (``--quantization none``, an unset
+#: ``''``, ``auto`` for SGLang to decide).
+NOTHING_CHOSEN = frozenset({"", "none", "auto"})
+
+
+def chooses_something(value: object) -> bool:
+    """Whether a logged setting's value is a choice of something (not one of
+    :data:`NOTHING_CHOSEN`, not a switch or a number)."""
+    return isinstance(value, str) and value.lower() not in NOTHING_CHOSEN
+
+
+#: A frame of SGLang's own code, by its path below the package and its function (``File
+#: ".../sglang/srt/kv_canary/api.py", line 7, in check``): a path segment ``sglang``, not a
+#: virtual environment merely named after it.
+SGLANG_FRAME = re.compile(
+    r'\s*File "[^"]*/sglang/(?P<path>[^"]+)\.py", line \d+(?:, in (?P<func>\w+))?'
+)
+
+#: A command-line flag as a message names it (``--enable-http2``, ``--dtype=half``).
+FLAG_SAID = re.compile(r"(?<![\w-])--(?P<name>[a-z][\w-]*)")
+
 #: The settings that decide how many GPUs (and which) a start asks for, named with that refusal.
 _GPU_COUNT_FLAGS: tuple[str, ...] = (
     "tp_size",
@@ -122,18 +143,19 @@ def _logged_choices(texts: Sequence[str]) -> dict[str, str]:
     """The component choices (:data:`_CHOICE_FLAGS`) of the last logged ``server_args`` that
     are set to a value; empty without a readable dump."""
     args = _last_logged_args(texts)
-    return {
-        flag: str(args[flag])
-        for flag in _CHOICE_FLAGS
-        if isinstance(args.get(flag), str) and str(args[flag]).lower() not in ("", "auto", "none")
-    }
+    return {flag: str(args[flag]) for flag in _CHOICE_FLAGS if chooses_something(args.get(flag))}
+
+
+#: The version a chosen value ends in (``eagle3``, ``glm45``, ``deepseekv41``).
+_VERSION_AT_END = re.compile(r"v?[0-9]+$")
 
 
 def _names_choice(value: str, words: Sequence[str]) -> bool:
-    """Whether ``value`` (``torch_native``, ``eagle3``) is among ``words`` as a run of whole
-    words, or without its version digits (``eagle``)."""
+    """Whether ``value`` (``torch_native``, ``eagle3``, ``deepseekv41``) is among ``words`` as a
+    run of whole words, or without its version (``eagle``, ``deepseek``): SGLang names the code
+    of a family after the family, not each version of it."""
     value = value.lower()
-    for wanted in dict.fromkeys((value, value.rstrip("0123456789"))):
+    for wanted in dict.fromkeys((value, _VERSION_AT_END.sub("", value))):
         parts = words_of(wanted)
         size = len(parts)
         if parts and any(words[i : i + size] == parts for i in range(len(words) - size + 1)):
@@ -144,11 +166,10 @@ def _names_choice(value: str, words: Sequence[str]) -> bool:
 def _module_words(frame: str) -> list[str]:
     """The words of the module a frame of SGLang's own code is in (``torch_native_backend.py``
     -> torch, native, backend); none for another package's frame or a source line."""
-    found = re.match(r'\s*File "(?P<path>[^"]*sglang[^"]*)"', frame)
+    found = SGLANG_FRAME.match(frame)
     if found is None:
         return []
-    name = found.group("path").rsplit("/", 1)[-1].removesuffix(".py").lower()
-    return words_of(name)
+    return words_of(found["path"].rsplit("/", 1)[-1].lower())
 
 
 def _clashing_choices(texts: Sequence[str], frames: Sequence[str]) -> str | None:
@@ -170,9 +191,7 @@ def _clashing_choices(texts: Sequence[str], frames: Sequence[str]) -> str | None
 
 #: A command-line flag and the value after it, as a message names them (``--bf16-gemm-backend
 #: cutedsl``, ``--dtype=half``).
-_FLAG_IN_TEXT = re.compile(
-    r"(?<![\w-])--(?P<name>[a-z][a-z0-9]*(?:-[a-z0-9]+)+)[ =]['\"`]?(?P<value>[\w.-]+)"
-)
+_FLAG_IN_TEXT = re.compile(FLAG_SAID.pattern + r"[ =]['\"`]?(?P<value>[\w.-]+)")
 
 
 def _flags_said(texts: Sequence[str], line: str) -> dict[str, str]:
@@ -299,8 +318,8 @@ def _frame_words(frame: str) -> list[str]:
     create_flashinfer_backend`` -> attention, registry, create, flashinfer, backend): SGLang's
     registries build a chosen component in a function named after it. None for another
     package's frame (a path segment ``sglang``, not a venv merely named after it)."""
-    found = re.match(r'\s*File "[^"]*/sglang/[^"]*", line \d+, in (?P<func>\w+)', frame)
-    if found is None:
+    found = SGLANG_FRAME.match(frame)
+    if found is None or found["func"] is None:
         return []
     return [*_module_words(frame), *(part for part in found["func"].lower().split("_") if part)]
 

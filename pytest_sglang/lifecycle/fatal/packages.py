@@ -19,7 +19,7 @@ from importlib import resources
 
 from ...versions import CATALOG_VERSION
 from .lines import words_of
-from .logged_settings import _last_logged_args
+from .logged_settings import FLAG_SAID, _last_logged_args, chooses_something
 
 #: The release whose requirements :func:`sglang_installs` lists, a resource of this package.
 REQUIREMENTS = f"data/sglang_requirements_{CATALOG_VERSION}.json"
@@ -60,14 +60,14 @@ def _setting_naming(args: dict[str, object], package: str, exception: str) -> st
     (``--enable-flexkv``, ``--tokenizer-backend=fastokens``), else a chosen value or a switch
     turned on whose first word is the package's (``runai_streamer`` for
     ``runai_model_streamer``, ``enable_flexkv`` for ``flexkv``)."""
-    for flag in re.findall(r"--([a-z][\w-]*)", exception):
-        name = flag.replace("-", "_")
+    for found in FLAG_SAID.finditer(exception):
+        name = found["name"].replace("-", "_")
         if name in args and args[name] not in (None, False, ""):
             return f"{name}={args[name]!r}"
     first = words_of(package)[0]
     for name, value in args.items():
-        if isinstance(value, str) and value.lower() not in ("", "auto", "none"):
-            if words_of(value)[:1] == [first]:
+        if chooses_something(value):
+            if words_of(str(value))[:1] == [first]:
                 return f"{name}={value!r}"
         elif value is True and first in words_of(name):
             return f"{name}=True"
@@ -79,9 +79,9 @@ def _flag_requiring(package: str, chained: Sequence[str]) -> str | None:
     requires the 'granian' package``, raised while handling the import's failure): SGLang's own
     word that the flag was given, read where no ``server_args`` dump was logged yet."""
     for line in chained:
-        flags = re.findall(r"(?<![\w-])--[a-z][\w-]*", line)
-        if flags and package in words_of(line):
-            return str(flags[0])
+        flag = FLAG_SAID.search(line)
+        if flag is not None and package in words_of(line):
+            return flag[0]
     return None
 
 

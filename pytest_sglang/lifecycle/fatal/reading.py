@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .features import feature_failing
+from .features import choice_failing, feature_failing
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
@@ -394,10 +394,14 @@ _REFINED_BY_CHAIN = ("crashed", "broken install", "model loading")
 
 
 def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> str | None:
-    """A crash raised in the code of a feature a setting turned on (:mod:`.features`), said in
-    one phrase: the feature does not run on this server; the fix is to leave it off."""
+    """A crash raised in the code of a feature a setting turned on, or of a value a setting
+    chose (:mod:`.features`), said in one phrase: it does not run on this server or with this
+    model; the fix is to leave it off, or choose another value."""
     feature = feature_failing(texts, frames)
-    return None if feature is None else f"{feature} turned on code that fails on this server"
+    if feature is not None:
+        return f"{feature} turned on code that fails on this server"
+    choice = choice_failing(texts, frames)
+    return None if choice is None else f"{choice} chose code that fails on this server"
 
 
 def _chain_frames(texts: Sequence[str], index: int) -> list[str]:
