@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 37
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 38
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -262,6 +262,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "35": cases35,
         "36": cases36,
         "37": cases37,
+        "38": cases38,
     }[batch](real)
 
 
@@ -1268,6 +1269,38 @@ def cases37(real: RealSglang) -> list[Case]:
     config*."""
     settings = _settings_unseen_before(real, 37)
     return _paired(settings, SEED37, "pair37", count=30)
+
+
+SEED38 = 38
+
+#: A setting two earlier batches drew that waited for a checkpoint engine, with no error line,
+#: until the readiness limit (left out both times): drawing it again spends the limit on nothing.
+NEVER_READY = ("--checkpoint-engine-wait-weights-before-ready",)
+
+
+def cases38(real: RealSglang) -> list[Case]:
+    """The thirty-eighth batch, by rule: every setting of :func:`_settings` no earlier batch
+    changed (but :data:`NEVER_READY`), each exactly once: shuffled with seed 38 and paired in
+    that order, each with the next one on another flag; one left without a partner is changed
+    alone. Expected: *invalid config*."""
+    settings = [s for s in _settings_unseen_before(real, 38) if s[0] not in NEVER_READY]
+    random.Random(SEED38).shuffle(settings)
+    cases: list[Case] = []
+    while settings:
+        first = settings.pop(0)
+        partner = next((s for s in settings if s[0] != first[0]), None)
+        if partner is not None:
+            settings.remove(partner)
+        group = [first] if partner is None else sorted((first, partner))
+        cases.append(
+            Case(
+                id="pair38_" + "__".join(_setting_id(s) for s in group),
+                fault=" ".join(word for s in group for word in s),
+                argv=tuple(word for s in group for word in s),
+                expected="invalid config",
+            )
+        )
+    return cases
 
 
 def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str, count: int = 50) -> list[Case]:
