@@ -67,9 +67,11 @@ def die(during_startup: bool) -> NoReturn:
 
 
 READY_LINE = "The server is fired up and ready to roll!"
-#: The parent kills its process tree after these (``proces``: older releases' spelling).
+#: The parent kills its process tree after these (``proces``: older releases' spelling; the
+#: gRPC server's own words for its scheduler's death, as ``--grpc-mode`` ends 0.5.23).
 _PARENT_KILLS = re.compile(
     r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
+    r"|Received SIGQUIT from scheduler process"
 )
 #: A scheduler found dead: at start the launcher raises (exit 1); after the ready line the
 #: serving watchdog of releases and forks that have one (ktransformers') ends the tree.

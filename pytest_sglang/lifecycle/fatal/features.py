@@ -100,8 +100,10 @@ def _building_a_choice(frame: str, value: str) -> bool:
     found = SGLANG_FRAME.match(frame)
     if found is None or found["func"] is None:
         return False
-    building = words_of(found["func"])[:1] in ([word] for word in _BUILDING)
-    return building and _names_choice(value, _module_words(frame))
+    function = words_of(found["func"])
+    return (
+        bool(function) and function[0] in _BUILDING and _names_choice(value, _module_words(frame))
+    )
 
 
 def choice_failing(texts: Sequence[str], frames: Sequence[str]) -> str | None:
