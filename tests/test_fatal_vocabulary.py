@@ -1658,6 +1658,75 @@ def test_a_refusal_naming_a_chosen_value_is_that_setting_wherever_it_is_raised()
     assert fatal is not None and fatal.reason == "tokenizer", fatal
 
 
+def test_a_refusal_naming_a_flag_the_config_set_is_that_setting_wherever_it_is_raised() -> None:
+    """The thirty-eighth batch's ``--ple-offload-embedding`` on a Llama: the loader refuses the
+    flag by its command-line name as the weights load, so the refusal is the setting's, not the
+    model's loading. A flag the config left unset, named as advice, places nothing: the frames
+    do."""
+
+    def record(dump: str, refusal: str) -> list[str]:
+        return _scheduler_raised(
+            dump,
+            refusal,
+            (
+                "model_executor/model_runner.py",
+                "load_model",
+                "loaded = load_model_with_memory_saver(",
+            ),
+            (
+                "model_executor/model_runner_components/load_model_utils.py",
+                "load",
+                "raise ValueError(",
+            ),
+        )
+
+    refusal = "ValueError: --ple-offload-embedding only supports Qwen4ExpForConditionalGeneration"
+    on = "{'model_path': '/m', 'ple_offload_embedding': True}"
+    _reads(record(on, refusal), "invalid config", "(ple_offload_embedding=True is refused)")
+    for dump in ("{'model_path': '/m', 'ple_offload_embedding': None}", "{'model_path': '/m'}"):
+        _reads(record(dump, refusal), "model loading")
+
+
+def _reads(lines: list[str], reason: str, said: str = "") -> None:
+    """The classifier names ``reason`` for ``lines``, its message saying ``said``."""
+    fatal = find_fatal(lines)
+    assert fatal is not None and fatal.reason == reason and said in fatal.message, fatal
+
+
+def test_a_refusal_naming_a_chosen_value_as_one_word_is_that_setting() -> None:
+    """The thirty-eighth batch's ``--load-format flash_rl``: the loader refuses the model under
+    the product's name (``FlashRL does not support LlamaForCausalLM.load_weights``), the value's
+    words run together; it is the load format's refusal, not the model failing to load. Another
+    load format chosen, the same words name nothing of the config."""
+
+    def record(load_format: str) -> list[str]:
+        return _scheduler_raised(
+            f"{{'model_path': '/m', 'load_format': '{load_format}'}}",
+            "ValueError: FlashRL does not support LlamaForCausalLM.load_weights: use a regular load"
+            " format for other models.",
+            ("model_executor/model_runner.py", "load_model", "model = loader.load_model("),
+            ("model_loader/loader.py", "load_weights_and_postprocess", "raise ValueError("),
+        )
+
+    _reads(record("flash_rl"), "invalid config", "(load_format='flash_rl' is refused)")
+    _reads(record("safetensors"), "model loading")
+
+
+def test_the_grpc_servers_words_for_a_dead_scheduler_end_a_start_as_a_crash() -> None:
+    """0.5.23's gRPC server (``--grpc-mode``) says its scheduler died in words of its own,
+    then kills its tree: with nothing else in the record, that line is the crash."""
+    fatal = find_fatal(
+        [
+            "[2026-12-07 02:11:42] Load weight end. elapsed=0.1 s",
+            "[2026-12-07 02:11:42] Received SIGQUIT from scheduler process. Scheduler failed,"
+            " shutting down gRPC server.",
+            "[2026-12-07 02:11:42] kill_process_tree called: parent_pid=8224, include_parent=True",
+        ]
+    )
+    assert fatal is not None and fatal.reason == "crashed", fatal
+    assert "shutting down gRPC server" in fatal.line
+
+
 def test_a_crash_in_the_code_of_a_feature_a_setting_turned_on_is_that_setting() -> None:
     """The thirty-sixth batch's ``--kv-canary log``: the canary's manager, which the setting
     built, makes a device stream the CPU build of torch cannot. The frames run through the

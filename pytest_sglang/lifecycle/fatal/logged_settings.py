@@ -152,13 +152,16 @@ _VERSION_AT_END = re.compile(r"v?[0-9]+$")
 
 def _names_choice(value: str, words: Sequence[str]) -> bool:
     """Whether ``value`` (``torch_native``, ``eagle3``, ``deepseekv41``) is among ``words`` as a
-    run of whole words, or without its version (``eagle``, ``deepseek``): SGLang names the code
-    of a family after the family, not each version of it."""
+    run of whole words, or as one word of them all (``flash_rl`` said ``FlashRL``, the product's
+    name), or without its version (``eagle``, ``deepseek``): SGLang names the code of a family
+    after the family, not each version of it."""
     value = value.lower()
     for wanted in dict.fromkeys((value, _VERSION_AT_END.sub("", value))):
         parts = words_of(wanted)
         size = len(parts)
         if parts and any(words[i : i + size] == parts for i in range(len(words) - size + 1)):
+            return True
+        if size > 1 and "".join(parts) in words:
             return True
     return False
 
@@ -477,14 +480,21 @@ _DISTINCT_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9]*([_-][A-Za-z0-9]+)+$|^[A-Za-
 
 def _value_refused(texts: Sequence[str], exception: str) -> str | None:
     """The logged setting a refusal names by its value, said as ``name='value'``
-    (``ValueError: response_template is required`` with ``reasoning_parser='response_template'``):
-    what that setting chose is refused, wherever the refusal is raised (a parser's in the
-    tokenizer manager's frames). Paths and names are not choices; None when no distinctive
-    value (:data:`_DISTINCT_VALUE`) is named."""
+    (``ValueError: response_template is required`` with ``reasoning_parser='response_template'``),
+    or by its flag where the dump shows it turned on or choosing something (``ValueError:
+    --ple-offload-embedding only supports Qwen4ExpForConditionalGeneration``, raised as the
+    weights load): what that setting chose is refused, wherever the refusal is raised (a
+    parser's in the tokenizer manager's frames, a loader's). Paths and names are not choices;
+    None when no distinctive value (:data:`_DISTINCT_VALUE`) nor set flag is named."""
     words = words_of(exception)
-    for name, value in _last_logged_args(texts).items():
+    args = _last_logged_args(texts)
+    for name, value in args.items():
         if not isinstance(value, str) or name.endswith(("_path", "_dir", "_file", "_name")):
             continue
         if _DISTINCT_VALUE.match(value) and _names_choice(value, words):
             return f"{name}={value!r}"
+    for found in FLAG_SAID.finditer(exception):
+        name = found["name"].replace("-", "_")
+        if name in args and (args[name] is True or chooses_something(args[name])):
+            return f"{name}={args[name]!r}"
     return None

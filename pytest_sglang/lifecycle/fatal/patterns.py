@@ -406,6 +406,14 @@ _NOT_A_KNOWN_NAME = (
 #: and whatever device words its message quotes.
 _CODE_FAULT = re.compile(r"INTERNAL ASSERT FAILED|(?i:\bplease (report|file) (a|this) bug\b)")
 
+#: SGLang's parent saying a child died, as the HTTP server words it (``Received sigquit from a
+#: child process``, ``proces`` in older releases; ``SIGQUIT received`` once serving) and as the
+#: gRPC server does (``Received SIGQUIT from scheduler process. Scheduler failed, shutting down
+#: gRPC server.``): the cause is on the lines before it, and the parent then kills its tree.
+_CHILD_DIED = (
+    r"Received sigquit from a child proces|SIGQUIT received|Received SIGQUIT from scheduler process"
+)
+
 #: A summary that points back at the cause (SGLang's ``Initialization failed. Please see the
 #: error messages above``, another engine's ``Engine core initialization failed. See root cause
 #: above.``): never the cause itself, the exception or last words before it are.
@@ -644,7 +652,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (_KILLED, "killed"),
         (r"\b\w+ hit an exception", "crashed"),
         (_SEE_ABOVE, "crashed"),
-        (r"Received sigquit from a child proces|SIGQUIT received", "crashed"),
+        (_CHILD_DIED, "crashed"),
         (r"Rank \d+ scheduler (is dead|died during initialization)", "crashed"),
         (r"Subprocess \S+ \(pid=\d+\) crashed|Scheduler PP\d+ TP\d+ crashed: ", "crashed"),
         (_LAUNCHER_GAVE_UP, "crashed"),

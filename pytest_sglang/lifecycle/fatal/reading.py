@@ -38,6 +38,7 @@ from .logged_settings import (
 )
 from .packages import package_a_setting_needs
 from .patterns import (
+    _CHILD_DIED,
     _GPU_REFUSAL,
     _HEADLESS,
     _KILLED,
@@ -87,7 +88,7 @@ _EXCEPTION_GROUP = re.compile(r"^([\w.]+\.)?(Base)?ExceptionGroup\b")
 
 #: Lines that end a failed start without naming its cause: the cause is on the lines before.
 _SUMMARY = re.compile(
-    r"Received sigquit from a child proces|SIGQUIT received|Rank \d+ scheduler (is dead|died)"
+    rf"{_CHILD_DIED}|Rank \d+ scheduler (is dead|died)"
     r"|Subprocess \S+ \(pid=\d+\) crashed|\b\w+ hit an exception|Exit code: "
     r"|Scheduler PP\d+ TP\d+ crashed: |Initialization failed\. \w+_init_state: Traceback"
     rf"|{_SEE_ABOVE}"
@@ -120,9 +121,7 @@ _WARNING_ONLY = re.compile(
 
 #: Lines after which SGLang's parent kills its own process tree (SIGKILL): a shell's ``Killed``
 #: after them is that tree kill, the aftermath of the cause, never the cause.
-_TREE_KILLED = re.compile(
-    r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
-)
+_TREE_KILLED = re.compile(rf"{_CHILD_DIED}|Initialization failed\. warmup error")
 
 
 @dataclass(frozen=True)
