@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 38
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 39
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -56,7 +56,10 @@ kernels (sampling, grammar) a tuning run chooses, each choice alone. The thirty-
 (every flag's choices and every switch), each pair changed together. The thirty-fourth
 (:func:`cases34`): the same, drawn only from the settings no earlier batch changed. The
 thirty-fifth (:func:`cases35`): the same again, sixty pairs, the thirty-third's and thirty-fourth's
-settings now counted as changed.
+settings now counted as changed. The thirty-sixth and thirty-seventh (:func:`cases36`,
+:func:`cases37`): the same again. The thirty-eighth (:func:`cases38`): every setting no earlier
+batch changed, each once, in pairs. The thirty-ninth (:func:`cases39`): a seeded sample of
+triples of those settings, drawn from them all, each triple changed together.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -263,6 +266,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "36": cases36,
         "37": cases37,
         "38": cases38,
+        "39": cases39,
     }[batch](real)
 
 
@@ -1301,6 +1305,29 @@ def cases38(real: RealSglang) -> list[Case]:
             )
         )
     return cases
+
+
+SEED39 = 39
+
+
+def cases39(real: RealSglang) -> list[Case]:
+    """The thirty-ninth batch, by rule: a seeded sample of 32 triples of :func:`_settings` (but
+    :data:`NEVER_READY`), three different flags in each, each triple changed together, as a
+    tuning run changes several things at once; settings earlier batches changed are drawn as
+    any other. Expected: *invalid config*."""
+    settings = [s for s in _settings(real) if s[0] not in NEVER_READY]
+    draw = random.Random(SEED39)
+    triples: list[tuple[tuple[str, ...], ...]] = []
+    while len(triples) < 32:
+        triple = tuple(sorted(draw.sample(settings, 3)))
+        if len({s[0] for s in triple}) == 3 and triple not in triples:
+            triples.append(triple)
+    return [
+        Case(id="triple39_" + "__".join(_setting_id(s) for s in triple),
+             fault=" ".join(word for s in triple for word in s),
+             argv=tuple(word for s in triple for word in s), expected="invalid config")
+        for triple in triples
+    ]  # fmt: skip
 
 
 def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str, count: int = 50) -> list[Case]:
