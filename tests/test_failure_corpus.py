@@ -76,6 +76,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh36_": (24, (19, 24)),  # the same, sixty more pairs
     "fresh37_": (9, (7, 9)),  # the same, thirty pairs
     "fresh38_": (14, (10, 14)),  # the same, every setting no earlier batch changed, once each
+    "fresh39_": (19, (18, 19)),  # the same settings, all of them, changed three at a time
 }
 
 

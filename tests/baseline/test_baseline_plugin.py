@@ -277,8 +277,12 @@ from pytest_sglang.bench import Workload
 
 CFG = ServerConfig(model_path="/models/Qwen3-8B", served_model_name="qwen3-8b")
 
-# the test is of keys, not of noise: a few-millisecond TTFT median moves 15% under load
-pytestmark = pytest.mark.sglang_gate(median_ttft_ms="off")
+# the test is of keys, not of noise: a few-millisecond TTFT median moves 15% under load, and a
+# 16-token stream's ITL median several-fold (0.28 -> 1.95 ms once, its chunks coalescing on a
+# loaded runner); throughput alone is compared, with room for a busy machine
+pytestmark = pytest.mark.sglang_gate(
+    median_ttft_ms="off", median_itl_ms="off", output_throughput="-50%"
+)
 
 @pytest.mark.parametrize("sglang_server", [CFG], indirect=True)
 @pytest.mark.parametrize("api", ["chat", "generate"])
