@@ -1712,6 +1712,29 @@ def test_a_refusal_naming_a_chosen_value_as_one_word_is_that_setting() -> None:
     _reads(record("safetensors"), "model loading")
 
 
+def test_a_refusal_naming_the_class_a_chosen_value_builds_is_that_setting() -> None:
+    """The thirty-ninth batch's ``--load-format layered`` on a Llama: the loader SGLang names
+    after the value (``LayeredModelLoader``) refuses the model as the weights load, so the
+    refusal is the load format's. A model's own class (``LlamaForCausalLM``) is no component a
+    choice builds, and another load format chosen names nothing."""
+
+    def record(load_format: str, refusal: str) -> list[str]:
+        return _scheduler_raised(
+            f"{{'model_path': '/m', 'load_format': '{load_format}', 'tool_call_parser': 'llama'}}",
+            refusal,
+            ("model_executor/model_runner.py", "load_model", "model = loader.load_model("),
+            ("model_loader/loader.py", "load_model", "raise ValueError("),
+        )
+
+    layered = (
+        "ValueError: LayeredModelLoader requires the model to have a `load_weights_to_module`"
+        " method. /m does not support it."
+    )
+    _reads(record("layered", layered), "invalid config", "(load_format='layered' is refused)")
+    _reads(record("auto", layered), "model loading")
+    _reads(record("auto", "ValueError: LlamaForCausalLM has no weights at /m"), "model loading")
+
+
 def test_the_grpc_servers_words_for_a_dead_scheduler_end_a_start_as_a_crash() -> None:
     """0.5.23's gRPC server (``--grpc-mode``) says its scheduler died in words of its own,
     then kills its tree: with nothing else in the record, that line is the crash."""

@@ -478,20 +478,47 @@ def _overridden_field(texts: Sequence[str], message: str) -> str | None:
 _DISTINCT_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9]*([_-][A-Za-z0-9]+)+$|^[A-Za-z]+\d[A-Za-z0-9]*$")
 
 
+#: A class name in CamelCase (``LayeredModelLoader``, ``TritonAttnBackend``), by its humps.
+_CAMEL_CASE = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b")
+_HUMP = re.compile(r"[A-Z][a-z0-9]*")
+#: The last word of a component's class, where SGLang names the class after the choice that
+#: builds it (``LayeredModelLoader`` for ``load_format='layered'``): not a model's architecture
+#: (``LlamaForCausalLM``), which a choice does not build.
+_COMPONENT_CLASS = frozenset(
+    {"loader", "backend", "parser", "detector", "runner", "worker", "dispatcher", "processor"}
+)
+
+
+def _class_of_choice(value: str, exception: str) -> bool:
+    """Whether ``exception`` names a component class after ``value``: its first humps are the
+    value's words and its last a component's (:data:`_COMPONENT_CLASS`)."""
+    parts = words_of(value.lower())
+    for name in _CAMEL_CASE.findall(exception):
+        humps = [hump.lower() for hump in _HUMP.findall(name)]
+        named_after = len(humps) > len(parts) and humps[: len(parts)] == parts
+        if named_after and humps[-1] in _COMPONENT_CLASS:
+            return True
+    return False
+
+
 def _value_refused(texts: Sequence[str], exception: str) -> str | None:
     """The logged setting a refusal names by its value, said as ``name='value'``
     (``ValueError: response_template is required`` with ``reasoning_parser='response_template'``),
     or by its flag where the dump shows it turned on or choosing something (``ValueError:
     --ple-offload-embedding only supports Qwen4ExpForConditionalGeneration``, raised as the
-    weights load): what that setting chose is refused, wherever the refusal is raised (a
-    parser's in the tokenizer manager's frames, a loader's). Paths and names are not choices;
-    None when no distinctive value (:data:`_DISTINCT_VALUE`) nor set flag is named."""
+    weights load), or by the component class named after its value (``LayeredModelLoader
+    requires ...`` with ``load_format='layered'``): what that setting chose is refused, wherever
+    the refusal is raised (a parser's in the tokenizer manager's frames, a loader's). Paths and
+    names are not choices; None when no distinctive value (:data:`_DISTINCT_VALUE`), set flag
+    nor class of a choice is named."""
     words = words_of(exception)
     args = _last_logged_args(texts)
     for name, value in args.items():
         if not isinstance(value, str) or name.endswith(("_path", "_dir", "_file", "_name")):
             continue
         if _DISTINCT_VALUE.match(value) and _names_choice(value, words):
+            return f"{name}={value!r}"
+        if chooses_something(value) and _class_of_choice(value, exception):
             return f"{name}={value!r}"
     for found in FLAG_SAID.finditer(exception):
         name = found["name"].replace("-", "_")
