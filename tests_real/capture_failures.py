@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 39
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 40
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -59,7 +59,8 @@ thirty-fifth (:func:`cases35`): the same again, sixty pairs, the thirty-third's 
 settings now counted as changed. The thirty-sixth and thirty-seventh (:func:`cases36`,
 :func:`cases37`): the same again. The thirty-eighth (:func:`cases38`): every setting no earlier
 batch changed, each once, in pairs. The thirty-ninth (:func:`cases39`): a seeded sample of
-triples of those settings, drawn from them all, each triple changed together.
+triples of those settings, drawn from them all, each triple changed together. The fortieth
+(:func:`cases40`): the same again, sixteen triples.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -267,6 +268,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "37": cases37,
         "38": cases38,
         "39": cases39,
+        "40": cases40,
     }[batch](real)
 
 
@@ -1315,15 +1317,30 @@ def cases39(real: RealSglang) -> list[Case]:
     :data:`NEVER_READY`), three different flags in each, each triple changed together, as a
     tuning run changes several things at once; settings earlier batches changed are drawn as
     any other. Expected: *invalid config*."""
+    return _tripled(real, SEED39, "triple39", 32)
+
+
+SEED40 = 40
+
+
+def cases40(real: RealSglang) -> list[Case]:
+    """The fortieth batch, by rule: the thirty-ninth's again with seed 40, 16 triples (the time
+    the capture had); a triple the thirty-ninth changed is drawn again only by chance."""
+    return _tripled(real, SEED40, "triple40", 16)
+
+
+def _tripled(real: RealSglang, seed: int, prefix: str, count: int) -> list[Case]:
+    """A seeded sample of ``count`` triples of :func:`_settings` (but :data:`NEVER_READY`) on
+    three different flags, each changed together, as cases expected to read *invalid config*."""
     settings = [s for s in _settings(real) if s[0] not in NEVER_READY]
-    draw = random.Random(SEED39)
+    draw = random.Random(seed)
     triples: list[tuple[tuple[str, ...], ...]] = []
-    while len(triples) < 32:
+    while len(triples) < count:
         triple = tuple(sorted(draw.sample(settings, 3)))
         if len({s[0] for s in triple}) == 3 and triple not in triples:
             triples.append(triple)
     return [
-        Case(id="triple39_" + "__".join(_setting_id(s) for s in triple),
+        Case(id=f"{prefix}_" + "__".join(_setting_id(s) for s in triple),
              fault=" ".join(word for s in triple for word in s),
              argv=tuple(word for s in triple for word in s), expected="invalid config")
         for triple in triples
