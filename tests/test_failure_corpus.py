@@ -77,6 +77,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh37_": (9, (7, 9)),  # the same, thirty pairs
     "fresh38_": (14, (10, 14)),  # the same, every setting no earlier batch changed, once each
     "fresh39_": (19, (18, 19)),  # the same settings, all of them, changed three at a time
+    "fresh40_": (11, (11, 11)),  # the same again, sixteen triples
 }
 
 
