@@ -84,6 +84,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -1298,15 +1299,18 @@ def cases38(real: RealSglang) -> list[Case]:
         if partner is not None:
             settings.remove(partner)
         group = [first] if partner is None else sorted((first, partner))
-        cases.append(
-            Case(
-                id="pair38_" + "__".join(_setting_id(s) for s in group),
-                fault=" ".join(word for s in group for word in s),
-                argv=tuple(word for s in group for word in s),
-                expected="invalid config",
-            )
-        )
+        cases.append(_changed_together("pair38", group))
     return cases
+
+
+def _changed_together(prefix: str, group: Sequence[tuple[str, ...]]) -> Case:
+    """The case that changes every setting of ``group`` at once, expected *invalid config*."""
+    return Case(
+        id=f"{prefix}_" + "__".join(_setting_id(s) for s in group),
+        fault=" ".join(word for s in group for word in s),
+        argv=tuple(word for s in group for word in s),
+        expected="invalid config",
+    )
 
 
 SEED39 = 39
@@ -1339,12 +1343,7 @@ def _tripled(real: RealSglang, seed: int, prefix: str, count: int) -> list[Case]
         triple = tuple(sorted(draw.sample(settings, 3)))
         if len({s[0] for s in triple}) == 3 and triple not in triples:
             triples.append(triple)
-    return [
-        Case(id=f"{prefix}_" + "__".join(_setting_id(s) for s in triple),
-             fault=" ".join(word for s in triple for word in s),
-             argv=tuple(word for s in triple for word in s), expected="invalid config")
-        for triple in triples
-    ]  # fmt: skip
+    return [_changed_together(prefix, triple) for triple in triples]
 
 
 def _paired(settings: list[tuple[str, ...]], seed: int, prefix: str, count: int = 50) -> list[Case]:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from ..lifecycle.fatal.patterns import _CHILD_DIED
 from .logs import log, rank_log, raw_stderr
 
 __all__ = [
@@ -67,12 +68,10 @@ def die(during_startup: bool) -> NoReturn:
 
 
 READY_LINE = "The server is fired up and ready to roll!"
-#: The parent kills its process tree after these (``proces``: older releases' spelling; the
-#: gRPC server's own words for its scheduler's death, as ``--grpc-mode`` ends 0.5.23).
-_PARENT_KILLS = re.compile(
-    r"Received sigquit from a child proces|SIGQUIT received|Initialization failed\. warmup error"
-    r"|Received SIGQUIT from scheduler process"
-)
+#: The parent kills its process tree after these: a child's death in the words the classifier
+#: reads (:data:`~pytest_sglang.lifecycle.fatal.patterns._CHILD_DIED`, the HTTP and the gRPC
+#: server's), or a failed warmup.
+_PARENT_KILLS = re.compile(rf"{_CHILD_DIED}|Initialization failed\. warmup error")
 #: A scheduler found dead: at start the launcher raises (exit 1); after the ready line the
 #: serving watchdog of releases and forks that have one (ktransformers') ends the tree.
 _SCHEDULER_DEAD = re.compile(r"Rank \d+ scheduler is dead\. Please check")
