@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 40
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 41
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -60,7 +60,9 @@ settings now counted as changed. The thirty-sixth and thirty-seventh (:func:`cas
 :func:`cases37`): the same again. The thirty-eighth (:func:`cases38`): every setting no earlier
 batch changed, each once, in pairs. The thirty-ninth (:func:`cases39`): a seeded sample of
 triples of those settings, drawn from them all, each triple changed together. The fortieth
-(:func:`cases40`): the same again, sixteen triples.
+(:func:`cases40`): the same again, sixteen triples. The forty-first (:func:`cases41`): a seeded
+sample of the parser's integer flags no earlier batch gave a value, each given one past what a
+32-bit signed integer holds.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -217,6 +219,19 @@ def _parser_flags(real: RealSglang) -> list[Flag]:
     return [Flag(n, t, tuple(c), d, bool(one)) for n, t, c, d, one in rows]
 
 
+def _spellings(real: RealSglang) -> dict[str, list[str]]:
+    """Every option string of each flag of the real parser (``--tp-size`` beside
+    ``--tensor-parallel-size``), by its longest one (:attr:`Flag.name`)."""
+    program = (
+        "import argparse, json\n"
+        "from sglang.srt.server_args import ServerArgs\n"
+        "p = argparse.ArgumentParser()\n"
+        "ServerArgs.add_cli_args(p)\n"
+        "print(json.dumps([a.option_strings for a in p._actions if a.option_strings]))\n"
+    )
+    return {sorted(names, key=len)[-1]: list(names) for names in _ask(real, program)}
+
+
 def _ask(real: RealSglang, program: str) -> list[Any]:
     """What ``program``, run by the real package's Python, prints as JSON on its last line."""
     done = subprocess.run(
@@ -270,6 +285,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "38": cases38,
         "39": cases39,
         "40": cases40,
+        "41": cases41,
     }[batch](real)
 
 
@@ -1331,6 +1347,44 @@ def cases40(real: RealSglang) -> list[Case]:
     """The fortieth batch, by rule: the thirty-ninth's again with seed 40, 16 triples (the time
     the capture had); a triple the thirty-ninth changed is drawn again only by chance."""
     return _tripled(real, SEED40, "triple40", 16)
+
+
+SEED41 = 41
+#: The forty-first batch's value: one past the largest 32-bit signed integer, the edge a counter,
+#: a tensor's index or a C API's ``int`` meets first, and what an extra digit or two typed into a
+#: size reaches.
+PAST_INT32 = str(2**31)
+#: Words of a flag's name that say it sizes memory (a pool, a cache, a buffer): given
+#: :data:`PAST_INT32`, such a flag is expected to read *out of memory*, as the twenty-ninth
+#: batch labelled its memory sizes.
+MEMORY_WORDS = re.compile(r"-(gb|mb|capacity)(-|$)|cache-(size|len)|buffer-size|max-states")
+#: Words of a flag's name that say it sets how many processes or threads to start: given
+#: :data:`PAST_INT32`, such a flag could fill the capturing machine itself, so it is left out.
+STARTS_MANY = re.compile(r"worker-num|threadpool-count|threads")
+
+
+def cases41(real: RealSglang) -> list[Case]:
+    """The forty-first batch, by rule: a seeded sample (seed 41) of 32 of the parser's integer
+    flags that take one value without choices, that no earlier batch gave a value under any of
+    its spellings (:func:`_settings_changed_before` by what a flag sets, :func:`_spellings`, and
+    the thirtieth's speculative steps), that reach nothing off the machine (:data:`REACHES_OUT`)
+    and start no processes by the number (:data:`STARTS_MANY`), each given :data:`PAST_INT32`
+    alone. Expected: *out of memory* for a flag :data:`MEMORY_WORDS` says sizes memory, else
+    *invalid config*."""
+    seen = {setting[0] for setting in _settings_changed_before(41)}
+    seen |= {_kind(flag) for flag in SEED_SPECULATION[::2]}  # the 30th's sources say "steps"
+    named = _spellings(real)
+    flags = [
+        flag.name for flag in _parser_flags(real)
+        if flag.type == "int" and not flag.choices and flag.takes_one
+        and not seen & {_kind(spelling) for spelling in named[flag.name]}
+        and not REACHES_OUT.search(flag.name) and not STARTS_MANY.search(flag.name)
+    ]  # fmt: skip
+    return [
+        Case(id=f"int32_{_flag_id(flag)}", fault=f"{flag} {PAST_INT32}", argv=(flag, PAST_INT32),
+             expected="out of memory" if MEMORY_WORDS.search(flag) else "invalid config")
+        for flag in sorted(random.Random(SEED41).sample(flags, 32))
+    ]  # fmt: skip
 
 
 def _tripled(real: RealSglang, seed: int, prefix: str, count: int) -> list[Case]:
