@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 41
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 42
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -62,7 +62,8 @@ batch changed, each once, in pairs. The thirty-ninth (:func:`cases39`): a seeded
 triples of those settings, drawn from them all, each triple changed together. The fortieth
 (:func:`cases40`): the same again, sixteen triples. The forty-first (:func:`cases41`): a seeded
 sample of the parser's integer flags no earlier batch gave a value, each given one past what a
-32-bit signed integer holds.
+32-bit signed integer holds. The forty-second (:func:`cases42`): every flag that takes JSON
+written inline, given an object in Python's quoting and an object with a key it does not take.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -286,6 +287,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "39": cases39,
         "40": cases40,
         "41": cases41,
+        "42": cases42,
     }[batch](real)
 
 
@@ -1384,6 +1386,45 @@ def cases41(real: RealSglang) -> list[Case]:
         Case(id=f"int32_{_flag_id(flag)}", fault=f"{flag} {PAST_INT32}", argv=(flag, PAST_INT32),
              expected="out of memory" if MEMORY_WORDS.search(flag) else "invalid config")
         for flag in sorted(random.Random(SEED41).sample(flags, 32))
+    ]  # fmt: skip
+
+
+#: The forty-second batch's flags: every flag of the 0.5.23 parser that takes one value whose
+#: help says it is JSON written inline (an object or an array; read once from the parser's help,
+#: a file's path only left out), and the values a hand edit gets wrong: an object in Python's
+#: quoting (a dict pasted from Python) and a well-formed object with a key the setting does not
+#: take.
+INLINE_JSON_FLAGS = (
+    "--cuda-graph-config",
+    "--deepep-config",
+    "--default-chat-template-kwargs",
+    "--extra-metric-labels",
+    "--forward-hooks",
+    "--hicache-storage-backend-extra-config",
+    "--hierarchical-sparse-attention-extra-config",
+    "--json-model-override-args",
+    "--kv-events-config",
+    "--limit-mm-data-per-request",
+    "--mm-process-config",
+    "--model-loader-extra-config",
+    "--modelexpress-config",
+    "--preferred-sampling-params",
+    "--radix-eviction-policy-config",
+    "--sidecar-args",
+    "--unified-cache-external-linker-config",
+    "--watermark-config",
+)
+JSON_MISTAKES = (("python_quoted", "{'unknown_key': 1}"), ("unknown_key", '{"unknown_key": 1}'))
+
+
+def cases42(real: RealSglang) -> list[Case]:
+    """The forty-second batch, by rule: each of :data:`INLINE_JSON_FLAGS` given each of
+    :data:`JSON_MISTAKES`, alone. Expected: *invalid config*."""
+    return [
+        Case(id=f"json_{_flag_id(flag)}_{how}", fault=f"{flag} {value}", argv=(flag, value),
+             expected="invalid config")
+        for flag in INLINE_JSON_FLAGS
+        for how, value in JSON_MISTAKES
     ]  # fmt: skip
 
 
