@@ -78,6 +78,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh38_": (14, (10, 14)),  # the same, every setting no earlier batch changed, once each
     "fresh39_": (19, (18, 19)),  # the same settings, all of them, changed three at a time
     "fresh40_": (11, (11, 11)),  # the same again, sixteen triples
+    "fresh41_": (6, (6, 6)),  # the same: integer flags given one past a 32-bit integer
 }
 
 
