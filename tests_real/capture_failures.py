@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 42
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 43
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -64,6 +64,8 @@ triples of those settings, drawn from them all, each triple changed together. Th
 sample of the parser's integer flags no earlier batch gave a value, each given one past what a
 32-bit signed integer holds. The forty-second (:func:`cases42`): every flag that takes JSON
 written inline, given an object in Python's quoting and an object with a key it does not take.
+The forty-third (:func:`cases43`): a seeded sample of SGLang's own boolean environment variables
+that are off by default, each turned on alone.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -288,6 +290,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "40": cases40,
         "41": cases41,
         "42": cases42,
+        "43": cases43,
     }[batch](real)
 
 
@@ -1425,6 +1428,38 @@ def cases42(real: RealSglang) -> list[Case]:
              expected="invalid config")
         for flag in INLINE_JSON_FLAGS
         for how, value in JSON_MISTAKES
+    ]  # fmt: skip
+
+
+SEED43 = 43
+
+
+def _switched_off_env_vars(real: RealSglang) -> list[str]:
+    """SGLang's own boolean environment variables (its ``Envs`` registry) whose default is off,
+    sorted by name."""
+    program = (
+        "import json\n"
+        "from sglang.srt import environ as e\n"
+        "print(json.dumps(sorted(k for k, v in vars(e.Envs).items()\n"
+        "                        if isinstance(v, e.EnvBool) and v.default is False)))\n"
+    )
+    return _ask_names(real, program)
+
+
+def cases43(real: RealSglang) -> list[Case]:
+    """The forty-third batch, by rule: a seeded sample (seed 43) of 40 of
+    :func:`_switched_off_env_vars` whose names reach nothing off the machine
+    (:data:`REACHES_OUT`, case aside), each set to ``1`` alone, as a unit's ``Environment=`` line
+    or a launch script's ``export`` turns one on; no flag changed. Expected: *invalid config*
+    (a setting this machine or model cannot run, as the sixteenth batch labelled its environment
+    variables)."""
+    names = [
+        name for name in _switched_off_env_vars(real) if not REACHES_OUT.search(name.lower())
+    ]  # fmt: skip
+    return [
+        Case(id=f"env_on_{name.lower()}", fault=f"{name}=1", argv=(), expected="invalid config",
+             env=((name, "1"),))
+        for name in sorted(random.Random(SEED43).sample(names, 40))
     ]  # fmt: skip
 
 
