@@ -75,7 +75,8 @@ _PARENT_KILLS = re.compile(rf"{_CHILD_DIED}|Initialization failed\. warmup error
 #: A scheduler found dead: at start the launcher raises (exit 1); after the ready line the
 #: serving watchdog of releases and forks that have one (ktransformers') ends the tree.
 _SCHEDULER_DEAD = re.compile(r"Rank \d+ scheduler is dead\. Please check")
-_ARGPARSE = re.compile(r"^\S+: error: ")
+#: argparse's last line, after its program's name: a script's path, or 0.5.23's ``sglang serve``.
+_ARGPARSE = re.compile(r"^\S+(?: \w+)?: error: ")
 #: Uvicorn's words when the app's own startup (its lifespan) raised: it exits 3
 #: (``STARTUP_FAILURE``), as a tool-call parser whose chat encoding cannot be built ends 0.5.23.
 _APP_STARTUP_FAILED = "Application startup failed. Exiting."
