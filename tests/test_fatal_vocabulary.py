@@ -1902,3 +1902,100 @@ def test_an_extra_package_a_chained_refusal_says_a_flag_needs_is_that_flag() -> 
     )
     fatal = find_fatal(record("ValueError: HTTP/2 needs the 'granian' package."))
     assert fatal is not None and fatal.reason == "broken install", fatal
+
+
+def test_argparse_refusing_a_known_flags_value_is_the_config_and_its_shape_a_bad_flag() -> None:
+    """The forty-second batch: 0.5.23's parser refuses a value its type cannot read (a dict in
+    Python's quoting where JSON is meant); the flag is right, its value is the config's. A flag it
+    does not know, one without its value, and a choice outside the release's set stay *bad
+    flag*."""
+    usage = "usage: sglang serve [-h] --model-path MODEL_PATH"
+
+    def record(error: str) -> list[str]:
+        return [usage, f"sglang serve: error: {error}"]
+
+    _reads(
+        record("""argument --extra-metric-labels: invalid loads value: "{'k': 1}\""""),
+        "invalid config",
+        "--extra-metric-labels",
+    )
+    _reads(
+        record("argument --cuda-graph-config: --cuda-graph-config must be JSON: Expecting value"),
+        "invalid config",
+    )
+    _reads(
+        record("argument --tp-size/--tensor-parallel-size: invalid int value: 'x'"),
+        "invalid config",
+    )
+    _reads(record("unrecognized arguments: --enable-reasoning"), "bad flag")
+    _reads(record("argument --port: expected one argument"), "bad flag")
+    _reads(record("argument --attention-backend: invalid choice: 'torch_sdpa'"), "bad flag")
+
+
+def test_an_error_type_of_a_settings_own_config_is_the_config() -> None:
+    """The forty-second batch's ``--watermark-config`` and ``--kv-events-config``: the error's
+    type (``WatermarkConfigError``) or pydantic's refusal of a settings class says a setting's
+    config is wrong, where the message alone names no family."""
+    for exception in (
+        "sglang.srt.sampling.watermarking.config.WatermarkConfigError: watermark config contains"
+        " unknown fields",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for KVEventsConfig",
+    ):
+        lines = _scheduler_raised(
+            "{'model_path': '/m'}",
+            exception,
+            ("managers/scheduler.py", "__init__", "self.init_watermark()"),
+        )
+        _reads(lines, "invalid config")
+    _reads(
+        _scheduler_raised(
+            "{'model_path': '/m'}",
+            "sglang.srt.x.SchedulerStateError: queue drained twice",
+            ("managers/scheduler.py", "__init__", "self.init_watermark()"),
+        ),
+        "crashed",
+    )
+
+
+def test_keys_of_an_object_setting_a_component_does_not_take_are_that_setting() -> None:
+    """The forty-second batch's ``--radix-eviction-policy-config '{"k": 1}'``: the eviction
+    strategy is built with the object's keys (``factory(**config)``) and takes none; the frames
+    (``get_eviction_strategy`` of ``unified_radix_cache``) name the setting. Its keys are said,
+    never its values. Without such a setting logged, the code's own fault stays a crash."""
+
+    def record(dump: str) -> list[str]:
+        return _scheduler_raised(
+            dump,
+            "TypeError: LRUStrategy() takes no arguments",
+            ("mem_cache/unified_radix_cache.py", "__init__", "self.tree_core = create_tree_core("),
+            ("mem_cache/utils.py", "get_eviction_strategy", "return factory(**config)"),
+        )
+
+    _reads(
+        record("{'model_path': '/m', 'radix_eviction_policy_config': {'k': 'secret'}}"),
+        "invalid config",
+        "radix_eviction_policy_config's keys k",
+    )
+    assert "secret" not in str(find_fatal(record("{'radix_eviction_policy_config': {'k': 's'}}")))
+    _reads(record("{'model_path': '/m', 'radix_eviction_policy_config': None}"), "crashed")
+
+
+def test_an_object_setting_refused_as_not_json_or_by_its_key_is_that_setting() -> None:
+    """The forty-second batch's ``--model-loader-extra-config``: refused in the loader (so placed
+    as *model loading* by its frames) as text a JSON decoder cannot read, or by a key it quotes;
+    either is the setting's. A JSON decode error where no setting's text is broken stays where
+    its frames place it."""
+
+    def record(value: str, exception: str) -> list[str]:
+        return _scheduler_raised(
+            f"{{'model_path': '/m', 'model_loader_extra_config': {value!r}}}",
+            exception,
+            ("model_executor/model_runner.py", "load_model", "model = loader.load_model("),
+            ("model_loader/loader.py", "load_weights_and_postprocess", "raise ValueError("),
+        )
+
+    not_json = "orjson.JSONDecodeError: unexpected character: line 1 column 2 (char 1)"
+    _reads(record("{'k': 1}", not_json), "invalid config", "model_loader_extra_config, not JSON")
+    _reads(record("{}", not_json), "model loading")
+    keys = "ValueError: Unexpected extra config keys for load format LoadFormat.AUTO: {'k'}"
+    _reads(record('{"k": 1}', keys), "invalid config", "model_loader_extra_config's key k")

@@ -220,7 +220,7 @@ def test_without_the_hosts_answer_both_configs_fail_on_the_host(tmp_path: Path) 
     session = _session(tmp_path, "off", said)
     try:
         lease = session.host("sim")
-        with pytest.raises(ServerStartError, match="bad flag"):
+        with pytest.raises(ServerStartError, match="invalid config"):
             lease.deployment(REFUSED)
         with pytest.raises(JournalError, match="dp_size requested 2, logged 1"):
             lease.deployment(FOLDED)

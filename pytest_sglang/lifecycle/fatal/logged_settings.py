@@ -396,6 +396,47 @@ def _feature_left_off(texts: Sequence[str], exception: str, frames: Sequence[str
     return None
 
 
+#: A call refusing the keyword arguments it was given (``LRUStrategy() takes no arguments``,
+#: ``__init__() got an unexpected keyword argument 'k'``).
+_KEYWORDS_REFUSED = re.compile(
+    r"^([\w.]+\.)?TypeError: .*(takes no arguments|got an unexpected keyword argument)"
+)
+#: Words of a setting's name that say it holds an object of settings, not what they set.
+_OBJECT_WORDS = frozenset({"config", "configs", "args", "kwargs", "extra", "params", "options"})
+
+
+def _object_of(value: object) -> dict[str, object]:
+    """A logged setting's value as an object (a dict, or JSON text of one); {} for any other."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _object_unpacked(
+    texts: Sequence[str], exception: str, statement: str, frames: Sequence[str]
+) -> str | None:
+    """A setting given as an object whose keys a component is built with, refused by it: the
+    raising statement unpacks keyword arguments (``factory(**config)``) that the call does not
+    take, in SGLang frames whose modules and functions name a logged setting holding a non-empty
+    object (``radix_eviction_policy_config={'k': 1}``: ``get_eviction_strategy`` of
+    ``unified_radix_cache``; two of its words, or all of a shorter name). None otherwise."""
+    if not _KEYWORDS_REFUSED.match(exception) or "**" not in statement:
+        return None
+    words = {word for frame in frames for word in _frame_words(frame)}
+    best, score = None, 0
+    for name, value in _last_logged_args(texts).items():
+        named = [word for word in name.split("_") if word not in _OBJECT_WORDS]
+        found = sum(word in words for word in named)
+        keys = sorted(_object_of(value))
+        if keys and found >= min(2, len(named)) and found > score:
+            # its keys only: an object of settings can hold a credential as a value
+            best, score = f"{name}'s keys {', '.join(keys)}", found
+    return None if best is None else f"{best}: keywords the component it builds does not take"
+
+
 #: No weight file of the kind looked for (SGLang's ``Cannot find any model weights with <path>``).
 _NO_WEIGHTS_FOUND = re.compile(
     r"Cannot find any model weights|No model weights found|Could not find (any )?checkpoint files"
@@ -508,9 +549,10 @@ def _value_refused(texts: Sequence[str], exception: str) -> str | None:
     --ple-offload-embedding only supports Qwen4ExpForConditionalGeneration``, raised as the
     weights load), or by the component class named after its value (``LayeredModelLoader
     requires ...`` with ``load_format='layered'``): what that setting chose is refused, wherever
-    the refusal is raised (a parser's in the tokenizer manager's frames, a loader's). Paths and
-    names are not choices; None when no distinctive value (:data:`_DISTINCT_VALUE`), set flag
-    nor class of a choice is named."""
+    the refusal is raised (a parser's in the tokenizer manager's frames, a loader's); or an
+    object setting the refusal is about (:func:`_object_refused`). Paths and names are not
+    choices; None when no distinctive value (:data:`_DISTINCT_VALUE`), set flag, class of a
+    choice nor object setting is named."""
     words = words_of(exception)
     args = _last_logged_args(texts)
     for name, value in args.items():
@@ -524,4 +566,41 @@ def _value_refused(texts: Sequence[str], exception: str) -> str | None:
         name = found["name"].replace("-", "_")
         if name in args and (args[name] is True or chooses_something(args[name])):
             return f"{name}={args[name]!r}"
+    return _object_refused(texts, exception)
+
+
+#: A JSON decoder's refusal (``json.decoder.JSONDecodeError``, ``orjson.JSONDecodeError``).
+NOT_JSON = re.compile(r"^([\w.]+\.)?JSONDecodeError: ")
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+_SAYS_KEY = re.compile(r"(?i)\bkeys?\b")
+
+
+def _object_refused(texts: Sequence[str], exception: str) -> str | None:
+    """The logged setting of JSON a refusal is about: where a JSON decoder refuses, the one
+    setting whose text looks like JSON (``{`` or ``[`` first) and is not; where a refusal speaks of
+    keys, the setting holding an object with a key it quotes (``Unexpected extra config keys for
+    load format LoadFormat.AUTO: {'k'}`` with ``model_loader_extra_config='{"k": 1}'``). Named
+    without its value: an object of settings can hold a credential. None otherwise."""
+    args = _last_logged_args(texts)
+    if NOT_JSON.match(exception):
+        unread = [
+            name for name, value in args.items()
+            if isinstance(value, str) and value.startswith(("{", "[")) and not _is_json(value)
+        ]  # fmt: skip
+        return f"{unread[0]}, not JSON," if len(unread) == 1 else None
+    if not _SAYS_KEY.search(exception):
+        return None
+    quoted = {one or other for one, other in _QUOTED.findall(exception)}
+    for name, value in args.items():
+        keys = sorted(set(_object_of(value)) & quoted)
+        if keys:
+            return f"{name}'s key {keys[0]}"
     return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

@@ -389,6 +389,18 @@ _LIMIT_REFUSES_ONE_REQUEST = (
 #: not a fault of the code, in whatever phase it is met.
 _BACKEND_LACKS = r"^([\w.]+\.)?AttributeError: '\w+Backend' object has no attribute '\w+'"
 
+#: argparse refusing a known flag's value that its type could not read (``argument
+#: --extra-metric-labels: invalid loads value: "{'k': 1}"``, a type function's own words
+#: ``--cuda-graph-config must be JSON: ...``): the flag is right and its value is the config's,
+#: as SGLang's own refusal of text that is not JSON is. The command line's shape stays *bad
+#: flag*: a flag the parser does not know or cannot tell apart, one given without its value, two
+#: that exclude each other, and a choice outside the release's set (``invalid choice``: most
+#: often a choice of another release, as an unknown flag is).
+_VALUE_NOT_PARSED = (
+    r"error: argument (-{1,2}[\w.-]+/?)+: (?!invalid choice: |expected (one|at least one|\d+)"
+    r" arguments?|ignored explicit argument|not allowed with argument)"
+)
+
 #: A value the config names that is not one of the names the runtime knows (``Chat template
 #: zephyr.jinja is not a built-in template name``, ``Unknown attention backend: x``): the config
 #: gave a name outside the choices, as argparse's ``invalid choice`` says of a flag. Not a model
@@ -462,6 +474,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             rf"|{_DEVICE_OOM}|{_NO_ROOM_FOR_CACHE}",
             "out of memory",
         ),
+        (_VALUE_NOT_PARSED, "invalid config"),
         (
             r"error: (unrecognized arguments|ambiguous option|argument --|the following arguments)"
             r"|^\S*(\.py|launch_server|sglang\S*): error: ",

@@ -17,6 +17,7 @@ from .features import choice_failing, feature_failing
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
+    NOT_JSON,
     _attribute_of_a_choice,
     _chosen_off_its_device,
     _chosen_quantization_refused,
@@ -28,6 +29,7 @@ from .logged_settings import (
     _missing_file_setting,
     _missing_requirement,
     _model_path_is_a_file,
+    _object_unpacked,
     _overridden_field,
     _reached_for_a_gpu,
     _refused_choice,
@@ -80,7 +82,9 @@ _WHERE_IT_FAILED: dict[str, tuple[str, ...]] = {
 #: setting's value there is still the setting's (:func:`_value_refused`).
 _PLACED_BY_FRAMES = ("tokenizer", "model loading", "warmup failed", "crashed")
 #: A refusal's types, as SGLang raises one for a value it will not run.
-_REFUSAL = re.compile(r"^([\w.]+\.)?(AssertionError|ValueError|NotImplementedError): ")
+_REFUSAL = re.compile(
+    rf"^([\w.]+\.)?(AssertionError|ValueError|NotImplementedError): |{NOT_JSON.pattern}"
+)
 
 #: An exception group's own line (``ExceptionGroup: unhandled errors in a TaskGroup``): it names
 #: no cause, its sub-exceptions printed below it do.
@@ -285,23 +289,24 @@ def _refined(
     texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
 ) -> tuple[str, str]:
     """The cause and message of the exception on ``index`` once the rest of the record is read:
-    a setting that points somewhere wrong (:func:`_pointed_wrong`) is that setting's; a GPU found
-    missing (or the driver's library a process cannot start without) where the logged device is
-    the CPU is the config (a setting reached for one), and so is a backend chosen for other
-    hardware that finds what it needs absent as it is built there (its package, the driver
-    library: the frames of the whole chain show which), and a quantization the config chose
-    failing in its own code on the checkpoint; a refusal naming a logged setting's value is that
-    setting's, wherever its frames place it; a value of the model's config refused where the
-    logged override set it is the config, and so is a feature a setting turned on asking the
-    model's config for what it lacks, and a chosen load format finding none of its files; a
-    package missing that SGLang does not install but a logged setting asked for, or a chained
-    refusal says a flag needs (:mod:`.packages`), is that setting's; a crash (or a kernel the
-    install lacks) through a flag without the flag it needs, a crash through two choices that
-    cannot run together, through a choice an attribute is named after, through a feature whose
-    switch is off, or in the code of a feature a setting turned on (:mod:`.features`), is the
-    config; a cause that says what but not where takes the phase its frames name
-    (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash nothing else
-    names is named by its words' family, if they have one."""
+    a setting that points somewhere wrong (:func:`_pointed_wrong`) is that setting's; a GPU
+    found missing (or the driver's library a process cannot start without) where the logged
+    device is the CPU is the config (a setting reached for one), and so is a backend chosen for
+    other hardware that finds what it needs absent as it is built there (its package, the
+    driver library: the frames of the whole chain show which), and a quantization the config
+    chose failing in its own code on the checkpoint; a refusal naming a logged setting's value,
+    or about an object setting, is that setting's, wherever its frames place it; a value of the
+    model's config refused where the logged override set it is the config, and so is a feature
+    a setting turned on asking the model's config for what it lacks, and a chosen load format
+    finding none of its files; a package missing that SGLang does not install but a logged
+    setting asked for, or a chained refusal says a flag needs (:mod:`.packages`), is that
+    setting's; a crash (or a kernel the install lacks) through a flag without the flag it
+    needs, a crash through two choices that cannot run together, through a choice an attribute
+    is named after, through a feature whose switch is off, through an object setting's keys a
+    component does not take, or in the code of a feature a setting turned on
+    (:mod:`.features`), is the config; a cause that says what but not where takes the phase its
+    frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash
+    nothing else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
     pointed = _pointed_wrong(texts, start, index, reason, message)
     if pointed is not None:
@@ -334,15 +339,7 @@ def _refined(
     if needs is not None and reason == "broken install" and _EXCEPTION.match(texts[index]):
         return "invalid config", f"{message} ({needs})"  # never asked for, or an extra's
     if reason == "crashed" and _EXCEPTION.match(texts[index]):
-        missing = (
-            needs
-            or _clashing_choices(texts[start:index], frames)
-            or _attribute_of_a_choice(texts[start:index], texts[index])
-            or _feature_left_off(texts[start:index], texts[index], frames)
-            or _divided_by_a_setting(texts, start, index)
-            or _given_empty(texts, start, index)
-            or _failing_in_a_features_code(texts[start:index], frames)
-        )
+        missing = needs or _config_crashed_through(texts, start, index, frames)
         if missing is not None:
             return "invalid config", f"{message} ({missing})"
     elif reason in _WHERE_IT_FAILED and (
@@ -401,6 +398,31 @@ def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> 
         return f"{feature} turned on code that fails on this server"
     choice = choice_failing(texts, frames)
     return None if choice is None else f"{choice} chose code that fails on this server"
+
+
+def _config_crashed_through(
+    texts: Sequence[str], start: int, index: int, frames: Sequence[str]
+) -> str | None:
+    """What of the logged config the crash on ``index`` went through, said in a phrase: two
+    choices that cannot run together, a choice an attribute is named after, a feature whose
+    switch is off, a setting divided by or given empty, an object setting's keys a component does
+    not take, the code of a feature a setting turned on; None when it went through none."""
+    logged, exception = texts[start:index], texts[index]
+    return (
+        _clashing_choices(logged, frames)
+        or _attribute_of_a_choice(logged, exception)
+        or _feature_left_off(logged, exception, frames)
+        or _divided_by_a_setting(texts, start, index)
+        or _given_empty(texts, start, index)
+        or _object_unpacked(logged, exception, _statement(texts, index), frames)
+        or _failing_in_a_features_code(logged, frames)
+    )
+
+
+def _statement(texts: Sequence[str], index: int) -> str:
+    """The statement that raised the exception on ``index``, or '' where the record lacks it."""
+    at = _raising_statement_at(texts, index)
+    return "" if at is None else texts[at]
 
 
 def _chain_frames(texts: Sequence[str], index: int) -> list[str]:

@@ -80,7 +80,11 @@ FAMILY_WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"(^|[\s'\"`(])--[a-z][\w-]+|\b[a-z][a-z0-9]*_[a-z0-9_]+`?'? (must|should) be\b"
             r"|\b(not supported|unsupported|only supports?|cannot be (used|combined|enabled|set)"
             r"|not compatible with|incompatible with|invalid (value|argument|option|setting|choice"
-            r"|combination)|is required|not allowed|not available)\b",
+            r"|combination)|is required|not allowed|not available)\b"
+            # an error type of a setting's own config (``WatermarkConfigError``), or pydantic
+            # refusing one (``1 validation error for KVEventsConfig``)
+            r"|\b\w*Config(uration)?(Error|Exception)\b"
+            r"|\bvalidation errors? for \w*(Config|Args|Arguments|Params|Settings)\b",
             "invalid config",
         ),
         (
