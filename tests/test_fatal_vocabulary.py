@@ -1693,6 +1693,19 @@ def _reads(lines: list[str], reason: str, said: str = "") -> None:
     assert fatal is not None and fatal.reason == reason and said in fatal.message, fatal
 
 
+def _loader_raised(
+    dump: str, exception: str, function: str = "load_weights_and_postprocess"
+) -> list[str]:
+    """A scheduler's record whose model loader's ``function`` raised ``exception`` as the
+    weights load (:func:`_scheduler_raised`)."""
+    return _scheduler_raised(
+        dump,
+        exception,
+        ("model_executor/model_runner.py", "load_model", "model = loader.load_model("),
+        ("model_loader/loader.py", function, "raise ValueError("),
+    )
+
+
 def test_a_refusal_naming_a_chosen_value_as_one_word_is_that_setting() -> None:
     """The thirty-eighth batch's ``--load-format flash_rl``: the loader refuses the model under
     the product's name (``FlashRL does not support LlamaForCausalLM.load_weights``), the value's
@@ -1700,12 +1713,10 @@ def test_a_refusal_naming_a_chosen_value_as_one_word_is_that_setting() -> None:
     load format chosen, the same words name nothing of the config."""
 
     def record(load_format: str) -> list[str]:
-        return _scheduler_raised(
+        return _loader_raised(
             f"{{'model_path': '/m', 'load_format': '{load_format}'}}",
             "ValueError: FlashRL does not support LlamaForCausalLM.load_weights: use a regular load"
             " format for other models.",
-            ("model_executor/model_runner.py", "load_model", "model = loader.load_model("),
-            ("model_loader/loader.py", "load_weights_and_postprocess", "raise ValueError("),
         )
 
     _reads(record("flash_rl"), "invalid config", "(load_format='flash_rl' is refused)")
@@ -1719,11 +1730,10 @@ def test_a_refusal_naming_the_class_a_chosen_value_builds_is_that_setting() -> N
     choice builds, and another load format chosen names nothing."""
 
     def record(load_format: str, refusal: str) -> list[str]:
-        return _scheduler_raised(
+        return _loader_raised(
             f"{{'model_path': '/m', 'load_format': '{load_format}', 'tool_call_parser': 'llama'}}",
             refusal,
-            ("model_executor/model_runner.py", "load_model", "model = loader.load_model("),
-            ("model_loader/loader.py", "load_model", "raise ValueError("),
+            function="load_model",
         )
 
     layered = (
@@ -1987,12 +1997,8 @@ def test_an_object_setting_refused_as_not_json_or_by_its_key_is_that_setting() -
     its frames place it."""
 
     def record(value: str, exception: str) -> list[str]:
-        return _scheduler_raised(
-            f"{{'model_path': '/m', 'model_loader_extra_config': {value!r}}}",
-            exception,
-            ("model_executor/model_runner.py", "load_model", "model = loader.load_model("),
-            ("model_loader/loader.py", "load_weights_and_postprocess", "raise ValueError("),
-        )
+        dump = f"{{'model_path': '/m', 'model_loader_extra_config': {value!r}}}"
+        return _loader_raised(dump, exception)
 
     not_json = "orjson.JSONDecodeError: unexpected character: line 1 column 2 (char 1)"
     _reads(record("{'k': 1}", not_json), "invalid config", "model_loader_extra_config, not JSON")
