@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 43
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 44
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -65,7 +65,8 @@ sample of the parser's integer flags no earlier batch gave a value, each given o
 32-bit signed integer holds. The forty-second (:func:`cases42`): every flag that takes JSON
 written inline, given an object in Python's quoting and an object with a key it does not take.
 The forty-third (:func:`cases43`): a seeded sample of SGLang's own boolean environment variables
-that are off by default, each turned on alone.
+that are off by default, each turned on alone. The forty-fourth (:func:`cases44`): every float
+flag, given 0 and given 100.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -291,6 +292,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "41": cases41,
         "42": cases42,
         "43": cases43,
+        "44": cases44,
     }[batch](real)
 
 
@@ -1460,6 +1462,40 @@ def cases43(real: RealSglang) -> list[Case]:
         Case(id=f"env_on_{name.lower()}", fault=f"{name}=1", argv=(), expected="invalid config",
              env=((name, "1"),))
         for name in sorted(random.Random(SEED43).sample(names, 40))
+    ]  # fmt: skip
+
+
+#: The forty-fourth batch's values: where a sweep starts, and a percentage typed where a fraction,
+#: a ratio or a number of seconds is meant.
+FLOAT_VALUES = ("0", "100")
+#: Words of a float flag's name that say it sizes memory (expected *out of memory*, as the
+#: twenty-ninth batch labelled ``--mem-fraction-static``) or is the scheduler's watchdog
+#: (expected *watchdog timeout*, as the sixteenth batch labelled ``--watchdog-timeout 0.01``).
+FLOAT_MEMORY = re.compile(r"mem-|memory")
+FLOAT_WATCHDOG = re.compile(r"watchdog-timeout$")
+
+
+def cases44(real: RealSglang) -> list[Case]:
+    """The forty-fourth batch, by rule: every float flag of the parser that takes one value
+    without choices, each given each of :data:`FLOAT_VALUES`, alone (the twenty-fourth gave every
+    one ``nan``; none was given 0 or a percentage). Expected: *out of memory* for a flag
+    :data:`FLOAT_MEMORY` says sizes memory, *watchdog timeout* for one :data:`FLOAT_WATCHDOG`
+    says is the watchdog, else *invalid config*."""
+
+    def expected(flag: str) -> str:
+        if FLOAT_MEMORY.search(flag):
+            return "out of memory"
+        return "watchdog timeout" if FLOAT_WATCHDOG.search(flag) else "invalid config"
+
+    flags = [
+        flag.name for flag in _parser_flags(real)
+        if flag.type == "float" and not flag.choices and flag.takes_one
+    ]  # fmt: skip
+    return [
+        Case(id=f"float_{_flag_id(flag)}_{value}", fault=f"{flag} {value}", argv=(flag, value),
+             expected=expected(flag))
+        for value in FLOAT_VALUES
+        for flag in flags
     ]  # fmt: skip
 
 
