@@ -2005,3 +2005,52 @@ def test_an_object_setting_refused_as_not_json_or_by_its_key_is_that_setting() -
     _reads(record("{}", not_json), "model loading")
     keys = "ValueError: Unexpected extra config keys for load format LoadFormat.AUTO: {'k'}"
     _reads(record('{"k": 1}', keys), "invalid config", "model_loader_extra_config's key k")
+
+
+def test_a_package_an_sglang_environment_variable_asks_for_is_that_setting() -> None:
+    """The forty-third batch's ``SGLANG_USE_MLX=1``: SGLang refuses to run without MLX, a
+    package it does not install, and names the variable that asked for it; the variable is a
+    setting given in the service's environment (no dump shows it), so the start is the config's,
+    as a flag asking for an extra is. The same package missing with no variable named stays a
+    broken install."""
+
+    def record(exception: str) -> list[str]:
+        return [
+            "Traceback (most recent call last):",
+            f'  File "{_SITE}/sglang/srt/hardware_backend/mlx/runtime.py", line 35, in _validate',
+            "    raise RuntimeError(",
+            exception,
+        ]
+
+    _reads(
+        record(
+            "RuntimeError: SGLANG_USE_MLX requires stable Torch 2.13.x and MLX >= 0.32.0, but MLX"
+            " is not installed; reinstall with the srt_mps extra"
+        ),
+        "invalid config",
+        "SGLANG_USE_MLX needs the package 'mlx'",
+    )
+    _reads(record("RuntimeError: MLX is not installed; reinstall"), "broken install")
+
+
+def test_a_crash_through_sglangs_own_test_harness_is_a_test_setting_turned_on() -> None:
+    """The forty-third batch's ``SGLANG_TEST_SCRIPTED_RUNTIME=1``: the tree cache is built by
+    SGLang's test harness (``sglang/test/scripted_runtime/``, shipped in the wheel), which then
+    looks for a Rust workspace no wheel has. A server runs that code only when a setting meant
+    for SGLang's tests is on; the same crash in the server's own code stays a crash."""
+
+    def record(harness: bool) -> list[str]:
+        where = "test/scripted_runtime" if harness else "srt/mem_cache"
+        return [
+            SCHED,
+            f'  File "{_SITE}/sglang/srt/mem_cache/registry.py", line 191, in create_tree_core',
+            "    return factory(params, components)",
+            f'  File "{_SITE}/sglang/{where}/tree_core_inspection.py", line 17, in factory',
+            "    raise FileNotFoundError(",
+            "FileNotFoundError: Rust workspace for sglang.srt.mem_cache.x was not found at /v/rust",
+            "",
+            SIGQUIT,
+        ]
+
+    _reads(record(harness=True), "invalid config", "SGLang's test harness")
+    _reads(record(harness=False), "crashed")

@@ -120,3 +120,14 @@ def choice_failing(texts: Sequence[str], frames: Sequence[str]) -> str | None:
             if _building_a_choice(frame, value):
                 return f"{setting}={value!r}"
     return None
+
+
+def test_harness_ran(frames: Sequence[str]) -> bool:
+    """Whether a start's traceback runs through SGLang's own test harness (``sglang/test/``,
+    shipped in the wheel: ``SGLANG_TEST_SCRIPTED_RUNTIME=1`` builds its tree-core inspector): a
+    server never runs that code unless a setting meant for SGLang's own tests is on."""
+    for frame in frames:
+        found = SGLANG_FRAME.match(frame)
+        if found is not None and found["path"].startswith("test/"):
+            return True
+    return False

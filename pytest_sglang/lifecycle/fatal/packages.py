@@ -85,19 +85,39 @@ def _flag_requiring(package: str, chained: Sequence[str]) -> str | None:
     return None
 
 
+#: One of SGLang's own environment variables, as a message names it (``SGLANG_USE_MLX``).
+_VARIABLE_SAID = re.compile(r"\bSGLANG_[A-Z0-9_]+\b")
+
+
+def _variable_requiring(package: str, said: Sequence[str]) -> str | None:
+    """The SGLang environment variable a message says needs ``package`` (``SGLANG_USE_MLX
+    requires ... MLX >= 0.32.0, but MLX is not installed``): a setting given in the service's
+    environment, which no ``server_args`` dump shows."""
+    for line in said:
+        variable = _VARIABLE_SAID.search(line)
+        if variable is not None and package in words_of(line):
+            return variable[0]
+    return None
+
+
 def package_a_setting_needs(
     texts: Sequence[str], exception: str, chained: Sequence[str] = ()
 ) -> str | None:
     """The logged setting whose extra package ``exception`` says is missing, said in one phrase
     (``load_format='runai_streamer' needs the package 'runai_model_streamer', which SGLang does
-    not install``), or the flag another exception of its chain (``chained``) says needs it; None
-    for a package SGLang installs itself, or one no setting or flag names."""
+    not install``), or the flag another exception of its chain (``chained``) or the SGLang
+    environment variable it or its chain names says needs it; None for a package SGLang installs
+    itself, or one no setting, flag nor variable names."""
     package = missing_package(exception)
     installed = sglang_installs()
     if package is None or package in installed or words_of(package)[0] in installed:
         return None
     setting = _setting_naming(_last_logged_args(texts), package, exception)
-    setting = setting or _flag_requiring(package, chained)
+    setting = (
+        setting
+        or _flag_requiring(package, chained)
+        or _variable_requiring(package, [exception, *chained])
+    )
     if setting is None:
         return None
     return f"{setting} needs the package {package!r}, which SGLang does not install"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .features import choice_failing, feature_failing
+from .features import choice_failing, feature_failing, test_harness_ran
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
@@ -391,8 +391,10 @@ _REFINED_BY_CHAIN = ("crashed", "broken install", "model loading")
 
 def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> str | None:
     """A crash raised in the code of a feature a setting turned on, or of a value a setting
-    chose (:mod:`.features`), said in one phrase: it does not run on this server or with this
-    model; the fix is to leave it off, or choose another value."""
+    chose (:mod:`.features`), or in SGLang's own test harness, said in one phrase: it does not
+    run on this server or with this model; the fix is to leave it off, or choose another value."""
+    if test_harness_ran(frames):
+        return "SGLang's test harness (sglang/test/) ran: a setting meant for its tests is on"
     feature = feature_failing(texts, frames)
     if feature is not None:
         return f"{feature} turned on code that fails on this server"
