@@ -122,7 +122,7 @@ def choice_failing(texts: Sequence[str], frames: Sequence[str]) -> str | None:
     return None
 
 
-def test_harness_ran(frames: Sequence[str]) -> bool:
+def runs_sglangs_test_harness(frames: Sequence[str]) -> bool:
     """Whether a start's traceback runs through SGLang's own test harness (``sglang/test/``,
     shipped in the wheel: ``SGLANG_TEST_SCRIPTED_RUNTIME=1`` builds its tree-core inspector): a
     server never runs that code unless a setting meant for SGLang's own tests is on."""

@@ -397,7 +397,7 @@ _BACKEND_LACKS = r"^([\w.]+\.)?AttributeError: '\w+Backend' object has no attrib
 #: that exclude each other, and a choice outside the release's set (``invalid choice``: most
 #: often a choice of another release, as an unknown flag is).
 _VALUE_NOT_PARSED = (
-    r"error: argument (-{1,2}[\w.-]+/?)+: (?!invalid choice: |expected (one|at least one|\d+)"
+    r"error: argument -[\w./-]+: (?!invalid choice: |expected (one|at least one|\d+)"
     r" arguments?|ignored explicit argument|not allowed with argument)"
 )
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .features import choice_failing, feature_failing, test_harness_ran
+from .features import choice_failing, feature_failing, runs_sglangs_test_harness
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
@@ -393,7 +393,7 @@ def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> 
     """A crash raised in the code of a feature a setting turned on, or of a value a setting
     chose (:mod:`.features`), or in SGLang's own test harness, said in one phrase: it does not
     run on this server or with this model; the fix is to leave it off, or choose another value."""
-    if test_harness_ran(frames):
+    if runs_sglangs_test_harness(frames):
         return "SGLang's test harness (sglang/test/) ran: a setting meant for its tests is on"
     feature = feature_failing(texts, frames)
     if feature is not None:
