@@ -81,6 +81,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh41_": (6, (6, 6)),  # the same: integer flags given one past a 32-bit integer
     "fresh42_": (24, (4, 24)),  # the same: flags that take JSON inline, given it wrong
     "fresh43_": (4, (2, 4)),  # the same: SGLang's boolean environment variables turned on
+    "fresh44_": (7, (5, 7)),  # the same: every float flag given 0 and 100
 }
 
 

@@ -2054,3 +2054,14 @@ def test_a_crash_through_sglangs_own_test_harness_is_a_test_setting_turned_on() 
 
     _reads(record(harness=True), "invalid config", "SGLang's test harness")
     _reads(record(harness=False), "crashed")
+
+
+def test_a_soft_watchdog_logs_and_the_server_carries_on() -> None:
+    """The forty-fourth batch's ``--soft-watchdog-timeout 0``: the tokenizer manager's soft
+    watchdog (``self.soft=True``) logs its timeout, with a stack dump, on every tick, and the
+    server serves: no cause. The scheduler's own watchdog (``self.soft=False``) ends the start."""
+    soft = "[2026-12-07 06:39:04] TokenizerManager watchdog timeout (self.watchdog_timeout=0.0, self.soft=True)"
+    ready = "[2026-12-07 06:39:09] The server is fired up and ready to roll!"
+    assert find_fatal([soft, soft, ready]) is None
+    hard = "[2026-12-07 06:39:04] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"
+    _reads([hard], "watchdog timeout")

@@ -596,7 +596,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             rf"|{_COLLECTIVE_FAILED}",
             "NCCL",
         ),
-        (r"(?i)\bwatchdog timeout\b", "watchdog timeout"),
+        # a soft watchdog (``self.soft=True``, ``--soft-watchdog-timeout``) logs a dump and the
+        # server carries on: no cause
+        (r"(?i)\bwatchdog timeout\b(?!.*\bself\.soft=true\b)", "watchdog timeout"),
         (
             r"could finish the model loading, but there are other ranks"
             r"|Cannot find any model weights|No model weights found|SafetensorError"
