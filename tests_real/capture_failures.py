@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 44
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 45
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -66,7 +66,9 @@ sample of the parser's integer flags no earlier batch gave a value, each given o
 written inline, given an object in Python's quoting and an object with a key it does not take.
 The forty-third (:func:`cases43`): a seeded sample of SGLang's own boolean environment variables
 that are off by default, each turned on alone. The forty-fourth (:func:`cases44`): every float
-flag, given 0 and given 100.
+flag, given 0 and given 100. The forty-fifth (:func:`cases45`): the settings written in a YAML
+file given with ``--config``, the file, its text, its keys and its values each wrong as a hand
+edit gets them wrong.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -189,6 +191,9 @@ class Case:
     shadow: tuple[str, ...] = ()
     #: a distribution given a ``.dist-info`` claiming :data:`OLD_VERSION` ahead of the real one
     old_version: str | None = None
+    #: files written for the case, (name, text), in a folder of its own that ``{files}`` in
+    #: ``argv`` names (a name ending in ``/``: an empty folder)
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,6 +298,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "42": cases42,
         "43": cases43,
         "44": cases44,
+        "45": cases45,
     }[batch](real)
 
 
@@ -1499,6 +1505,109 @@ def cases44(real: RealSglang) -> list[Case]:
     ]  # fmt: skip
 
 
+SEED45 = 45
+#: The forty-fifth batch's file: one setting that serves, as a hand-written ``--config`` file
+#: holds it (0.5.23 merges the file's keys into the command line ahead of it).
+CONFIG_SETTING = ("max-running-requests", "8")
+#: The file itself, wrong: (id, argv, files, expected). Named but absent, named with another
+#: suffix (a JSON file, a text file), a folder named like a YAML file: *invalid config*, as the
+#: fifteenth batch labelled a path that does not exist; ``--config`` given twice or with no path:
+#: the command line's shape, *bad flag*.
+CONFIG_FILE_MISTAKES: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str], ...] = (
+    ("absent", ("--config", "{files}/server.yaml"), (), "invalid config"),
+    ("json_named", ("--config", "{files}/server.json"),
+     (("server.json", '{"max-running-requests": 8}\n'),), "invalid config"),
+    ("txt_named", ("--config", "{files}/server.txt"),
+     (("server.txt", "max-running-requests: 8\n"),), "invalid config"),
+    ("folder", ("--config", "{files}/server.yaml"), (("server.yaml/", ""),), "invalid config"),
+    ("twice", ("--config", "{files}/server.yaml", "--config", "{files}/server.yaml"),
+     (("server.yaml", "max-running-requests: 8\n"),), "bad flag"),
+    ("no_path", ("--config",), (), "bad flag"),
+)  # fmt: skip
+#: The file's text, wrong as a hand edit leaves it (each around :data:`CONFIG_SETTING`):
+#: *invalid config*.
+CONFIG_TEXT_MISTAKES = (
+    ("tab_indent", "model-loader-extra-config:\n\tkey: 1\nmax-running-requests: 8\n"),
+    ("unclosed_quote", 'served-model-name: "tiny\nmax-running-requests: 8\n'),
+    ("unclosed_list", "cuda-graph-bs: [1, 2\nmax-running-requests: 8\n"),
+    ("two_documents", "max-running-requests: 8\n---\nmax-running-requests: 4\n"),
+    ("list_root", "- max-running-requests: 8\n"),
+    ("command_line", "--max-running-requests 8\n"),
+    ("no_space", "max-running-requests:8\n"),
+)
+#: The values a YAML file gives that are not a flag's type, each as the file merges it into the
+#: command line (``true``, ``None``, two words, JSON): a list is a second word (*bad flag*, the
+#: command line's shape); the rest a value the flag's type refuses (*invalid config*) or, for a
+#: flag with choices, no choice (*bad flag*, ``invalid choice``).
+CONFIG_VALUES = (("true", "true"), ("null", "null"), ("list", "[1, 2]"), ("mapping", "{a: 1}"))
+#: A switch given a value other than a YAML boolean: a second word after it (*bad flag*).
+CONFIG_SWITCH_VALUES = (("quoted_yes", '"yes"'), ("one", "1"))
+
+
+def _config_file_only_keys(real: RealSglang) -> list[str]:
+    """The keys 0.5.23's config merger refuses (a flag a YAML file cannot hold), sorted."""
+    program = (
+        "import argparse, json\n"
+        "from sglang.srt.server_args import ServerArgs\n"
+        "from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger\n"
+        "p = argparse.ArgumentParser()\n"
+        "ServerArgs.add_cli_args(p)\n"
+        "print(json.dumps(sorted(ConfigArgumentMerger(p).unsupported_actions)))\n"
+    )
+    return _ask_names(real, program)
+
+
+def _config_case(id_: str, text: str, expected: str) -> Case:
+    return Case(id=f"yaml_{id_}", fault=f"--config server.yaml: {text!r}",
+                argv=("--config", "{files}/server.yaml"), expected=expected,
+                files=(("server.yaml", text),))  # fmt: skip
+
+
+def cases45(real: RealSglang) -> list[Case]:
+    """The forty-fifth batch, by rule: a YAML file given with ``--config`` (no earlier batch gave
+    one), wrong in each of four ways, alone. The file (:data:`CONFIG_FILE_MISTAKES`); its text
+    (:data:`CONFIG_TEXT_MISTAKES`, *invalid config*); its keys: :data:`CONFIG_SETTING`'s key
+    with a flag's dashes kept, in capitals, with its last letter dropped, and the first key the
+    merger refuses (:func:`_config_file_only_keys`), each *bad flag*; its values: a seeded sample
+    (seed 45) of two integer flags, two float flags and two flags with choices (one value each,
+    :data:`REACHES_OUT` left out), each given each of :data:`CONFIG_VALUES`, and two switches,
+    each given each of :data:`CONFIG_SWITCH_VALUES`."""
+    key, value = CONFIG_SETTING
+    found = [
+        Case(id=f"yaml_{id_}", fault=f"--config: {id_}", argv=argv, expected=expected,
+             files=files)
+        for id_, argv, files, expected in CONFIG_FILE_MISTAKES
+    ]  # fmt: skip
+    found += [_config_case(id_, text, "invalid config") for id_, text in CONFIG_TEXT_MISTAKES]
+    keys = (
+        ("dashes_kept", f"--{key}"),
+        ("capitals", key.upper().replace("-", "_")),
+        ("misspelled", key[:-1]),
+        ("file_cannot_hold", _config_file_only_keys(real)[0]),
+    )
+    found += [_config_case(f"key_{id_}", f"{name}: {value}\n", "bad flag") for id_, name in keys]
+    draw = random.Random(SEED45)
+    flags = [f for f in _parser_flags(real) if f.takes_one and not REACHES_OUT.search(f.name)]
+    for kind in ("int", "float", "choices"):
+        sample = [
+            f for f in flags
+            if (bool(f.choices) if kind == "choices" else f.type == kind and not f.choices)
+        ]  # fmt: skip
+        for flag in sorted(draw.sample(sample, 2), key=lambda f: f.name):
+            for id_, text in CONFIG_VALUES:
+                expected = "bad flag" if id_ == "list" or flag.choices else "invalid config"
+                name = flag.name.removeprefix("--")
+                found.append(_config_case(f"{_flag_id(flag.name)}_{id_}", f"{name}: {text}\n",
+                                          expected))  # fmt: skip
+    switches = [s for s in _switches(real) if not REACHES_OUT.search(s)]
+    for switch in sorted(draw.sample(switches, 2)):
+        for id_, text in CONFIG_SWITCH_VALUES:
+            name = switch.removeprefix("--")
+            found.append(_config_case(f"{_flag_id(switch)}_{id_}", f"{name}: {text}\n",
+                                      "bad flag"))  # fmt: skip
+    return found
+
+
 def _tripled(real: RealSglang, seed: int, prefix: str, count: int) -> list[Case]:
     """A seeded sample of ``count`` triples of :func:`_settings` (but :data:`NEVER_READY`) on
     three different flags, each changed together, as cases expected to read *invalid config*."""
@@ -1811,7 +1920,15 @@ def capture(
     templates.mkdir(exist_ok=True)
     for name, data in CHAT_TEMPLATE_FILES.items():
         (templates / name).write_bytes(data)
+    files = scratch / "files" / case.id
+    files.mkdir(parents=True, exist_ok=True)
+    for name, text in case.files:
+        if name.endswith("/"):
+            (files / name).mkdir()
+        else:
+            (files / name).write_text(text)
     values = {
+        "files": str(files),
         "templates": str(templates),
         "model": str(real.model),
         "empty_dir": str(empty_dir),
