@@ -82,6 +82,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh42_": (24, (4, 24)),  # the same: flags that take JSON inline, given it wrong
     "fresh43_": (4, (2, 4)),  # the same: SGLang's boolean environment variables turned on
     "fresh44_": (7, (5, 7)),  # the same: every float flag given 0 and 100
+    "fresh45_": (44, (36, 44)),  # the same: a YAML file given with --config, written wrong
 }
 
 
