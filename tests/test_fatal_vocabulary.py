@@ -2065,3 +2065,47 @@ def test_a_soft_watchdog_logs_and_the_server_carries_on() -> None:
     assert find_fatal([soft, soft, ready]) is None
     hard = "[2026-12-07 06:39:04] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"
     _reads([hard], "watchdog timeout")
+
+
+def _config_file_read(step: str, exception: str, *inner: str) -> list[str]:
+    """The main process's record of a start that failed as 0.5.23 read its ``--config`` file,
+    in the merger's ``step`` (frames below it: ``inner``, outermost first)."""
+    merger = f"{_SITE}/sglang/srt/utils/server_args_config_parser.py"
+    return [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/server_args.py", line 689, in prepare_server_args',
+        "    argv = config_merger.merge_config_with_args(argv)",
+        f'  File "{merger}", line 91, in merge_config_with_args',
+        "    config_data = self._parse_yaml_config(config_file_path)",
+        f'  File "{merger}", line 140, in {step}',
+        "    config_data = yaml.safe_load(file)",
+        *inner,
+        exception,
+    ]
+
+
+def test_a_failure_reading_the_config_file_is_the_files() -> None:
+    """The forty-fifth batch's ``--config`` files written wrong: whatever fails as SGLang reads
+    the YAML file (the YAML parser's own errors, a folder where the file was meant) is the file,
+    *invalid config*; ``--config`` twice or without its path, and a key naming a flag the file
+    cannot hold, are the flags', *bad flag*. The same YAML error raised by the model's own code
+    stays a crash."""
+    yaml_frame = f'  File "{_SITE}/yaml/scanner.py", line 258, in fetch_more_tokens'
+    scanner = "yaml.scanner.ScannerError: while scanning for the next token"
+    _reads(
+        _config_file_read("_parse_yaml_config", scanner, yaml_frame), "invalid config", "--config"
+    )
+    folder = "IsADirectoryError: [Errno 21] Is a directory: '/etc/sglang/server.yaml'"
+    _reads(_config_file_read("_parse_yaml_config", folder), "invalid config", "--config file")
+    twice = "ValueError: Multiple config files specified! Only one allowed."
+    _reads(_config_file_read("_extract_config_file_path", twice), "bad flag", "--config given")
+    held = "ValueError: Unsupported config option 'dcp_replicate_q_proj' with action 'BooleanOptionalAction'"
+    _reads(_config_file_read("_convert_config_to_args", held), "bad flag", "cannot hold")
+    elsewhere = [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/configs/model_config.py", line 90, in __init__',
+        "    data = yaml.safe_load(file)",
+        yaml_frame,
+        scanner,
+    ]
+    _reads(elsewhere, "crashed")

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .config_file import config_file_failing
 from .features import choice_failing, feature_failing, runs_sglangs_test_harness
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
@@ -289,6 +290,7 @@ def _refined(
     texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
 ) -> tuple[str, str]:
     """The cause and message of the exception on ``index`` once the rest of the record is read:
+    a failure while SGLang reads the ``--config`` file is the file's (:mod:`.config_file`);
     a setting that points somewhere wrong (:func:`_pointed_wrong`) is that setting's; a GPU
     found missing (or the driver's library a process cannot start without) where the logged
     device is the CPU is the config (a setting reached for one), and so is a backend chosen for
@@ -308,6 +310,9 @@ def _refined(
     frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash
     nothing else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
+    from_file = config_file_failing(frames)
+    if from_file is not None:
+        return from_file[0], f"{message} ({from_file[1]})"
     pointed = _pointed_wrong(texts, start, index, reason, message)
     if pointed is not None:
         return pointed
