@@ -11,6 +11,8 @@ order data flows through them (each imports only those before it):
   chains) and :func:`traceback_complete`;
 - :mod:`.logged_settings`: what the logged ``server_args`` say about a crash (a flag missing,
   two choices that clash, GPUs asked for);
+- :mod:`.config_file`: a failure while SGLang reads the ``--config`` file, the file's (or, where
+  the merger reads flags, the flags');
 - :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that
   asked for it;
 - :mod:`.features`: the features the logged settings turned on (against SGLang's defaults), and
