@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 45
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 46
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -68,7 +68,9 @@ The forty-third (:func:`cases43`): a seeded sample of SGLang's own boolean envir
 that are off by default, each turned on alone. The forty-fourth (:func:`cases44`): every float
 flag, given 0 and given 100. The forty-fifth (:func:`cases45`): the settings written in a YAML
 file given with ``--config``, the file, its text, its keys and its values each wrong as a hand
-edit gets them wrong.
+edit gets them wrong. The forty-sixth (:func:`cases46`): a seeded sample of the
+integer and float flags, each given a number in the forms a person types one in that Python's
+``int`` or ``float`` may or may not read.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -299,6 +301,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "43": cases43,
         "44": cases44,
         "45": cases45,
+        "46": cases46,
     }[batch](real)
 
 
@@ -1605,6 +1608,42 @@ def cases45(real: RealSglang) -> list[Case]:
             name = switch.removeprefix("--")
             found.append(_config_case(f"{_flag_id(switch)}_{id_}", f"{name}: {text}\n",
                                       "bad flag"))  # fmt: skip
+    return found
+
+
+SEED46 = 46
+#: The forty-sixth batch's forms of a number, as a person types one: with a unit, in scientific
+#: notation, with its digits grouped, as a float where an integer is meant; for a float, as a
+#: percentage and with a decimal comma. Python reads some of them (``int("1_000")``,
+#: ``float("1e4")``), so the value reaches SGLang's own checks, or serves.
+INT_FORMS = (("unit", "8k"), ("scientific", "1e4"), ("grouped", "1_000"), ("float", "8.0"))
+FLOAT_FORMS = (("percent", "50%"), ("grouped", "1_000.5"), ("decimal_comma", "0,5"))
+
+
+def cases46(real: RealSglang) -> list[Case]:
+    """The forty-sixth batch, by rule: a seeded sample (seed 46) of 8 of the parser's integer
+    flags and 6 of its float flags that take one value without choices, leaving out those that
+    reach off the machine (:data:`REACHES_OUT`), start processes or threads by the number
+    (:data:`STARTS_MANY`) or size memory (:data:`MEMORY_WORDS`, :data:`FLOAT_MEMORY`: a thousand
+    of a size could fill the capturing machine itself), each integer flag given each of
+    :data:`INT_FORMS` and each float flag each of :data:`FLOAT_FORMS`, alone. Expected: *invalid
+    config* (a value typed wrong, whether the parser or SGLang refuses it)."""
+    flags = [
+        f for f in _parser_flags(real)
+        if f.takes_one and not f.choices and not REACHES_OUT.search(f.name)
+        and not STARTS_MANY.search(f.name) and not MEMORY_WORDS.search(f.name)
+        and not FLOAT_MEMORY.search(f.name)
+    ]  # fmt: skip
+    draw = random.Random(SEED46)
+    found: list[Case] = []
+    for kind, count, forms in (("int", 8, INT_FORMS), ("float", 6, FLOAT_FORMS)):
+        sample = sorted(draw.sample([f.name for f in flags if f.type == kind], count))
+        found += [
+            Case(id=f"form_{_flag_id(flag)}_{how}", fault=f"{flag} {value}", argv=(flag, value),
+                 expected="invalid config")
+            for flag in sample
+            for how, value in forms
+        ]  # fmt: skip
     return found
 
 
