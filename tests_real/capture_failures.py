@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 46
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 47
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -70,7 +70,9 @@ flag, given 0 and given 100. The forty-fifth (:func:`cases45`): the settings wri
 file given with ``--config``, the file, its text, its keys and its values each wrong as a hand
 edit gets them wrong. The forty-sixth (:func:`cases46`): a seeded sample of the
 integer and float flags, each given a number in the forms a person types one in that Python's
-``int`` or ``float`` may or may not read.
+``int`` or ``float`` may or may not read. The forty-seventh (:func:`cases47`): the thirty-ninth's
+triples again, drawn anew, to measure the settings a tuning run changes after six batches of
+other sources.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -302,6 +304,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "44": cases44,
         "45": cases45,
         "46": cases46,
+        "47": cases47,
     }[batch](real)
 
 
@@ -1363,6 +1366,16 @@ def cases40(real: RealSglang) -> list[Case]:
     """The fortieth batch, by rule: the thirty-ninth's again with seed 40, 16 triples (the time
     the capture had); a triple the thirty-ninth changed is drawn again only by chance."""
     return _tripled(real, SEED40, "triple40", 16)
+
+
+SEED47 = 47
+
+
+def cases47(real: RealSglang) -> list[Case]:
+    """The forty-seventh batch, by rule: the thirty-ninth's again with seed 47, 32 triples: the
+    settings a tuning run changes, measured again once the rules had met six batches from other
+    sources (the forty-first to forty-sixth)."""
+    return _tripled(real, SEED47, "triple47", 32)
 
 
 SEED41 = 41
