@@ -20,6 +20,11 @@ DATA = Path(__file__).parent / "data" / "router"
             "launch_router.py: error: unrecognized arguments: --bogus-flag",
         ),
         (
+            "value_not_parsed.log",
+            "invalid config",
+            "launch_router.py: error: argument --port: invalid int value: 'abc'",
+        ),
+        (
             "port_in_use.log",
             "port in use",
             "Error starting router: Address already in use (os error 98)",

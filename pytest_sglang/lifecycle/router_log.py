@@ -4,6 +4,8 @@ The router (``sglang-router``) writes a Rust log and, when its Python launcher r
 command line, argparse's usage; its failures are few and each has a line of its own
 (tests/data/router/, captured from the real 0.3.2):
 
+- ``invalid config``: argparse's ``error: argument --X: invalid int value: ...``, a known
+  flag's value it cannot read (exit 2), as the server's own parser's refusal reads;
 - ``bad flag``: argparse's ``error: unrecognized arguments: ...`` or ``error: argument --X:
   invalid choice ...`` (exit 2, before anything starts);
 - ``port in use``: ``Error starting router: Address already in use (os error 98)``;
@@ -19,12 +21,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .fatal.patterns import VALUE_NOT_PARSED
+
 __all__ = ["RouterCause", "router_cause"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 #: (reason, pattern of the line that says it), the most specific first.
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("invalid config", re.compile(r"\S*: " + VALUE_NOT_PARSED + ".*")),
     ("bad flag", re.compile(r"\S*: error: (?:unrecognized arguments|argument |the following).*")),
     ("port in use", re.compile(r"Error starting router: .*Address already in use.*")),
     ("worker unreachable", re.compile(r"(?:Both HTTP and gRPC )?[Hh]ealth checks? failed for .*")),

@@ -396,7 +396,7 @@ _BACKEND_LACKS = r"^([\w.]+\.)?AttributeError: '\w+Backend' object has no attrib
 #: flag*: a flag the parser does not know or cannot tell apart, one given without its value, two
 #: that exclude each other, and a choice outside the release's set (``invalid choice``: most
 #: often a choice of another release, as an unknown flag is).
-_VALUE_NOT_PARSED = (
+VALUE_NOT_PARSED = (
     r"error: argument -[\w./-]+: (?!invalid choice: |expected (one|at least one|\d+)"
     r" arguments?|ignored explicit argument|not allowed with argument)"
 )
@@ -474,7 +474,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             rf"|{_DEVICE_OOM}|{_NO_ROOM_FOR_CACHE}",
             "out of memory",
         ),
-        (_VALUE_NOT_PARSED, "invalid config"),
+        (VALUE_NOT_PARSED, "invalid config"),
         (
             r"error: (unrecognized arguments|ambiguous option|argument --|the following arguments)"
             r"|^\S*(\.py|launch_server|sglang\S*): error: ",
