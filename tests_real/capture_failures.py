@@ -2,7 +2,7 @@
 
 Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 47
+    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 48
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -72,7 +72,9 @@ edit gets them wrong. The forty-sixth (:func:`cases46`): a seeded sample of the
 integer and float flags, each given a number in the forms a person types one in that Python's
 ``int`` or ``float`` may or may not read. The forty-seventh (:func:`cases47`): the thirty-ninth's
 triples again, drawn anew, to measure the settings a tuning run changes after six batches of
-other sources.
+other sources. The forty-eighth (:func:`cases48`): the environment variables of the libraries
+SGLang runs on (Python, OpenMP, torch, Hugging Face, tokenizers), each set wrong as a unit's
+``Environment=`` line can set it.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -305,6 +307,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "45": cases45,
         "46": cases46,
         "47": cases47,
+        "48": cases48,
     }[batch](real)
 
 
@@ -1658,6 +1661,59 @@ def cases46(real: RealSglang) -> list[Case]:
             for how, value in forms
         ]  # fmt: skip
     return found
+
+
+#: The forty-eighth batch's variables: those the libraries SGLang runs on document (Python's
+#: interpreter, OpenMP and MKL, torch, Hugging Face's hub and transformers, tokenizers and its
+#: thread pool, glibc's allocator), fixed before capture; each is set as a unit's
+#: ``Environment=`` line sets it. A setting's value: :data:`NO_TYPE`.
+LIBRARY_SETTINGS = (
+    "HF_HUB_DOWNLOAD_TIMEOUT",
+    "HF_HUB_ENABLE_HF_TRANSFER",
+    "HF_HUB_OFFLINE",
+    "KMP_AFFINITY",
+    "MALLOC_ARENA_MAX",
+    "MKL_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "OMP_PROC_BIND",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "PYTHONMALLOC",
+    "PYTHONWARNINGS",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "RAYON_NUM_THREADS",
+    "TOKENIZERS_PARALLELISM",
+    "TORCHINDUCTOR_COMPILE_THREADS",
+    "TORCH_CPP_LOG_LEVEL",
+    "TORCH_LOGS",
+    "TORCH_SHOW_CPP_STACKTRACES",
+    "TRANSFORMERS_VERBOSITY",
+)
+#: Its directories, each given a path no process can create or write (below ``/proc``).
+LIBRARY_DIRECTORIES = (
+    "HF_HOME",
+    "HOME",
+    "OUTLINES_CACHE_DIR",
+    "TMPDIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "TORCH_HOME",
+    "TRITON_CACHE_DIR",
+    "XDG_CACHE_HOME",
+)
+UNWRITABLE = "/proc/sglang-unwritable"
+
+
+def cases48(real: RealSglang) -> list[Case]:
+    """The forty-eighth batch, by rule: each of :data:`LIBRARY_SETTINGS` given :data:`NO_TYPE`
+    and each of :data:`LIBRARY_DIRECTORIES` given :data:`UNWRITABLE`, alone; no flag changed (the
+    sixteenth batch typed SGLang's own variables wrong and put every cache on a full disk at
+    once). Expected: *invalid config* (the unit's environment, which a config's ``env`` sets)."""
+    return [
+        Case(id=f"libenv_{name.lower()}", fault=f"{name}={value}", argv=(),
+             expected="invalid config", env=((name, value),))
+        for names, value in ((LIBRARY_SETTINGS, NO_TYPE), (LIBRARY_DIRECTORIES, UNWRITABLE))
+        for name in names
+    ]  # fmt: skip
 
 
 def _tripled(real: RealSglang, seed: int, prefix: str, count: int) -> list[Case]:
