@@ -85,6 +85,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh45_": (44, (36, 44)),  # the same: a YAML file given with --config, written wrong
     "fresh46_": (38, (38, 38)),  # the same: numbers typed as 8k, 1e4, 1_000, 8.0, 50%, 0,5
     "fresh47_": (20, (20, 20)),  # the same: triples of settings again, drawn anew
+    "fresh48_": (9, (0, 9)),  # the same: the libraries' environment variables set wrong
 }
 
 

@@ -54,7 +54,7 @@ def entry(case: dict[str, Any], text: str, file: str, batch: int) -> dict[str, A
     return {
         **common,
         "category": case["expected"],
-        "exit": "SIGKILL" if code == "-9" else int(code),
+        "exit": {"-9": "SIGKILL", "-6": "SIGABRT"}.get(code) or int(code),
         "key_lines": [line],
         "must_contain": line,
         "note": f"captured verbatim; broken on purpose ({fault}), expected cause fixed by the "

@@ -40,6 +40,14 @@ CUDA_GRAPH_SOLUTIONS = (
 )
 
 
+def abort_self() -> NoReturn:
+    """End as a process the C++ runtime aborts (an exception no code caught): SIGABRT."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGABRT)
+    raise SystemExit(134)  # not reached
+
+
 def kill_self() -> NoReturn:
     """End like ``kill_process_tree(include_parent=True)``: SIGKILL this process."""
     sys.stdout.flush()
@@ -80,6 +88,11 @@ _ARGPARSE = re.compile(r"^\S+(?: \w+)?: error: ")
 #: Uvicorn's words when the app's own startup (its lifespan) raised: it exits 3
 #: (``STARTUP_FAILURE``), as a tool-call parser whose chat encoding cannot be built ends 0.5.23.
 _APP_STARTUP_FAILED = "Application startup failed. Exiting."
+#: The C++ runtime's words as it aborts a process for an exception no code caught (torch's
+#: ``c10::Error`` reading a malformed ``PYTORCH_CUDA_ALLOC_CONF`` as its library loads). As a
+#: log's first line, it is the main process's, as its imports load the library; later, most
+#: often a child's or a thread's (NCCL's watchdog), whose death is reported its own way.
+_CXX_TERMINATE = "terminate called after throwing an instance of "
 
 
 def replay_exit(lines: list[str]) -> str | int:
@@ -87,8 +100,8 @@ def replay_exit(lines: list[str]) -> str | int:
 
     SGLang's parent kills its own process tree after a child's SIGQUIT or a failed warmup
     (SIGKILL, as :func:`die`); argparse exits 2; uvicorn exits 3 where the app's startup raised;
-    a Python exception in the main process exits 1; a log that reaches the ready line is a
-    server that came up.
+    a Python exception in the main process exits 1; the C++ runtime aborting the main process
+    ends it by SIGABRT; a log that reaches the ready line is a server that came up.
     """
     if any(_PARENT_KILLS.search(line) for line in lines):
         return "SIGKILL"
@@ -103,6 +116,8 @@ def replay_exit(lines: list[str]) -> str | int:
         return "ready"
     if any(_APP_STARTUP_FAILED in line for line in lines):
         return 3
+    if next((line for line in lines if line.strip()), "").startswith(_CXX_TERMINATE):
+        return "SIGABRT"
     return 1
 
 
@@ -121,4 +136,6 @@ def replay(path: str) -> None:
         return
     if outcome == "SIGKILL":
         kill_self()
+    if outcome == "SIGABRT":
+        abort_self()
     raise SystemExit(int(outcome))

@@ -115,6 +115,15 @@ def test_replay_of_a_main_process_exception_exits_1(start_sim: StartSim) -> None
     assert "set the option `trust_remote_code=True`" in sim.stderr().splitlines()[-1]
 
 
+def test_replay_of_a_cxx_runtime_abort_ends_by_sigabrt(start_sim: StartSim) -> None:
+    """The forty-eighth batch's ``PYTORCH_CUDA_ALLOC_CONF=not-a-value``: torch's ``c10::Error``
+    as its CUDA library loads, which no code catches; the C++ runtime aborts the main process."""
+    log = FAILURES / "fresh48_real_libenv_pytorch_cuda_alloc_conf.log"
+    sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": f"replay:{log}"}, ready=False)
+    assert sim.wait_exit() == -signal.SIGABRT
+    assert "terminate called after throwing an instance of 'c10::Error'" in sim.stderr()
+
+
 def test_replay_of_a_healthy_start_then_serves(start_sim: StartSim) -> None:
     log = FAILURES / "fine_ignore_import_error_gcc.log"
     sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": f"replay:{log}"})
