@@ -2109,3 +2109,89 @@ def test_a_failure_reading_the_config_file_is_the_files() -> None:
         scanner,
     ]
     _reads(elsewhere, "crashed")
+
+
+def _imported(*inner: str) -> list[str]:
+    """The main process's record of a start that failed as SGLang imported a library, the
+    library's frames ``inner`` (outermost first, each a frame line and its statement)."""
+    return [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/utils/common.py", line 89, in <module>',
+        "    import torch",
+        *inner,
+    ]
+
+
+def test_the_interpreter_refusing_its_environment_is_the_environments() -> None:
+    """The forty-eighth batch's ``PYTHONHASHSEED``, ``PYTHONMALLOC`` and ``PYTHONIOENCODING``
+    given no value Python takes: it refuses them as it starts, before any code runs, and names
+    the variable. A fault of the running interpreter stays a crash."""
+    hash_seed = (
+        'Fatal Python error: config_init_hash_seed: PYTHONHASHSEED must be "random" or an integer'
+    )
+    _reads([hash_seed, "Python runtime state: preinitialized"], "invalid config", "PYTHONHASHSEED")
+    encoding = "Fatal Python error: init_stdio_encoding: failed to get the Python codec name"
+    _reads([encoding, "LookupError: unknown encoding: x"], "invalid config", "PYTHONIOENCODING")
+    _reads(
+        [
+            "Fatal Python error: Segmentation fault",
+            "",
+            "Current thread 0x1 (most recent call first):",
+        ],
+        "crashed",
+    )
+
+
+def test_a_library_refusing_an_environment_variable_is_the_environments() -> None:
+    """The forty-eighth batch's ``HF_HUB_DOWNLOAD_TIMEOUT`` and ``TORCHINDUCTOR_COMPILE_THREADS``
+    given no number: the library refuses the value as it is imported, where it reads the
+    variable; the variable is named, its value never. The same refusal where no environment is
+    read stays the library's import failing."""
+    hub = f"{_SITE}/huggingface_hub/constants.py"
+
+    def record(reads: str) -> list[str]:
+        return _imported(
+            f'  File "{hub}", line 314, in <module>',
+            f"    HF_HUB_DOWNLOAD_TIMEOUT: int = _as_int({reads}) or DEFAULT_DOWNLOAD_TIMEOUT",
+            f'  File "{hub}", line 25, in _as_int',
+            "    return int(value)",
+            "ValueError: invalid literal for int() with base 10: 'x'",
+        )
+
+    env = 'os.environ.get("HF_HUB_DOWNLOAD_TIMEOUT")'
+    _reads(record(env), "invalid config", "refused the environment's HF_HUB_DOWNLOAD_TIMEOUT")
+    fatal = find_fatal(record("DEFAULTS['timeout']"))
+    assert fatal is not None and fatal.reason != "invalid config", fatal
+
+
+def test_a_directory_the_environment_names_that_cannot_be_made_is_the_environments() -> None:
+    """The forty-eighth batch's ``HOME`` and ``TORCHINDUCTOR_CACHE_DIR`` pointing where no
+    process can create a directory: torch makes its cache directory as it is imported. A full
+    disk stays its own cause."""
+
+    def record(error: str) -> list[str]:
+        return _imported(
+            f'  File "{_SITE}/torch/_inductor/runtime/cache_dir_utils.py", line 20, in cache_dir',
+            "    os.makedirs(cache_dir, exist_ok=True)",
+            '  File "<frozen os>", line 225, in makedirs',
+            error,
+        )
+
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: '/proc/x'"
+    _reads(record(missing), "invalid config", "a directory the environment names")
+    _reads(record("OSError: [Errno 28] No space left on device: '/c'"), "no space left")
+
+
+def test_torch_refusing_its_allocator_settings_is_the_environments() -> None:
+    """The forty-eighth batch's ``PYTORCH_CUDA_ALLOC_CONF=not-a-value``, and the same variable
+    with an option the installed torch does not know: its C++ side refuses them as its CUDA
+    library loads, and the process aborts."""
+    for what in (
+        '  what():  i < config_.size() INTERNAL ASSERT FAILED at "c10/core/AllocatorConfig.h":124',
+        "  what():  Unrecognized CachingAllocator option: expandable_segment",
+    ):
+        lines = ["terminate called after throwing an instance of 'c10::Error'", what]
+        _reads(lines, "invalid config", "PYTORCH_CUDA_ALLOC_CONF")
+    other = ["terminate called after throwing an instance of 'c10::Error'", "  what():  CUDA error"]
+    fatal = find_fatal(other)
+    assert fatal is not None and fatal.reason != "invalid config", fatal

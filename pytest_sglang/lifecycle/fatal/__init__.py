@@ -13,6 +13,8 @@ order data flows through them (each imports only those before it):
   two choices that clash, GPUs asked for);
 - :mod:`.config_file`: a failure while SGLang reads the ``--config`` file, the file's (or, where
   the merger reads flags, the flags');
+- :mod:`.environment`: an environment variable the interpreter or a library refuses, the
+  environment's;
 - :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that
   asked for it;
 - :mod:`.features`: the features the logged settings turned on (against SGLang's defaults), and

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .config_file import config_file_failing
+from .environment import environment_refused
 from .features import choice_failing, feature_failing, runs_sglangs_test_harness
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
@@ -290,7 +291,9 @@ def _refined(
     texts: Sequence[str], start: int, index: int, rule: int, reason: str, message: str
 ) -> tuple[str, str]:
     """The cause and message of the exception on ``index`` once the rest of the record is read:
-    a failure while SGLang reads the ``--config`` file is the file's (:mod:`.config_file`);
+    a failure while SGLang reads the ``--config`` file is the file's (:mod:`.config_file`), one
+    where the interpreter or a library refuses an environment variable is the environment's
+    (:mod:`.environment`);
     a setting that points somewhere wrong (:func:`_pointed_wrong`) is that setting's; a GPU
     found missing (or the driver's library a process cannot start without) where the logged
     device is the CPU is the config (a setting reached for one), and so is a backend chosen for
@@ -310,9 +313,9 @@ def _refined(
     frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash
     nothing else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
-    from_file = config_file_failing(frames)
-    if from_file is not None:
-        return from_file[0], f"{message} ({from_file[1]})"
+    outside = config_file_failing(frames) or _environment(texts, index, frames)
+    if outside is not None:
+        return outside[0], f"{message} ({outside[1]})"
     pointed = _pointed_wrong(texts, start, index, reason, message)
     if pointed is not None:
         return pointed
@@ -405,6 +408,11 @@ def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> 
         return f"{feature} turned on code that fails on this server"
     choice = choice_failing(texts, frames)
     return None if choice is None else f"{choice} chose code that fails on this server"
+
+
+def _environment(texts: Sequence[str], index: int, frames: Sequence[str]) -> tuple[str, str] | None:
+    refused = environment_refused(texts, index, frames)
+    return None if refused is None else ("invalid config", refused)
 
 
 def _config_crashed_through(
