@@ -411,6 +411,9 @@ def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> 
 
 
 def _environment(texts: Sequence[str], index: int, frames: Sequence[str]) -> tuple[str, str] | None:
+    """The environment's refusal (:mod:`.environment`) as a cause: the config's, since a config's
+    ``env`` (a unit's ``Environment=`` lines) is what sets it, however deep in a library's import
+    it is refused."""
     refused = environment_refused(texts, index, frames)
     return None if refused is None else ("invalid config", refused)
 
