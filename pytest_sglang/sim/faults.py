@@ -40,20 +40,22 @@ CUDA_GRAPH_SOLUTIONS = (
 )
 
 
-def abort_self() -> NoReturn:
-    """End as a process the C++ runtime aborts (an exception no code caught): SIGABRT."""
+def _signal_self(signum: signal.Signals) -> NoReturn:
+    """End this process by ``signum``, its output flushed first."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGABRT)
-    raise SystemExit(134)  # not reached
+    os.kill(os.getpid(), signum)
+    raise SystemExit(128 + signum)  # not reached; keeps type checkers and odd platforms honest
+
+
+def abort_self() -> NoReturn:
+    """End as a process the C++ runtime aborts (an exception no code caught): SIGABRT."""
+    _signal_self(signal.SIGABRT)
 
 
 def kill_self() -> NoReturn:
     """End like ``kill_process_tree(include_parent=True)``: SIGKILL this process."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
-    raise SystemExit(137)  # not reached; keeps type checkers and odd platforms honest
+    _signal_self(signal.SIGKILL)
 
 
 def scheduler_exception(frames: list[tuple[str, int, str, str]], error: str, tp_size: int) -> None:

@@ -17,6 +17,7 @@ from .patterns import _CODE_FAULT, _KERNEL_LIBRARIES, FATAL_PATTERNS, READY_LINE
 from .tracebacks import (
     _FAULTHANDLER,
     _FRAME_CALL,
+    FRAME_FUNCTION,
     _chain_of,
     _fault_frames,
     _frames_above,
@@ -452,14 +453,13 @@ def _phase_cause(texts: Sequence[str], index: int) -> str | None:
 
 
 #: The call a frame makes: ``File "...", line N, in <function>``.
-_FRAME_FUNCTION = re.compile(r'^\s*File "[^"]*", line \d+, in (?P<func>[\w<>.]+)')
 
 
 def _runs_the_model(frames: Sequence[str]) -> bool:
     """Whether the raising frame is a model's forward pass (``forward``, ``forward_extend``):
     the model being run (by a warmup, a capture, a first request), which a ``Load weight
     begin`` with no end logged before it does not make a weight-loading failure."""
-    calls = [m for frame in frames if (m := _FRAME_FUNCTION.match(frame))]
+    calls = [m for frame in frames if (m := FRAME_FUNCTION.match(frame))]
     return bool(calls) and calls[0].group("func").split(".")[-1].startswith("forward")
 
 

@@ -313,7 +313,7 @@ def _refined(
     frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash
     nothing else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
-    outside = config_file_failing(frames) or _environment(texts, index, frames)
+    outside = config_file_failing(frames) or environment_refused(texts, index, frames)
     if outside is not None:
         return outside[0], f"{message} ({outside[1]})"
     pointed = _pointed_wrong(texts, start, index, reason, message)
@@ -408,14 +408,6 @@ def _failing_in_a_features_code(texts: Sequence[str], frames: Sequence[str]) -> 
         return f"{feature} turned on code that fails on this server"
     choice = choice_failing(texts, frames)
     return None if choice is None else f"{choice} chose code that fails on this server"
-
-
-def _environment(texts: Sequence[str], index: int, frames: Sequence[str]) -> tuple[str, str] | None:
-    """The environment's refusal (:mod:`.environment`) as a cause: the config's, since a config's
-    ``env`` (a unit's ``Environment=`` lines) is what sets it, however deep in a library's import
-    it is refused."""
-    refused = environment_refused(texts, index, frames)
-    return None if refused is None else ("invalid config", refused)
 
 
 def _config_crashed_through(

@@ -44,6 +44,8 @@ def _is_frame(text: str) -> bool:
 
 #: A traceback frame's call line (``File "x.py", line 9, in f``), however it is indented.
 _FRAME_CALL = re.compile(r'^\s*File "[^"]*", line \d+')
+#: A frame's call line with its file and function (``<module>`` and ``<lambda>`` included).
+FRAME_FUNCTION = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+, in (?P<func>[\w<>.]+)')
 #: Lines that, right after a frame's call line, are not its source line: an exception (any
 #: ``dotted.Name: message``, or a bare one :data:`_EXCEPTION` knows), faulthandler's header, a
 #: traceback's opening or chain marker, or a process's last words.
@@ -179,11 +181,30 @@ def _raised_where(texts: Sequence[str], index: int) -> str:
     for back in range(index - 1, -1, -1):
         if not _is_frame(texts[back]):
             return ""
-        found = re.match(r'\s*File "(?P<path>[^"]*)", line \d+, in (?P<func>\S+)', texts[back])
+        found = FRAME_FUNCTION.match(texts[back])
         if found is not None:
             module = "/".join(found.group("path").split("/")[-2:])
             return f"(raised in {found.group('func')}, {module})"
     return ""
+
+
+def innermost_calls(frames: Sequence[str], count: int) -> list[tuple[str, str]]:
+    """The ``count`` innermost calls of a traceback's ``frames`` (innermost first, as
+    :func:`_frames_above` gives them) as (function, statement), the statement '' where the record
+    does not show it."""
+    found: list[tuple[str, str]] = []
+    code = ""
+    for text in frames:
+        call = FRAME_FUNCTION.match(text)
+        if call is None:
+            if text.strip(" ^~"):
+                code = text.strip()
+            continue
+        found.append((call["func"], code))
+        code = ""
+        if len(found) == count:
+            break
+    return found
 
 
 #: An exception line with no message on it (``ImportError: ``): what it says is on the lines
