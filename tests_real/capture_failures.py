@@ -1,8 +1,9 @@
 """Capture real start-up failures of the real SGLang package, verbatim, for the failure corpus.
 
-Usage (with the real-SGLang tier's venv, ``make test-real`` builds it)::
+Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
+builds, is the server's)::
 
-    python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]   # N: 14 to 48
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 49
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -74,7 +75,9 @@ integer and float flags, each given a number in the forms a person types one in 
 triples again, drawn anew, to measure the settings a tuning run changes after six batches of
 other sources. The forty-eighth (:func:`cases48`): the environment variables of the libraries
 SGLang runs on (Python, OpenMP, torch, Hugging Face, tokenizers), each set wrong as a unit's
-``Environment=`` line can set it.
+``Environment=`` line can set it. The forty-ninth (:func:`cases49`): the server as a systemd
+service on the test host, its unit given each hardening setting, resource limit and path setting
+a production unit carries, alone; its record is the unit's journal.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -87,6 +90,7 @@ and ``OUT_DIR/manifest.json`` one entry per case: ``id``, ``fault``, ``argv``, `
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -104,6 +108,7 @@ from pathlib import Path
 from typing import Any
 
 from real_host import CPU_FLAGS, RealSglang, find_real_sglang
+from unit_capture import SystemdTestHost, UnitHost, run_in_unit, unit_name
 
 READY = "The server is fired up and ready to roll!"
 TIMEOUT_S = 150.0
@@ -200,6 +205,9 @@ class Case:
     #: files written for the case, (name, text), in a folder of its own that ``{files}`` in
     #: ``argv`` names (a name ending in ``/``: an empty folder)
     files: tuple[tuple[str, str], ...] = ()
+    #: ``[Service]`` settings of the unit the server runs as, on the systemd test host (from the
+    #: forty-ninth batch: :func:`cases49`); ``{model}`` in a value is the tiny model's path
+    unit: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -308,6 +316,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "46": cases46,
         "47": cases47,
         "48": cases48,
+        "49": cases49,
     }[batch](real)
 
 
@@ -1716,6 +1725,91 @@ def cases48(real: RealSglang) -> list[Case]:
     ]  # fmt: skip
 
 
+#: The causes the forty-ninth batch's rule expects, by what a unit's setting takes away.
+SETUP_FAILED = "service setup failed"  # the program, its user or its directory
+#: The forty-ninth batch's settings, fixed before its capture: (``[Service]`` setting, value,
+#: expected). The hardening ``systemd-analyze security`` recommends, each at the value it
+#: recommends; the resource limits (``Limit*=``) at values copied from other units and examples;
+#: the scheduling a shared host gives a batch job; the model's directory hidden, emptied or made
+#: read-only by a path setting. Expected, by what the setting takes away: the program, its user
+#: or its directory, *service setup failed*; the model, *model not found*; memory, *out of
+#: memory*; anything else the server meets as it runs, *invalid config* (the unit is the
+#: configuration the server runs under). Left out: the cgroup settings (``MemoryMax=``,
+#: ``TasksMax=``, ``CPUQuota=``): the test host has no controllers delegated, so they would not
+#: take effect.
+SERVICE_SETTINGS: tuple[tuple[str, str, str], ...] = (
+    ("PrivateDevices", "yes", "invalid config"),
+    ("PrivateTmp", "yes", "invalid config"),
+    ("PrivateNetwork", "yes", "invalid config"),
+    ("PrivateUsers", "yes", "invalid config"),
+    ("PrivateMounts", "yes", "invalid config"),
+    ("PrivateIPC", "yes", "invalid config"),
+    ("ProtectSystem", "strict", "invalid config"),
+    ("ProtectSystem", "full", "invalid config"),
+    ("ProtectHome", "yes", SETUP_FAILED),
+    ("ProtectHome", "tmpfs", SETUP_FAILED),
+    ("ProtectHome", "read-only", "invalid config"),
+    ("ProtectKernelTunables", "yes", "invalid config"),
+    ("ProtectKernelModules", "yes", "invalid config"),
+    ("ProtectKernelLogs", "yes", "invalid config"),
+    ("ProtectControlGroups", "yes", "invalid config"),
+    ("ProtectClock", "yes", "invalid config"),
+    ("ProtectHostname", "yes", "invalid config"),
+    ("ProtectProc", "invisible", "invalid config"),
+    ("ProcSubset", "pid", "invalid config"),
+    ("NoNewPrivileges", "yes", "invalid config"),
+    ("RestrictNamespaces", "yes", "invalid config"),
+    ("RestrictRealtime", "yes", "invalid config"),
+    ("RestrictSUIDSGID", "yes", "invalid config"),
+    ("LockPersonality", "yes", "invalid config"),
+    ("MemoryDenyWriteExecute", "yes", "invalid config"),
+    ("RestrictAddressFamilies", "AF_INET AF_INET6", "invalid config"),
+    ("RestrictAddressFamilies", "AF_UNIX", "invalid config"),
+    ("SystemCallFilter", "@system-service", "invalid config"),
+    ("SystemCallFilter", "~@resources", "invalid config"),
+    ("SystemCallArchitectures", "native", "invalid config"),
+    ("CapabilityBoundingSet", "CAP_NET_BIND_SERVICE", "invalid config"),
+    ("KeyringMode", "private", "invalid config"),
+    ("UMask", "0077", "invalid config"),
+    ("RemoveIPC", "yes", "invalid config"),
+    ("User", "nobody", SETUP_FAILED),
+    ("DynamicUser", "yes", SETUP_FAILED),
+    ("Group", "sglang", SETUP_FAILED),
+    ("WorkingDirectory", "/srv/sglang", SETUP_FAILED),
+    ("LimitNOFILE", "64", "invalid config"),
+    ("LimitNOFILE", "1024", "invalid config"),
+    ("LimitNPROC", "64", "invalid config"),
+    ("LimitSTACK", "256K", "invalid config"),
+    ("LimitFSIZE", "0", "invalid config"),
+    ("LimitCPU", "10", "invalid config"),
+    ("LimitCORE", "0", "invalid config"),
+    ("LimitSIGPENDING", "0", "invalid config"),
+    ("LimitMSGQUEUE", "0", "invalid config"),
+    ("LimitAS", "4G", "out of memory"),
+    ("LimitAS", "16G", "out of memory"),
+    ("LimitDATA", "2G", "out of memory"),
+    ("LimitMEMLOCK", "0", "out of memory"),
+    ("Nice", "19", "invalid config"),
+    ("OOMScoreAdjust", "1000", "invalid config"),
+    ("InaccessiblePaths", "{model}", "model not found"),
+    ("TemporaryFileSystem", "{model}", "model not found"),
+    ("ReadOnlyPaths", "{model}", "model not found"),
+)
+
+
+def cases49(real: RealSglang) -> list[Case]:
+    """The forty-ninth batch, by rule: the server as a systemd service on the test host, its
+    unit given each of :data:`SERVICE_SETTINGS` alone; no flag changed. Its records are the
+    journal's messages, the service manager's lines among the server's (:mod:`unit_capture`)."""
+    return [
+        Case(id=f"unit_{key.lower()}_{re.sub(r'[^a-z0-9]+', '_', value.lower()).strip('_')}",
+             fault=f"the unit's {key}={value} (a systemd service on the test host, its journal"
+                   " the record)", argv=(), expected=expected,
+             unit=((key, value),))
+        for key, value, expected in SERVICE_SETTINGS
+    ]  # fmt: skip
+
+
 def _tripled(real: RealSglang, seed: int, prefix: str, count: int) -> list[Case]:
     """A seeded sample of ``count`` triples of :func:`_settings` (but :data:`NEVER_READY`) on
     three different flags, each changed together, as cases expected to read *invalid config*."""
@@ -1992,13 +2086,22 @@ CHANGES_THE_MODEL = ("--delete-ckpt-after-loading",)
 
 
 def capture(
-    real: RealSglang, case: Case, out_dir: Path, scratch: Path, isolated: bool = False
+    real: RealSglang,
+    case: Case,
+    out_dir: Path,
+    scratch: Path,
+    isolated: bool = False,
+    *,
+    batch: int = 14,
+    host: SystemdTestHost | None = None,
 ) -> dict[str, object]:
     """Run one case to its end (exit, ready or timeout) and keep its output verbatim.
 
     ``isolated`` (from the eighteenth batch on): the server runs in a network namespace of its
     own with only loopback up, so that whatever a broken setting makes it reach for stays on
-    this machine (``unshare`` and ``ip``, as root)."""
+    this machine (``unshare`` and ``ip``, as root). A case with :attr:`Case.unit` settings runs
+    as a systemd service on ``host`` instead (:mod:`unit_capture`), and its log is the unit's
+    journal."""
     if not (real.model / "config.json").exists():
         raise RuntimeError(f"the tiny model {real.model} is gone: no case can be captured on it")
     model = real.model
@@ -2061,6 +2164,25 @@ def capture(
         env["PYTHONPATH"] = _python_path(scratch / "path", case, env.get("PYTHONPATH", ""))
     log_path = out_dir / f"{case.id}.log"
     started = time.monotonic()
+    if case.unit:
+        if host is None:
+            raise RuntimeError(f"{case.id}: a unit's case runs on the systemd test host only")
+        ran = run_in_unit(
+            host, unit_name(case.id, batch), [real.python, "-m", "sglang.launch_server", *argv],
+            dict(real.env),
+            [(key, value.replace("{model}", str(real.model))) for key, value in case.unit],
+            ready_line=READY, tree_ending=_TREE_ENDING, timeout_s=TIMEOUT_S,
+            after_ready_s=AFTER_READY_S,
+        )  # fmt: skip
+        holder.close()
+        log_path.write_text(ran.journal)
+        return {
+            **{k: v for k, v in asdict(case).items() if k in ("id", "fault", "expected")},
+            "argv": ["systemd-run", *(f"--property={k}={v}" for k, v in case.unit), "--",
+                     real.python, "-m", "sglang.launch_server", *argv],
+            "outcome": ran.outcome,
+            "seconds": round(time.monotonic() - started, 1),
+        }  # fmt: skip
     signalled: list[int] = []
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -2111,6 +2233,9 @@ _CHAINED = (
     "The above exception was the direct cause of the following exception:",
 )
 #: A process's death said by itself (faulthandler) or by its parent, with no error line.
+#: The service manager's own lines about a unit's process (systemd.exec(5), "Process Exit Codes").
+_FAILED_AT_STEP = re.compile(r"\.service: Failed at step \S+ spawning ")
+_MAIN_PROCESS_ENDED = re.compile(r"\.service: Main process exited, code=")
 _DIED = re.compile(
     r"^Fatal Python error: |Subprocess \S+ \(pid=\d+\) crashed|scheduler (is dead|died)"
 )
@@ -2130,6 +2255,12 @@ def must_contain(text: str, *, batch: int) -> str | None:
     handling it does), as before the first link where every link speaks; and a process killed
     from outside, which leaves no error line, is cited where its death is said, not by the
     parent's last line (``kill_process_tree called``).
+
+    Since the forty-ninth batch (the first whose records are a unit's journal, where the service
+    manager's own lines follow the server's): before the last line, the service manager's line
+    naming the step it failed at (``Failed at step EXEC spawning ...: Permission denied``), else
+    its line saying how the main process ended (``Main process exited, code=killed,
+    status=31/SYS``), as an engineer cites them; its closing ``Failed with result ...`` says less.
 
     Since the thirty-fifth batch (``batch``, the batch the case is captured for, said at every
     call so that no earlier batch is relabelled by default; the same reasoning as the
@@ -2152,6 +2283,10 @@ def must_contain(text: str, *, batch: int) -> str | None:
     for line in lines:
         if _DIED.search(_STAMP.sub("", line)):
             return _STAMP.sub("", line)
+    for said in (_FAILED_AT_STEP, _MAIN_PROCESS_ENDED) if batch >= 49 else ():
+        for line in lines:
+            if said.search(line):
+                return line
     logged = [line for line in lines if line.strip() and "it/s]" not in line]
     return _STAMP.sub("", logged[-1]) if logged else None
 
@@ -2206,11 +2341,15 @@ def main(argv: list[str]) -> int:
     manifest_path = out_dir / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
     done = {entry["id"] for entry in manifest}
-    with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
+    on_host = UnitHost() if any(case.unit for case in batch) else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="capture-") as tmp, on_host as host:
         for case in batch:
             if (wanted and case.id not in wanted) or (not wanted and case.id in done):
                 continue
-            entry = capture(real, case, out_dir, Path(tmp), isolated=int(which) >= 18)
+            entry = capture(
+                real, case, out_dir, Path(tmp), isolated=int(which) >= 18, batch=int(which),
+                host=host,
+            )  # fmt: skip
             shutil.rmtree(Path(tmp) / case.id, ignore_errors=True)
             manifest = [e for e in manifest if e["id"] != case.id] + [entry]
             manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
