@@ -86,6 +86,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh46_": (38, (38, 38)),  # the same: numbers typed as 8k, 1e4, 1_000, 8.0, 50%, 0,5
     "fresh47_": (20, (20, 20)),  # the same: triples of settings again, drawn anew
     "fresh48_": (9, (0, 9)),  # the same: the libraries' environment variables set wrong
+    "fresh49_": (20, (2, 20)),  # the same as a systemd unit: its sandbox, limits and user
 }
 
 

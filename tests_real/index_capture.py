@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ def entry(case: dict[str, Any], text: str, file: str, batch: int) -> dict[str, A
     return {
         **common,
         "category": case["expected"],
-        "exit": {"-9": "SIGKILL", "-6": "SIGABRT"}.get(code) or int(code),
+        "exit": signal.Signals(-int(code)).name if int(code) < 0 else int(code),
         "key_lines": [line],
         "must_contain": line,
         "note": f"captured verbatim; broken on purpose ({fault}), expected cause fixed by the "

@@ -78,7 +78,9 @@ def run_in_unit(
     after_ready_s: float,
 ) -> UnitOutcome:
     """Start ``command`` as ``unit`` with ``properties`` (``[Service]`` settings) and ``env``;
-    wait for its ready line or its end; stop it; return its journal and outcome.
+    wait for its ready line or its end; return its journal up to then and its outcome, and stop
+    it (``systemctl stop`` sends SIGTERM to every process of the unit, and what they log then is
+    the capture's doing, not the setting's).
 
     ``--remain-after-exit`` keeps a unit whose process ended loaded, so that how it ended can be
     read after; the unit is stopped and forgotten (``reset-failed``) before returning."""
@@ -100,8 +102,8 @@ def run_in_unit(
             outcome = _after_ready(host, unit, ready_line, tree_ending, after_ready_s)
             break
         time.sleep(1.0)
+    journal = _journal(host, unit)  # before the stop: its SIGTERM to the cgroup is the capture's
     host.ssh(f"systemctl stop {shlex.quote(unit)}", timeout=60)
-    journal = _journal(host, unit)
     host.ssh(f"systemctl reset-failed {shlex.quote(unit)}")
     return UnitOutcome(journal, outcome)
 

@@ -48,11 +48,6 @@ def _signal_self(signum: signal.Signals) -> NoReturn:
     raise SystemExit(128 + signum)  # not reached; keeps type checkers and odd platforms honest
 
 
-def abort_self() -> NoReturn:
-    """End as a process the C++ runtime aborts (an exception no code caught): SIGABRT."""
-    _signal_self(signal.SIGABRT)
-
-
 def kill_self() -> NoReturn:
     """End like ``kill_process_tree(include_parent=True)``: SIGKILL this process."""
     _signal_self(signal.SIGKILL)
@@ -95,16 +90,28 @@ _APP_STARTUP_FAILED = "Application startup failed. Exiting."
 #: log's first line, it is the main process's, as its imports load the library; later, most
 #: often a child's or a thread's (NCCL's watchdog), whose death is reported its own way.
 _CXX_TERMINATE = "terminate called after throwing an instance of "
+#: The service manager's line, in a unit's journal, saying how the unit's main process ended
+#: (systemd names a signal without its ``SIG``).
+_MAIN_PROCESS_ENDED = re.compile(
+    r"\.service: Main process exited, code=(exited|killed|dumped), status=(\d+)/(\w+)"
+)
 
 
 def replay_exit(lines: list[str]) -> str | int:
-    """How the process that wrote ``lines`` ended: ``"SIGKILL"``, an exit code, or ``"ready"``.
+    """How the process that wrote ``lines`` ended: a signal's name (``"SIGKILL"``), an exit
+    code, or ``"ready"``.
 
+    A unit's journal says it in the service manager's own words (``Main process exited,
+    code=killed, status=31/SYS``), whatever the server wrote. Otherwise, by the server's lines:
     SGLang's parent kills its own process tree after a child's SIGQUIT or a failed warmup
     (SIGKILL, as :func:`die`); argparse exits 2; uvicorn exits 3 where the app's startup raised;
     a Python exception in the main process exits 1; the C++ runtime aborting the main process
     ends it by SIGABRT; a log that reaches the ready line is a server that came up.
     """
+    ended = next((m for m in map(_MAIN_PROCESS_ENDED.search, lines) if m is not None), None)
+    if ended is not None:
+        how, status, name = ended.groups()
+        return int(status) if how == "exited" else f"SIG{name}"
     if any(_PARENT_KILLS.search(line) for line in lines):
         return "SIGKILL"
     ready = next((i for i, line in enumerate(lines) if READY_LINE in line), None)
@@ -136,8 +143,6 @@ def replay(path: str) -> None:
     raw_stderr("".join(line + "\n" for line in lines))
     if outcome == "ready":
         return
-    if outcome == "SIGKILL":
-        kill_self()
-    if outcome == "SIGABRT":
-        abort_self()
-    raise SystemExit(int(outcome))
+    if isinstance(outcome, str):
+        _signal_self(signal.Signals[outcome])
+    raise SystemExit(outcome)

@@ -7,6 +7,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from conftest import SEED_ARGS, StartSim
@@ -122,6 +123,24 @@ def test_replay_of_a_cxx_runtime_abort_ends_by_sigabrt(start_sim: StartSim) -> N
     sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": f"replay:{log}"}, ready=False)
     assert sim.wait_exit() == -signal.SIGABRT
     assert "terminate called after throwing an instance of 'c10::Error'" in sim.stderr()
+
+
+@pytest.mark.parametrize(
+    ("record", "ended"),
+    [
+        ("fresh49_real_unit_systemcallfilter_resources.log", -signal.SIGSYS),
+        ("fresh49_real_unit_protecthome_yes.log", 203),
+    ],
+)
+def test_replay_of_a_unit_journal_ends_as_the_service_manager_said(
+    start_sim: StartSim, record: str, ended: int
+) -> None:
+    """The forty-ninth batch's records are a unit's journal: the service manager's line says how
+    the main process ended (``code=killed, status=31/SYS`` under a system-call filter;
+    ``status=203/EXEC`` when the program is hidden), and the replay ends so."""
+    log = FAILURES / record
+    sim = start_sim(SMALL, env={"SGLANG_SIM_FAULT": f"replay:{log}"}, ready=False)
+    assert sim.wait_exit() == ended
 
 
 def test_replay_of_a_healthy_start_then_serves(start_sim: StartSim) -> None:
