@@ -2195,3 +2195,79 @@ def test_torch_refusing_its_allocator_settings_is_the_environments() -> None:
     other = ["terminate called after throwing an instance of 'c10::Error'", "  what():  CUDA error"]
     fatal = find_fatal(other)
     assert fatal is not None and fatal.reason != "invalid config", fatal
+
+
+# The forty-ninth batch's families: the unit's own settings, read in its journal.
+_UNIT = "sglang.service"
+
+
+def test_systemd_failing_to_set_the_process_up_is_service_setup() -> None:
+    """The forty-ninth batch's ``User=``, ``ProtectHome=``, ``Group=``, ``WorkingDirectory=``:
+    systemd cannot set the process up, the server never runs, and the journal holds systemd's
+    lines alone; its ``Failed at step`` line says why, and where only its exit status was kept,
+    that status (200 to 245: systemd's own) says the step. An exit the server's own code gives
+    stays the server's."""
+    program = "/opt/sglang/bin/python"
+    _reads(
+        [
+            f"{_UNIT}: Failed to execute {program}: Permission denied",
+            f"{_UNIT}: Failed at step EXEC spawning {program}: Permission denied",
+            f"{_UNIT}: Main process exited, code=exited, status=203/EXEC",
+            f"{_UNIT}: Failed with result 'exit-code'.",
+        ],
+        "service setup failed",
+        f"step EXEC before the server ran, spawning {program}: Permission denied",
+    )
+    _reads(
+        [f"{_UNIT}: Main process exited, code=exited, status=200/CHDIR"],
+        "service setup failed",
+        "step CHDIR",
+    )
+    assert find_fatal([f"{_UNIT}: Main process exited, code=exited, status=1/FAILURE"]) is None
+
+
+def test_a_signal_the_kernel_sends_for_a_units_setting_is_the_config() -> None:
+    """The forty-ninth batch's ``SystemCallFilter=~@resources``: the kernel ends the process by
+    SIGSYS as it makes a call the filter denies, and it writes nothing; systemd's line says the
+    signal, and the setting that sends it is named. A SIGKILL says no setting."""
+    killed = f"{_UNIT}: Main process exited, code=killed, status=31/SYS"
+    _reads(
+        [killed, f"{_UNIT}: Failed with result 'signal'."], "invalid config", "SystemCallFilter="
+    )
+    fatal = find_fatal([f"{_UNIT}: Main process exited, code=killed, status=9/KILL"])
+    assert fatal is None or fatal.reason != "invalid config", fatal
+
+
+@pytest.mark.parametrize(
+    ("error", "named"),
+    [
+        (
+            "OSError: [Errno 30] Read-only file system: '/root/.cache/flashinfer/jit.log'",
+            "ProtectHome=",
+        ),
+        (
+            "FileNotFoundError: [Errno 2] No usable temporary directory found in ['/tmp', '/']",
+            "PrivateTmp=",
+        ),
+        ("zmq.error.ZMQError: Too many open files", "LimitNOFILE="),
+        ("FileNotFoundError: [Errno 2] No such file or directory: '/proc/stat'", "ProcSubset="),
+    ],
+)
+def test_what_the_units_sandbox_and_limits_deny_is_the_config(error: str, named: str) -> None:
+    """The forty-ninth batch's ``ProtectHome=read-only``, ``ProtectSystem=strict``,
+    ``LimitNOFILE=64``, ``ProcSubset=pid``: the server meets them deep in a library as it starts,
+    and the exception says what was denied; the settings that deny it are named. A path that is
+    not there stays what it was."""
+    record = _imported(
+        f'  File "{_SITE}/psutil/_common.py", line 682, in open_binary',
+        '    return open(fname, "rb")',
+        error,
+    )
+    _reads(record, "invalid config", named)
+    other = _imported(
+        f'  File "{_SITE}/psutil/_common.py", line 682, in open_binary',
+        '    return open(fname, "rb")',
+        "FileNotFoundError: [Errno 2] No such file or directory: '/srv/x'",
+    )
+    fatal = find_fatal(other)
+    assert fatal is not None and fatal.reason != "invalid config", fatal

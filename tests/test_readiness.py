@@ -129,6 +129,22 @@ def test_an_exit_status_of_systemds_own_names_its_setup_step() -> None:
     assert readiness.describe_exit(crashed) == "process exited with status 1"
 
 
+def test_a_signal_the_kernel_sends_for_a_units_setting_names_the_setting() -> None:
+    """A unit's ``SystemCallFilter=`` ends the process by SIGSYS before it writes a line (the
+    forty-ninth batch's ``~@resources``): the exit alone names the setting, where systemd's own
+    line has not reached the journal read; a SIGSEGV stays a crash."""
+    from pytest_sglang.lifecycle.deployer import ServiceState
+    from pytest_sglang.lifecycle.journal import StartupJournal
+
+    journal = StartupJournal([])
+    sys_killed = ServiceState("failed", "failed", 0, "killed", 31, 0, "signal")
+    assert readiness._exit_reason(sys_killed, journal) == "invalid config"
+    assert "SystemCallFilter=" in readiness.describe_exit(sys_killed)
+    segv = ServiceState("failed", "failed", 0, "dumped", 11, 0, "core-dump")
+    assert readiness._exit_reason(segv, journal) == "crashed"
+    assert readiness.describe_exit(segv) == "process killed by signal 11"
+
+
 @pytest.mark.parametrize(("signal", "reason"), [(9, "killed"), (15, "killed"), (11, "crashed")])
 def test_a_main_process_ended_by_a_signal_with_no_line_is_named_by_it(
     signal: int, reason: str

@@ -16,6 +16,7 @@ reached again is reported as such, never as "not ready in time".
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ import requests
 
 from ..errors import ServerStartError, StartAbandoned, TransportError
 from .deployer import Deployer, ServiceState
+from .fatal.service_manager import setting_signalled, setup_step
 from .follow import JournalEntry, JournalFollower
 from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
 from .unit import EXIT_MARKER
@@ -139,14 +141,31 @@ def _exit_reason(state: ServiceState, journal: StartupJournal) -> str:
         return "bad flag"
     if state.exec_main_code == "killed" and state.exec_main_status in (9, 15):
         return "killed"  # SIGKILL or a SIGTERM from outside: the journal's reading agrees
+    if _signalled_for_a_setting(state) is not None:
+        return "invalid config"  # the kernel's signal for the unit's filter or limit
     if _setup_step(state) is not None:
         return "service setup failed"
     return "crashed"
 
 
+def _signalled_for_a_setting(state: ServiceState) -> str | None:
+    """What the unit set that made the kernel end the process by the signal it ended by (a
+    system-call filter's SIGSYS, a limit's SIGXCPU or SIGXFSZ), else None."""
+    if state.exec_main_code not in ("killed", "dumped"):
+        return None
+    try:
+        name = signal.Signals(state.exec_main_status).name
+    except ValueError:
+        return None
+    return setting_signalled(name.removeprefix("SIG"))
+
+
 def describe_exit(state: ServiceState) -> str:
-    if state.exec_main_code == "killed":
-        return f"process killed by signal {state.exec_main_status}"
+    if state.exec_main_code in ("killed", "dumped"):
+        setting = _signalled_for_a_setting(state)
+        return f"process killed by signal {state.exec_main_status}" + (
+            f" ({setting})" if setting else ""
+        )
     step = _setup_step(state)
     if step is not None:
         return (
@@ -332,6 +351,7 @@ class _Watch:
                 f"{fatal.line.strip()[:300]}",
                 reason=fatal.reason,
                 excerpt=self.journal.excerpt(fatal.index),
+                step=setup_step(fatal.line) if fatal.reason == "service setup failed" else None,
             )
 
     def _ask_state(self, now: float) -> None:

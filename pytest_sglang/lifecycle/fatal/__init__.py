@@ -15,6 +15,10 @@ order data flows through them (each imports only those before it):
   the merger reads flags, the flags');
 - :mod:`.environment`: an environment variable the interpreter or a library refuses, the
   environment's;
+- :mod:`.service_manager`: systemd's own lines in a unit's journal (a step it failed at before
+  the server ran, a signal the kernel sent for a unit's setting);
+- :mod:`.sandbox`: what the process's sandbox and limits deny the server (a read-only file
+  system, no temporary directory, the open-file limit, ``/proc`` hidden), the unit's;
 - :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that
   asked for it;
 - :mod:`.features`: the features the logged settings turned on (against SGLang's defaults), and

@@ -52,6 +52,8 @@ from .patterns import (
     FATAL_PATTERNS,
 )
 from .placement import _hinted, _lacking_key, _most_specific_link, _package_hinted
+from .sandbox import sandbox_denied
+from .service_manager import ended_for_a_setting, service_setup_failed
 from .tracebacks import (
     _EMPTY_MESSAGE,
     _EXCEPTION,
@@ -169,14 +171,12 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     """
     given, lines = lines, [_unwrap(line) for line in lines]
     texts = _texts(lines, start)
+    if (setup := service_setup_failed(texts, start)) is not None:  # the server never ran
+        return Fatal("service setup failed", given[setup[0]], *setup)
     best: tuple[int, int] | None = None  # (rule, index)
     exceptions: list[int] = []
     owner: dict[int, int] = {}  # continuation line -> the exception line it continues
-    ends = {
-        end
-        for index in range(start, len(texts))
-        if _TRACEBACK.search(texts[index]) and (end := _exception_line(texts, index)) is not None
-    }
+    ends = _exception_lines(texts, start)
     tree_killed = False
     best_raised = False  # whether the best match is on an exception or its continuation
     survived = _background_thread_ends(texts, start)  # a thread's end: the process goes on
@@ -206,8 +206,9 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             rule = _HEADLESS  # a traceback whose header (or all but its last line) is not shown
         if rule is not None:
             best, best_raised = (rule, index), raised
-    if best is None:
-        return None
+    if best is None:  # nothing the server wrote: the kernel's signal for a unit's setting?
+        ended = ended_for_a_setting(texts, start)
+        return None if ended is None else Fatal("invalid config", given[ended[0]], *ended)
     rule, index = best
     reason = FATAL_PATTERNS[rule][1]
     index, message = _cited(texts, owner, rule, index)
@@ -233,6 +234,28 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
         index=index,
         message=message,
         complete=traceback_complete(lines, start),
+    )
+
+
+def _exception_lines(texts: Sequence[str], start: int) -> set[int]:
+    """The exception line of every traceback at or after ``start``."""
+    return {
+        end
+        for index in range(start, len(texts))
+        if _TRACEBACK.search(texts[index]) and (end := _exception_line(texts, index)) is not None
+    }
+
+
+def _outside_the_server(
+    texts: Sequence[str], start: int, index: int, frames: Sequence[str]
+) -> tuple[str, str] | None:
+    """The cause and a phrase where what the exception on ``index`` failed on is outside the
+    server's code and inside its configuration: the ``--config`` file (:mod:`.config_file`), the
+    environment (:mod:`.environment`), the unit's sandbox and limits (:mod:`.sandbox`)."""
+    return (
+        config_file_failing(frames)
+        or environment_refused(texts, index, frames)
+        or sandbox_denied(texts, start, index)
     )
 
 
@@ -293,7 +316,8 @@ def _refined(
     """The cause and message of the exception on ``index`` once the rest of the record is read:
     a failure while SGLang reads the ``--config`` file is the file's (:mod:`.config_file`), one
     where the interpreter or a library refuses an environment variable is the environment's
-    (:mod:`.environment`);
+    (:mod:`.environment`), one the process's sandbox or limits deny is the unit's
+    (:mod:`.sandbox`);
     a setting that points somewhere wrong (:func:`_pointed_wrong`) is that setting's; a GPU
     found missing (or the driver's library a process cannot start without) where the logged
     device is the CPU is the config (a setting reached for one), and so is a backend chosen for
@@ -313,7 +337,7 @@ def _refined(
     frames name (:data:`_WHERE_IT_FAILED`); a GPU refusal names the choice it refuses; a crash
     nothing else names is named by its words' family, if they have one."""
     frames = _frames_above(texts, index)
-    outside = config_file_failing(frames) or environment_refused(texts, index, frames)
+    outside = _outside_the_server(texts, start, index, frames)
     if outside is not None:
         return outside[0], f"{message} ({outside[1]})"
     pointed = _pointed_wrong(texts, start, index, reason, message)

@@ -1,0 +1,61 @@
+"""What the process's sandbox and limits deny the server: a refusal the unit's settings cause.
+
+A production unit carries hardening and limits (``ProtectSystem=``, ``ProtectHome=``,
+``ReadOnlyPaths=``, ``ProcSubset=``, ``LimitNOFILE=``) that a server can meet as it starts,
+deep in a library: a cache it writes on a read-only file system, no temporary directory it can
+write, the open-file limit reached as its processes open their sockets, ``/proc`` files it reads
+hidden. The exception then says what was denied (``[Errno 30] Read-only file system``, ``No
+usable temporary directory found``, ``Too many open files``, ``No such file or directory:
+'/proc/stat'``), and an engineer reads it as the service's configuration, not the install nor a
+crash: *invalid config*, with the settings that deny it named.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .tracebacks import _chain_of
+
+#: What an exception says was denied, and the settings that deny it.
+_DENIED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\[Errno 30\] Read-only file system|\bEROFS\b"),
+        "a path the server writes is on a read-only file system: the unit's ProtectSystem=,"
+        " ProtectHome= or ReadOnlyPaths=, or a read-only mount",
+    ),
+    (
+        re.compile(r"No usable temporary directory found in "),
+        "no temporary directory the server can write: the unit's ProtectSystem=, PrivateTmp= or"
+        " LimitFSIZE=, or TMPDIR",
+    ),
+    (
+        re.compile(r"\[Errno 24\] Too many open files|\bToo many open files\b"),
+        "the open-file limit is too low: the unit's LimitNOFILE= (ulimit -n)",
+    ),
+)
+#: A ``/proc`` file the kernel always has, found missing: hidden from the process.
+_PROC_HIDDEN = re.compile(
+    r"(?:No such file or directory: '|cannot open |from )(?P<file>/proc/(?:cpuinfo|meminfo|stat"
+    r"|loadavg|uptime|version|mounts|filesystems|cgroups|vmstat|diskstats|partitions"
+    r"|interrupts|zoneinfo|buddyinfo|sys/[\w/]+|net/[\w/]+))(?![\w-])"
+)
+
+
+def sandbox_denied(texts: Sequence[str], start: int, index: int) -> tuple[str, str] | None:
+    """*invalid config* and what the process's sandbox or limits denied, said in a phrase, where
+    the exception on ``index`` (or a link of its chain) says so, or where the record shows a
+    ``/proc`` file missing before it failed; None otherwise."""
+    links = [texts[at] for at in _chain_of(texts, index)]
+    for pattern, phrase in _DENIED:
+        if any(pattern.search(link) for link in links):
+            return "invalid config", phrase
+    last = max(_chain_of(texts, index))
+    for text in texts[start : last + 1]:
+        hidden = _PROC_HIDDEN.search(text)
+        if hidden is not None:
+            return "invalid config", (
+                f"{hidden['file']} is hidden from the server: the unit's ProcSubset=pid or"
+                " ProtectProc=, or a container's /proc"
+            )
+    return None

@@ -1,0 +1,83 @@
+"""The service manager's own lines in a unit's journal: systemd saying why the server never ran,
+or how its process was ended.
+
+A systemd deployment's journal (``journalctl -u <service>``) holds systemd's lines about the
+unit beside the server's. Where systemd cannot set the process up (the program hidden or not
+executable for the unit's user, its group or working directory missing) the server never
+writes a line, and systemd's ``<unit>: Failed at step EXEC spawning <program>: Permission
+denied`` is the whole record; its ``Main process exited, code=exited, status=203/EXEC`` says
+the same where the step's own line was not kept. Where the kernel ends the process for a limit
+or a filter the unit set (``SystemCallFilter=``: SIGSYS; ``LimitCPU=``: SIGXCPU;
+``LimitFSIZE=``: SIGXFSZ), the process writes nothing either, and systemd's ``Main process
+exited, code=killed, status=31/SYS`` is what an engineer reads it by.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+#: systemd failing to set up the unit's process (systemd.exec(5), "Process Exit Codes").
+_FAILED_AT_STEP = re.compile(r"\.service: Failed at step (?P<step>[A-Z_]+) spawning (?P<rest>.*)$")
+#: How the unit's main process ended, in the service manager's words.
+_MAIN_PROCESS_ENDED = re.compile(
+    r"\.service: Main process exited, code=(?P<how>exited|killed|dumped),"
+    r" status=(?P<status>\d+)/(?P<name>\w+)"
+)
+#: Signals the kernel sends for what a unit set, and which setting sends each.
+_SETTING_SIGNALS = {
+    "SYS": "a system call the unit's SystemCallFilter= denies (seccomp)",
+    "XCPU": "the CPU time the unit's LimitCPU= allows, used up",
+    "XFSZ": "a file written past the size the unit's LimitFSIZE= allows",
+}
+#: systemd's own exit statuses: the process was not set up, the server never ran.
+_SETUP_STATUSES = range(200, 246)
+
+
+def service_setup_failed(texts: Sequence[str], start: int) -> tuple[int, str] | None:
+    """(line, message) where systemd says it could not set the unit's process up: its ``Failed
+    at step`` line, else its ``Main process exited`` with one of its own statuses; None
+    otherwise. The server never ran, so nothing else in the record is its cause."""
+    for index in range(start, len(texts)):
+        step = _FAILED_AT_STEP.search(texts[index])
+        if step is not None:
+            return index, (
+                f"systemd failed at step {step['step']} before the server ran, spawning"
+                f" {step['rest']}"
+            )
+    for index in range(start, len(texts)):
+        ended = _MAIN_PROCESS_ENDED.search(texts[index])
+        if ended and ended["how"] == "exited" and int(ended["status"]) in _SETUP_STATUSES:
+            return index, (
+                f"systemd failed at step {ended['name']} before the server ran"
+                f" (status {ended['status']})"
+            )
+    return None
+
+
+def setup_step(line: str) -> str | None:
+    """The step systemd names on a line where it failed to set the process up (``CHDIR``,
+    ``EXEC``, ``CGROUP``), else None: what a deployment retries by (a ``CGROUP`` step passes)."""
+    step = _FAILED_AT_STEP.search(line)
+    if step is not None:
+        return step["step"]
+    ended = _MAIN_PROCESS_ENDED.search(line)
+    if ended and ended["how"] == "exited" and int(ended["status"]) in _SETUP_STATUSES:
+        return ended["name"]
+    return None
+
+
+def setting_signalled(name: str) -> str | None:
+    """What a unit set that makes the kernel send the signal ``name`` (``SYS``, ``XCPU``: without
+    its ``SIG``), else None."""
+    return _SETTING_SIGNALS.get(name)
+
+
+def ended_for_a_setting(texts: Sequence[str], start: int) -> tuple[int, str] | None:
+    """(line, message) where systemd says the kernel ended the main process by a signal a
+    unit's setting sends (:data:`_SETTING_SIGNALS`); None otherwise."""
+    for index in range(start, len(texts)):
+        ended = _MAIN_PROCESS_ENDED.search(texts[index])
+        if ended and ended["how"] != "exited" and ended["name"] in _SETTING_SIGNALS:
+            return index, (f"killed by SIG{ended['name']}: {_SETTING_SIGNALS[ended['name']]}")
+    return None
