@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 49
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 50
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -77,7 +77,9 @@ other sources. The forty-eighth (:func:`cases48`): the environment variables of 
 SGLang runs on (Python, OpenMP, torch, Hugging Face, tokenizers), each set wrong as a unit's
 ``Environment=`` line can set it. The forty-ninth (:func:`cases49`): the server as a systemd
 service on the test host, its unit given each hardening setting, resource limit and path setting
-a production unit carries, alone; its record is the unit's journal.
+a production unit carries, alone; its record is the unit's journal. The fiftieth
+(:func:`cases50`): the same service under a service account (``User=nobody``), with the model,
+the install and the directories it writes left as root made them or made private one at a time.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -208,6 +210,10 @@ class Case:
     #: ``[Service]`` settings of the unit the server runs as, on the systemd test host (from the
     #: forty-ninth batch: :func:`cases49`); ``{model}`` in a value is the tiny model's path
     unit: tuple[tuple[str, str], ...] = ()
+    #: shell run as root on the test host before the unit starts, and after it ends (``{model}``:
+    #: the tiny model's path, ``{copy}``: the case's own copy's, ``{venv}``: the tier's venv)
+    host_setup: str = ""
+    host_undo: str = ""
 
 
 @dataclass(frozen=True)
@@ -317,6 +323,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "47": cases47,
         "48": cases48,
         "49": cases49,
+        "50": cases50,
     }[batch](real)
 
 
@@ -1810,6 +1817,72 @@ def cases49(real: RealSglang) -> list[Case]:
     ]  # fmt: skip
 
 
+#: The fiftieth batch's cases, fixed before its capture: (id, what is done on the host, the shell
+#: that does it, the shell that undoes it, extra ``[Service]`` settings, expected). Each runs as
+#: ``User=nobody`` on its own copy of the model (``{copy}``: directories 755, files 644, owned
+#: by root, as an installer leaves them), with ``/root`` opened to others (711) so that the
+#: tier's venv under it can be run, as a service account is given the install.
+SERVICE_USER_CASES: tuple[tuple[str, str, str, str, tuple[tuple[str, str], ...], str], ...] = (
+    ("as_installed", "nothing else changed (its HOME, /nonexistent)", "", "", (),
+     "invalid config"),
+    ("model_dir_700", "the model's directory 700", "chmod 700 {copy}", "", (),
+     "model access denied"),
+    ("models_parent_700", "the directory above the model's 700", "chmod 700 /srv/models",
+     "chmod 755 /srv/models", (), "model access denied"),
+    ("config_json_600", "config.json 600", "chmod 600 {copy}/config.json", "", (),
+     "model access denied"),
+    ("weights_600", "model.safetensors 600", "chmod 600 {copy}/model.safetensors", "", (),
+     "model access denied"),
+    ("tokenizer_json_600", "tokenizer.json 600", "chmod 600 {copy}/tokenizer.json", "", (),
+     "model access denied"),
+    ("tokenizer_config_600", "tokenizer_config.json 600",
+     "chmod 600 {copy}/tokenizer_config.json", "", (), "model access denied"),
+    ("generation_config_600", "generation_config.json 600",
+     "chmod 600 {copy}/generation_config.json", "", (), "model access denied"),
+    ("special_tokens_600", "special_tokens_map.json 600",
+     "chmod 600 {copy}/special_tokens_map.json", "", (), "model access denied"),
+    ("sglang_package_700", "the venv's sglang package 700",
+     "chmod 700 {venv}/lib/python3.11/site-packages/sglang",
+     "chmod 755 {venv}/lib/python3.11/site-packages/sglang", (), "broken install"),
+    ("torch_package_700", "the venv's torch package 700",
+     "chmod 700 {venv}/lib/python3.11/site-packages/torch",
+     "chmod 755 {venv}/lib/python3.11/site-packages/torch", (), "broken install"),
+    ("venv_700", "the venv's directory 700", "chmod 700 {venv}", "chmod 755 {venv}", (),
+     SETUP_FAILED),
+    ("home_root", "HOME=/root (root's, not writable for it)", "", "",
+     (("Environment", "HOME=/root"),), "invalid config"),
+    ("home_state_directory", "HOME its own StateDirectory=sglang", "", "",
+     (("StateDirectory", "sglang"), ("Environment", "HOME=/var/lib/sglang")), "invalid config"),
+    ("tmpdir_root", "TMPDIR=/root", "", "", (("Environment", "TMPDIR=/root"),),
+     "invalid config"),
+    ("working_directory_root", "WorkingDirectory=/root (not readable for it)", "", "",
+     (("WorkingDirectory", "/root"),), "invalid config"),
+    ("dynamic_user", "DynamicUser=yes in place of User=nobody", "", "",
+     (("DynamicUser", "yes"),), "invalid config"),
+)  # fmt: skip
+
+
+def cases50(real: RealSglang) -> list[Case]:
+    """The fiftieth batch, by rule: the server as a systemd service under a service account
+    (``User=nobody``), with the files it needs left as root made them or made private one at a
+    time (:data:`SERVICE_USER_CASES`); no flag changed but ``--model-path``, the case's copy.
+    Expected, by what the account cannot do: read the model, *model access denied*; import the
+    install, *broken install*; run the program, *service setup failed*; anything else (write its
+    home, its temporary files), *invalid config*."""
+    user = ("User", "nobody")  # the one account every case runs as
+    opened = "chmod 711 /root && mkdir -p /srv/models && cp -r {model} {copy}"
+    opened += " && chmod 755 {copy} && chmod 644 {copy}/*"
+    return [
+        Case(id=f"user_{id_}", fault=f"the unit's User=nobody, {what} (a systemd service on the"
+             " test host, its journal the record)", argv=("--model-path", "{copy}"),
+             expected=expected,
+             unit=settings if dict(settings).get("DynamicUser") else (user, *settings),
+             host_setup=f"{opened} && {setup}" if setup else opened,
+             host_undo=f"{undo + ' ; ' if undo else ''}rm -rf {{copy}} ; chmod 700 /root")
+        for id_, what, setup, undo, settings, expected in SERVICE_USER_CASES
+    ]  # fmt: skip
+
+
 def _tripled(real: RealSglang, seed: int, prefix: str, count: int) -> list[Case]:
     """A seeded sample of ``count`` triples of :func:`_settings` (but :data:`NEVER_READY`) on
     three different flags, each changed together, as cases expected to read *invalid config*."""
@@ -2147,10 +2220,11 @@ def capture(
         "models_dir": str(real.model.parent),
         "model_as_qwen2": str(qwen2),
         "busy_port": str(holder.getsockname()[1]),
+        "copy": f"/srv/models/{case.id}",
+        "venv": str(real.venv),
     }
     extra = list(case.argv)
-    for key, value in values.items():  # not str.format: an argument may hold braces (JSON)
-        extra = [a.replace("{" + key + "}", value) for a in extra]
+    extra = [_filled(a, values) for a in extra]  # not str.format: an argument may hold braces
     argv = ["--model-path", str(model), *CPU_FLAGS.split(), "--host", "127.0.0.1"]
     if "--port" not in extra:
         argv += ["--port", str(_free_port())]
@@ -2167,6 +2241,9 @@ def capture(
     if case.unit:
         if host is None:
             raise RuntimeError(f"{case.id}: a unit's case runs on the systemd test host only")
+        on_host = {key: values[key] for key in ("model", "copy", "venv")}
+        if case.host_setup:
+            host.ssh(_filled(case.host_setup, on_host), check=True, timeout=120)
         ran = run_in_unit(
             host, unit_name(case.id, batch), [real.python, "-m", "sglang.launch_server", *argv],
             dict(real.env),
@@ -2174,6 +2251,8 @@ def capture(
             ready_line=READY, tree_ending=_TREE_ENDING, timeout_s=TIMEOUT_S,
             after_ready_s=AFTER_READY_S,
         )  # fmt: skip
+        if case.host_undo:
+            host.ssh(_filled(case.host_undo, on_host), check=True, timeout=120)
         holder.close()
         log_path.write_text(ran.journal)
         return {
@@ -2223,6 +2302,13 @@ def capture(
         "outcome": outcome,
         "seconds": round(time.monotonic() - started, 1),
     }
+
+
+def _filled(text: str, values: dict[str, str]) -> str:
+    """``text`` with each ``{key}`` of ``values`` replaced (not str.format: shell has braces)."""
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
 
 
 _STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d [^]]*\] ")
