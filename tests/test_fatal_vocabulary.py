@@ -2250,6 +2250,10 @@ def test_a_signal_the_kernel_sends_for_a_units_setting_is_the_config() -> None:
             "PrivateTmp=",
         ),
         ("zmq.error.ZMQError: Too many open files", "LimitNOFILE="),
+        (
+            "PermissionError: [Errno 13] Permission denied: '/root/.cache/flashinfer/jit.log'",
+            "User=",
+        ),
         ("FileNotFoundError: [Errno 2] No such file or directory: '/proc/stat'", "ProcSubset="),
     ],
 )
@@ -2271,3 +2275,15 @@ def test_what_the_units_sandbox_and_limits_deny_is_the_config(error: str, named:
     )
     fatal = find_fatal(other)
     assert fatal is not None and fatal.reason != "invalid config", fatal
+    hub_model = "/root/.cache/huggingface/hub/models--org--m/snapshots/1/config.json"
+    fatal = find_fatal(
+        [*other[:-1], f"PermissionError: [Errno 13] Permission denied: '{hub_model}'"]
+    )
+    assert fatal is not None and fatal.reason != "invalid config", fatal  # a model, not a cache
+
+
+def test_the_interpreter_finding_no_server_module_is_a_broken_install() -> None:
+    """The fiftieth batch's venv whose ``sglang`` package its user cannot read: ``python -m``
+    finds no module to run, and says so in runpy's own words, without a traceback."""
+    venv = "/opt/sglang/bin/python"
+    _reads([f"{venv}: No module named sglang.launch_server"], "broken install", "sglang.launch")

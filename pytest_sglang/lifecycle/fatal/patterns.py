@@ -633,7 +633,7 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"^(ModuleNotFoundError|ImportError): |undefined symbol: |GLIBC\w* not found"
             r"|requires (?!(?i:sm|compute|cc)\b)\w[\w-]*(>=|==)|cannot open shared object file"
-            r"|No module named '"
+            r"|No module named '|^\S*python[\d.]*: No module named \S+$"
             r"|^AttributeError: module '[\w.]+' has no attribute|Torch not compiled with CUDA"
             r"|^AttributeError: '_OpNamespace' '\w+' object has no attribute"
             r"|PackageNotFoundError|DistributionNotFound|distribution was not found"

@@ -1,13 +1,15 @@
 """What the process's sandbox and limits deny the server: a refusal the unit's settings cause.
 
 A production unit carries hardening and limits (``ProtectSystem=``, ``ProtectHome=``,
-``ReadOnlyPaths=``, ``ProcSubset=``, ``LimitNOFILE=``) that a server can meet as it starts,
-deep in a library: a cache it writes on a read-only file system, no temporary directory it can
-write, the open-file limit reached as its processes open their sockets, ``/proc`` files it reads
-hidden. The exception then says what was denied (``[Errno 30] Read-only file system``, ``No
-usable temporary directory found``, ``Too many open files``, ``No such file or directory:
-'/proc/stat'``), and an engineer reads it as the service's configuration, not the install nor a
-crash: *invalid config*, with the settings that deny it named.
+``ReadOnlyPaths=``, ``ProcSubset=``, ``LimitNOFILE=``, a ``User=`` that is not root) that a
+server can meet as it starts, deep in a library: a cache it writes on a read-only file system
+or where its user may not write, no temporary directory it can write, the open-file limit
+reached as its processes open their sockets, ``/proc`` files it reads hidden. The exception
+then says what was denied (``[Errno 30] Read-only file system``, ``[Errno 13] Permission
+denied`` on a cache's path, ``No usable temporary directory found``, ``Too many open files``,
+``No such file or directory: '/proc/stat'``), and an engineer reads it as the service's
+configuration, not the install nor a crash: *invalid config*, with the settings that deny it
+named.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ _DENIED: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"No usable temporary directory found in "),
         "no temporary directory the server can write: the unit's ProtectSystem=, PrivateTmp= or"
         " LimitFSIZE=, or TMPDIR",
+    ),
+    (
+        # a cache or temporary path, not a model in the hub's cache (``models--org--name``)
+        re.compile(
+            r"\[Errno 13\] Permission denied: '(?![^']*/models--)[^']*/(\.cache|cache|tmp)/"
+        ),
+        "a path the server writes is not writable for the unit's user: its User=, and the HOME"
+        " or cache directory it writes under",
     ),
     (
         re.compile(r"\[Errno 24\] Too many open files|\bToo many open files\b"),
