@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 50
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 51
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -80,6 +80,7 @@ service on the test host, its unit given each hardening setting, resource limit 
 a production unit carries, alone; its record is the unit's journal. The fiftieth
 (:func:`cases50`): the same service under a service account (``User=nobody``), with the model,
 the install and the directories it writes left as root made them or made private one at a time.
+The fifty-first (:func:`cases51`): the same, on a baseline that serves (the account given a home).
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -324,6 +325,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "48": cases48,
         "49": cases49,
         "50": cases50,
+        "51": cases51,
     }[batch](real)
 
 
@@ -1869,17 +1871,40 @@ def cases50(real: RealSglang) -> list[Case]:
     Expected, by what the account cannot do: read the model, *model access denied*; import the
     install, *broken install*; run the program, *service setup failed*; anything else (write its
     home, its temporary files), *invalid config*."""
+    return _as_service_account("user", ())
+
+
+#: The fifty-first batch's baseline: the account given a home of its own (the fiftieth's one
+#: control), so that each break is met by a start that otherwise serves.
+OWN_HOME = (("StateDirectory", "sglang"), ("Environment", "HOME=/var/lib/sglang"))
+
+
+def cases51(real: RealSglang) -> list[Case]:
+    """The fifty-first batch, by rule: the fiftieth's cases but its own control, each on a
+    baseline that serves (:data:`OWN_HOME`; the fiftieth's baseline, ``nobody``'s ``HOME`` of
+    ``/nonexistent``, failed first in every case that did not set one, so that the model's
+    breaks were never reached). A case's own ``Environment=HOME=`` comes after the baseline's
+    and wins. Expected as the fiftieth's."""
+    return _as_service_account("home", OWN_HOME, leave_out=("home_state_directory",))
+
+
+def _as_service_account(
+    prefix: str, baseline: tuple[tuple[str, str], ...], leave_out: tuple[str, ...] = ()
+) -> list[Case]:
+    """:data:`SERVICE_USER_CASES` as cases ``<prefix>_<id>``, each unit given ``baseline``
+    settings after its account."""
     user = ("User", "nobody")  # the one account every case runs as
     opened = "chmod 711 /root && mkdir -p /srv/models && cp -r {model} {copy}"
     opened += " && chmod 755 {copy} && chmod 644 {copy}/*"
     return [
-        Case(id=f"user_{id_}", fault=f"the unit's User=nobody, {what} (a systemd service on the"
-             " test host, its journal the record)", argv=("--model-path", "{copy}"),
+        Case(id=f"{prefix}_{id_}", fault=f"the unit's User=nobody, {what} (a systemd service on"
+             " the test host, its journal the record)", argv=("--model-path", "{copy}"),
              expected=expected,
-             unit=settings if dict(settings).get("DynamicUser") else (user, *settings),
+             unit=(*(() if dict(settings).get("DynamicUser") else (user,)), *baseline, *settings),
              host_setup=f"{opened} && {setup}" if setup else opened,
              host_undo=f"{undo + ' ; ' if undo else ''}rm -rf {{copy}} ; chmod 700 /root")
         for id_, what, setup, undo, settings, expected in SERVICE_USER_CASES
+        if id_ not in leave_out
     ]  # fmt: skip
 
 
