@@ -88,6 +88,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh48_": (9, (0, 9)),  # the same: the libraries' environment variables set wrong
     "fresh49_": (20, (2, 20)),  # the same as a systemd unit: its sandbox, limits and user
     "fresh50_": (16, (6, 16)),  # the same under a service account (User=nobody)
+    "fresh51_": (10, (3, 10)),  # the same on a baseline that serves (the account given a home)
 }
 
 
