@@ -2287,3 +2287,42 @@ def test_the_interpreter_finding_no_server_module_is_a_broken_install() -> None:
     finds no module to run, and says so in runpy's own words, without a traceback."""
     venv = "/opt/sglang/bin/python"
     _reads([f"{venv}: No module named sglang.launch_server"], "broken install", "sglang.launch")
+
+
+def test_a_model_file_the_units_user_may_not_read_is_model_access_denied() -> None:
+    """The fifty-first batch's model files and directories made private to root, the server
+    run as ``User=nobody``: permission denied on a path inside the logged model path, or in
+    frames that read the model's files before the settings are logged (its config, as the
+    arguments resolve) or from a library that names no path (tokenizers' ``os error 13``). A
+    home directory the same frames cannot create stays the environment's."""
+    model = "/srv/models/m"
+    dump = f"[2026-12-07 16:00:00] server_args=ServerArgs(model_path='{model}', tp_size=1)"
+    tokenizer = [
+        dump,
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/utils/hf_transformers/tokenizer.py", line 9, in get_tokenizer',
+        "    tokenizer = AutoTokenizer.from_pretrained(path)",
+        f"PermissionError: [Errno 13] Permission denied: '{model}/tokenizer_config.json'",
+    ]
+    _reads(tokenizer, "model access denied", f"may not read {model}/tokenizer_config.json")
+    config = _imported(
+        f'  File "{_SITE}/transformers/configuration_utils.py", line 792, in get_config_dict',
+        "    config_dict, kwargs = cls._get_config_dict(path)",
+        f"PermissionError: [Errno 13] Permission denied: '{model}/config.json'",
+    )
+    _reads(config, "model access denied", f"{model}/config.json")
+    rust = _imported(
+        f'  File "{_SITE}/transformers/tokenization_utils_base.py", line 1739, in from_pretrained',
+        "    return cls._from_pretrained(path)",
+        "Exception: Permission denied (os error 13)",
+    )
+    _reads(rust, "model access denied", "a file of the model")
+    home = _imported(
+        f'  File "{_SITE}/transformers/configuration_utils.py", line 792, in get_config_dict',
+        "    config_dict, kwargs = cls._get_config_dict(path)",
+        f'  File "{_SITE}/huggingface_hub/constants.py", line 40, in cache_dir',
+        "    os.makedirs(cache_dir, exist_ok=True)",
+        '  File "<frozen os>", line 225, in makedirs',
+        "PermissionError: [Errno 13] Permission denied: '/nonexistent'",
+    )
+    _reads(home, "invalid config")

@@ -4,8 +4,10 @@ A crash nothing names can still be the config's: an EAGLE-family algorithm with 
 two chosen components whose modules both appear in the frames, a GPU refusal of a backend that
 was chosen, a backend chosen for other hardware on a CPU server, a quantization chosen for a
 checkpoint it does not fit, more GPUs asked for than there are, a file that is not there whose
-path a setting gave. Those readings need the resolved settings, so they live here, apart from
-the lines' rules, reading only the last dump before the failure.
+path a setting gave, a model file the server's user may not read. Those readings need the
+resolved settings, so they live here, apart from the lines' rules, reading only the last dump
+before the failure (the last of them, a model file unreadable, also where no dump was logged
+yet: frames that read the model say it).
 """
 
 from __future__ import annotations
@@ -262,6 +264,51 @@ def _missing_file_setting(texts: Sequence[str], exception: str) -> tuple[str, st
         given = values if isinstance(values, (list, tuple)) else [values]
         if any(isinstance(v, str) and v.rstrip("/") == path.rstrip("/") for v in given):
             return name, path
+    return None
+
+
+#: A file the process may not read: Python's ``PermissionError`` (with its path), or a Rust
+#: library's I/O error (``Permission denied (os error 13)``, tokenizers and safetensors: none).
+_NOT_READABLE = re.compile(
+    r"\[Errno 13\] Permission denied: '(?P<path>[^']+)'|Permission denied \(os error 13\)"
+)
+#: Frames that read a model's files (its config, tokenizer, weights).
+_READS_A_MODEL = re.compile(
+    r"from_pretrained|tokeniz|safetensors|model_loader|hf_transformers|configuration_utils"
+    r"|get_config"
+)
+
+
+def _model_unreadable(texts: Sequence[str], links: Sequence[str]) -> str | None:
+    """What of the model the server's user may not read, where an exception of ``links`` says
+    permission was denied on a path inside a logged model path setting: the fix is the files'
+    modes or the unit's ``User=``, not the model. None otherwise."""
+    paths = {
+        name: value.rstrip("/")
+        for name, value in _last_logged_args(texts).items()
+        if name in MODEL_PATH_SETTINGS and isinstance(value, str) and value
+    }
+    for link in links:
+        denied = _NOT_READABLE.search(link)
+        path = None if denied is None else denied["path"]
+        for name, value in paths.items():
+            if path is not None and (path == value or path.startswith(value + "/")):
+                return f"the server's user may not read {path} ({name})"
+    return None
+
+
+def _model_file_unreadable(links: Sequence[str], frames: Sequence[str]) -> str | None:
+    """The same where no setting is logged yet (SGLang reads the model's config as it resolves
+    its arguments) or the library names no path (tokenizers' ``Permission denied (os error
+    13)``): permission denied in ``frames`` that read a model's files. Read after the
+    environment's and the sandbox's readings, which know a cache or a home directory the server
+    writes under those frames. None otherwise."""
+    if not any(_READS_A_MODEL.search(frame) for frame in frames):
+        return None
+    for link in links:
+        denied = _NOT_READABLE.search(link)
+        if denied is not None:
+            return f"the server's user may not read {denied['path'] or 'a file of the model'}"
     return None
 
 

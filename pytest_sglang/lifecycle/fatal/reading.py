@@ -30,7 +30,9 @@ from .logged_settings import (
     _load_format_finds_nothing,
     _missing_file_setting,
     _missing_requirement,
+    _model_file_unreadable,
     _model_path_is_a_file,
+    _model_unreadable,
     _object_unpacked,
     _overridden_field,
     _reached_for_a_gpu,
@@ -250,13 +252,20 @@ def _outside_the_server(
     texts: Sequence[str], start: int, index: int, frames: Sequence[str]
 ) -> tuple[str, str] | None:
     """The cause and a phrase where what the exception on ``index`` failed on is outside the
-    server's code and inside its configuration: the ``--config`` file (:mod:`.config_file`), the
-    environment (:mod:`.environment`), the unit's sandbox and limits (:mod:`.sandbox`)."""
-    return (
+    server's code and inside its configuration: the model's files its user may not read, the
+    ``--config`` file (:mod:`.config_file`), the environment (:mod:`.environment`), the unit's
+    sandbox and limits (:mod:`.sandbox`)."""
+    links = [texts[at] for at in _chain_of(texts, index)]
+    unreadable = _model_unreadable(texts[start:index], links)
+    if unreadable is not None:
+        return "model access denied", unreadable
+    outside = (
         config_file_failing(frames)
         or environment_refused(texts, index, frames)
         or sandbox_denied(texts, start, index)
     )
+    unreadable = None if outside is not None else _model_file_unreadable(links, frames)
+    return outside if unreadable is None else ("model access denied", unreadable)
 
 
 #: SGLang's line for a thread of its own that only watches or tidies, ended by an exception it
