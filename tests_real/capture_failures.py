@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 51
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 52
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -81,6 +81,7 @@ a production unit carries, alone; its record is the unit's journal. The fiftieth
 (:func:`cases50`): the same service under a service account (``User=nobody``), with the model,
 the install and the directories it writes left as root made them or made private one at a time.
 The fifty-first (:func:`cases51`): the same, on a baseline that serves (the account given a home).
+The fifty-second (:func:`cases52`): the forty-ninth's limits and path settings at other values.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -209,7 +210,7 @@ class Case:
     #: ``argv`` names (a name ending in ``/``: an empty folder)
     files: tuple[tuple[str, str], ...] = ()
     #: ``[Service]`` settings of the unit the server runs as, on the systemd test host (from the
-    #: forty-ninth batch: :func:`cases49`); ``{model}`` in a value is the tiny model's path
+    #: forty-ninth batch: :func:`cases49`); ``{model}``, ``{copy}``, ``{venv}`` as in ``host_setup``
     unit: tuple[tuple[str, str], ...] = ()
     #: shell run as root on the test host before the unit starts, and after it ends (``{model}``:
     #: the tiny model's path, ``{copy}``: the case's own copy's, ``{venv}``: the tier's venv)
@@ -326,6 +327,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "49": cases49,
         "50": cases50,
         "51": cases51,
+        "52": cases52,
     }[batch](real)
 
 
@@ -1819,6 +1821,51 @@ def cases49(real: RealSglang) -> list[Case]:
     ]  # fmt: skip
 
 
+#: The fifty-second batch's settings, fixed before its capture: the forty-ninth's limits and
+#: path settings at other values, and the pair a hardened unit most often carries
+#: (``ProtectSystem=strict`` with the one directory it writes opened); expected by the
+#: forty-ninth's scheme (the program hidden, *service setup failed*; memory, *out of memory*;
+#: anything else the server meets, *invalid config*).
+SERVICE_SETTINGS_AGAIN: tuple[tuple[tuple[tuple[str, str], ...], str], ...] = (
+    ((("LimitNOFILE", "16"),), "invalid config"),
+    ((("LimitNOFILE", "128"),), "invalid config"),
+    ((("LimitNOFILE", "256"),), "invalid config"),
+    ((("LimitAS", "1G"),), "out of memory"),
+    ((("LimitAS", "2G"),), "out of memory"),
+    ((("LimitAS", "8G"),), "out of memory"),
+    ((("LimitDATA", "512M"),), "out of memory"),
+    ((("LimitDATA", "1G"),), "out of memory"),
+    ((("LimitDATA", "4G"),), "out of memory"),
+    ((("LimitSTACK", "64K"),), "invalid config"),
+    ((("LimitSTACK", "1M"),), "invalid config"),
+    ((("LimitFSIZE", "1M"),), "invalid config"),
+    ((("LimitCPU", "3"),), "invalid config"),
+    ((("ReadOnlyPaths", "/root/.cache"),), "invalid config"),
+    ((("ReadOnlyPaths", "/tmp"),), "invalid config"),
+    ((("InaccessiblePaths", "/tmp"),), "invalid config"),
+    ((("TemporaryFileSystem", "/root/.cache/sglang"),), "invalid config"),
+    ((("InaccessiblePaths", "/proc/cpuinfo"),), "invalid config"),
+    ((("InaccessiblePaths", "/proc/meminfo"),), "invalid config"),
+    ((("ProtectSystem", "strict"), ("ReadWritePaths", "/root/.cache/sglang")), "invalid config"),
+    ((("InaccessiblePaths", "{venv}"),), SETUP_FAILED),
+)
+
+
+def cases52(real: RealSglang) -> list[Case]:
+    """The fifty-second batch, by rule: the server as a systemd service on the test host, its
+    unit given each of :data:`SERVICE_SETTINGS_AGAIN` (the forty-ninth's source at other
+    values); no flag changed."""
+    cases = []
+    for settings, expected in SERVICE_SETTINGS_AGAIN:
+        said = " ".join(f"{key}={value}" for key, value in settings)
+        cases.append(
+            Case(id="again_" + re.sub(r"[^a-z0-9]+", "_", said.lower()).strip("_"),
+                 fault=f"the unit's {said} (a systemd service on the test host, its journal the"
+                 " record)", argv=(), expected=expected, unit=settings)
+        )  # fmt: skip
+    return cases
+
+
 #: The fiftieth batch's cases, fixed before its capture: (id, what is done on the host, the shell
 #: that does it, the shell that undoes it, extra ``[Service]`` settings, expected). Each runs as
 #: ``User=nobody`` on its own copy of the model (``{copy}``: directories 755, files 644, owned
@@ -2272,7 +2319,7 @@ def capture(
         ran = run_in_unit(
             host, unit_name(case.id, batch), [real.python, "-m", "sglang.launch_server", *argv],
             dict(real.env),
-            [(key, value.replace("{model}", str(real.model))) for key, value in case.unit],
+            [(key, _filled(value, on_host)) for key, value in case.unit],
             ready_line=READY, tree_ending=_TREE_ENDING, timeout_s=TIMEOUT_S,
             after_ready_s=AFTER_READY_S,
         )  # fmt: skip
