@@ -16,7 +16,7 @@ order data flows through them (each imports only those before it):
 - :mod:`.environment`: an environment variable the interpreter or a library refuses, the
   environment's;
 - :mod:`.service_manager`: systemd's own lines in a unit's journal (a step it failed at before
-  the server ran, a signal the kernel sent for a unit's setting);
+  the server ran, the signal that ended its process);
 - :mod:`.sandbox`: what the process's sandbox and limits deny the server (a read-only file
   system, no temporary directory, the open-file limit, ``/proc`` hidden), the unit's;
 - :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that

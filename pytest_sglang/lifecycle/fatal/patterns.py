@@ -577,6 +577,9 @@ FATAL_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (_NOT_A_KNOWN_NAME, "invalid config"),
         (_LIMIT_REFUSES_ONE_REQUEST, "invalid config"),
         (_BACKEND_LACKS, "invalid config"),
+        # the open-file limit reached, said by a C++ library before it aborts (ZeroMQ's
+        # ``Too many open files (src/epoll.cpp:38)``) as by Python's EMFILE: the unit's limit
+        (r"\bToo many open files\b", "invalid config"),
         (
             r"CUDA error: |illegal memory access|device-side assert|cudaError\w+"
             r"|no kernel image is available|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA driver error"

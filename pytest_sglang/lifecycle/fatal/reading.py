@@ -55,7 +55,7 @@ from .patterns import (
 )
 from .placement import _hinted, _lacking_key, _most_specific_link, _package_hinted
 from .sandbox import sandbox_denied
-from .service_manager import ended_for_a_setting, service_setup_failed
+from .service_manager import ended_by_a_signal, service_setup_failed
 from .tracebacks import (
     _EMPTY_MESSAGE,
     _EXCEPTION,
@@ -169,7 +169,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     the exception it continues and quotes the matching line. A line that only says the start died
     (``Scheduler hit an exception``, ``Received sigquit``, ``Rank 0 scheduler is dead``,
     ``Subprocess ... crashed``) names no cause: the exception or last words just before it do
-    (:func:`_cause_of_crash`).
+    (:func:`_cause_of_crash`). systemd's own lines in a unit's journal: :mod:`.service_manager`.
     """
     given, lines = lines, [_unwrap(line) for line in lines]
     texts = _texts(lines, start)
@@ -208,9 +208,9 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
             rule = _HEADLESS  # a traceback whose header (or all but its last line) is not shown
         if rule is not None:
             best, best_raised = (rule, index), raised
-    if best is None:  # nothing the server wrote: the kernel's signal for a unit's setting?
-        ended = ended_for_a_setting(texts, start)
-        return None if ended is None else Fatal("invalid config", given[ended[0]], *ended)
+    if best is None:  # nothing the server wrote names a cause: a signal systemd saw end it?
+        ended = ended_by_a_signal(texts, start)
+        return None if ended is None else Fatal(ended[0], given[ended[1]], *ended[1:])
     rule, index = best
     reason = FATAL_PATTERNS[rule][1]
     index, message = _cited(texts, owner, rule, index)

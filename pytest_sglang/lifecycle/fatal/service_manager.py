@@ -73,11 +73,18 @@ def setting_signalled(name: str) -> str | None:
     return _SETTING_SIGNALS.get(name)
 
 
-def ended_for_a_setting(texts: Sequence[str], start: int) -> tuple[int, str] | None:
-    """(line, message) where systemd says the kernel ended the main process by a signal a
-    unit's setting sends (:data:`_SETTING_SIGNALS`); None otherwise."""
+def ended_by_a_signal(texts: Sequence[str], start: int) -> tuple[str, int, str] | None:
+    """(cause, line, message) where systemd says a signal ended the main process: one a unit's
+    setting sends (:data:`_SETTING_SIGNALS`), *invalid config*, the setting named; SIGKILL or
+    SIGTERM, *killed*; any other (a SIGSEGV before the server wrote a line: ``LimitSTACK=`` too
+    small, among others), *crashed*. For a record where the server wrote nothing that names a
+    cause; None where systemd says no signal."""
     for index in range(start, len(texts)):
         ended = _MAIN_PROCESS_ENDED.search(texts[index])
-        if ended and ended["how"] != "exited" and ended["name"] in _SETTING_SIGNALS:
-            return index, (f"killed by SIG{ended['name']}: {_SETTING_SIGNALS[ended['name']]}")
+        if not ended or ended["how"] == "exited":
+            continue
+        name = ended["name"]
+        if name in _SETTING_SIGNALS:
+            return "invalid config", index, f"killed by SIG{name}: {_SETTING_SIGNALS[name]}"
+        return ("killed" if name in ("KILL", "TERM") else "crashed"), index, f"killed by SIG{name}"
     return None
