@@ -198,11 +198,11 @@ class DeploymentRecord:
 PHASE_LINE = re.compile(r"^\[sglang\] .+: [^()]+ \(\d+\.\ds\)$")
 
 
-#: systemd's setup steps (``readiness.SYSTEMD_STEPS``) that fail for a passing reason of the
-#: host's, not of the config or the unit: at ``CGROUP`` the cgroup of the service's previous run
-#: still being torn down as it is started again (a restart on a loaded host). The server never
-#: ran, so it is started once more after a pause; any other step (a missing binary, a user, a
-#: working directory) would fail the same way again and is reported at once.
+#: systemd's setup steps (``fatal.service_manager.SYSTEMD_STEPS``) that fail for a passing reason of
+#: the host's, not of the config or the unit: at ``CGROUP`` the cgroup of the service's previous run
+#: still being torn down as it is started again (a restart on a loaded host). The server never ran,
+#: so it is started once more after a pause; any other step (a missing binary, a user, a working
+#: directory) would fail the same way again and is reported at once.
 PASSING_SETUP_STEPS = frozenset({"CGROUP"})
 SETUP_RETRY_PAUSE_S = 2.0
 

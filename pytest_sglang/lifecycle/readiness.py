@@ -26,7 +26,7 @@ import requests
 
 from ..errors import ServerStartError, StartAbandoned, TransportError
 from .deployer import Deployer, ServiceState
-from .fatal.service_manager import setting_signalled, setup_step
+from .fatal.service_manager import SYSTEMD_STEPS, setting_signalled, setup_step
 from .follow import JournalEntry, JournalFollower
 from .journal import READY_LINE, StartupJournal, find_fatal, phase_of
 from .unit import EXIT_MARKER
@@ -105,22 +105,6 @@ def _health(http: requests.Session, base_url: str) -> int | None:
         return http.get(base_url + "/health", timeout=2).status_code
     except requests.RequestException:
         return None
-
-
-#: systemd's own exit statuses (systemd.exec(5), "Process Exit Codes"): the service manager failed
-#: to set up the process before the server's program ran, so the cause is on the host (a missing
-#: binary, a working directory, a user, a cgroup), never in the server's configuration.
-SYSTEMD_STEPS = {
-    200: "CHDIR", 201: "NICE", 202: "FDS", 203: "EXEC", 204: "MEMORY", 205: "LIMITS",
-    206: "OOM_ADJUST", 207: "SIGNAL_MASK", 208: "STDIN", 209: "STDOUT", 210: "CHROOT",
-    211: "IOPRIO", 212: "TIMERSLACK", 213: "SECUREBITS", 214: "SETSCHEDULER", 215: "CPUAFFINITY",
-    216: "GROUP", 217: "USER", 218: "CAPABILITIES", 219: "CGROUP", 220: "SETSID", 221: "CONFIRM",
-    222: "STDERR", 224: "PAM", 225: "NETWORK", 226: "NAMESPACE", 227: "NO_NEW_PRIVILEGES",
-    228: "SECCOMP", 229: "SELINUX_CONTEXT", 230: "PERSONALITY", 231: "APPARMOR_PROFILE",
-    232: "ADDRESS_FAMILIES", 233: "RUNTIME_DIRECTORY", 235: "CHOWN", 236: "SMACK_PROCESS_LABEL",
-    237: "KEYRING", 238: "STATE_DIRECTORY", 239: "CACHE_DIRECTORY", 240: "LOGS_DIRECTORY",
-    241: "CONFIGURATION_DIRECTORY", 242: "NUMA_POLICY", 243: "CREDENTIALS", 245: "BPF",
-}  # fmt: skip
 
 
 def _setup_step(state: ServiceState) -> str | None:

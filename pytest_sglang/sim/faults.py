@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..lifecycle.fatal.patterns import _CHILD_DIED
+from ..lifecycle.fatal.service_manager import MAIN_PROCESS_ENDED
 from .logs import log, rank_log, raw_stderr
 
 __all__ = [
@@ -90,11 +91,6 @@ _APP_STARTUP_FAILED = "Application startup failed. Exiting."
 #: log's first line, it is the main process's, as its imports load the library; later, most
 #: often a child's or a thread's (NCCL's watchdog), whose death is reported its own way.
 _CXX_TERMINATE = "terminate called after throwing an instance of "
-#: The service manager's line, in a unit's journal, saying how the unit's main process ended
-#: (systemd names a signal without its ``SIG``).
-_MAIN_PROCESS_ENDED = re.compile(
-    r"\.service: Main process exited, code=(exited|killed|dumped), status=(\d+)/(\w+)"
-)
 
 
 def replay_exit(lines: list[str]) -> str | int:
@@ -108,7 +104,7 @@ def replay_exit(lines: list[str]) -> str | int:
     a Python exception in the main process exits 1; the C++ runtime aborting the main process
     ends it by SIGABRT; a log that reaches the ready line is a server that came up.
     """
-    ended = next((m for m in map(_MAIN_PROCESS_ENDED.search, lines) if m is not None), None)
+    ended = next((m for m in map(MAIN_PROCESS_ENDED.search, lines) if m is not None), None)
     if ended is not None:
         how, status, name = ended.groups()
         return int(status) if how == "exited" else f"SIG{name}"

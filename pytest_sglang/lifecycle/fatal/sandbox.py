@@ -40,7 +40,7 @@ _DENIED: tuple[tuple[re.Pattern[str], str], ...] = (
         " or cache directory it writes under",
     ),
     (
-        re.compile(r"\[Errno 24\] Too many open files|\bToo many open files\b"),
+        re.compile(r"\bToo many open files\b"),
         "the open-file limit is too low: the unit's LimitNOFILE= (ulimit -n)",
     ),
 )

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 
 #: systemd failing to set up the unit's process (systemd.exec(5), "Process Exit Codes").
 _FAILED_AT_STEP = re.compile(r"\.service: Failed at step (?P<step>[A-Z_]+) spawning (?P<rest>.*)$")
-#: How the unit's main process ended, in the service manager's words.
-_MAIN_PROCESS_ENDED = re.compile(
+#: How the unit's main process ended, in the service manager's words (systemd names a signal
+#: without its ``SIG``); the simulator's replay ends a journal by it too.
+MAIN_PROCESS_ENDED = re.compile(
     r"\.service: Main process exited, code=(?P<how>exited|killed|dumped),"
     r" status=(?P<status>\d+)/(?P<name>\w+)"
 )
@@ -30,8 +31,20 @@ _SETTING_SIGNALS = {
     "XCPU": "the CPU time the unit's LimitCPU= allows, used up",
     "XFSZ": "a file written past the size the unit's LimitFSIZE= allows",
 }
-#: systemd's own exit statuses: the process was not set up, the server never ran.
-_SETUP_STATUSES = range(200, 246)
+#: systemd's own exit statuses (systemd.exec(5), "Process Exit Codes"): the service manager failed
+#: to set up the process before the server's program ran, so the cause is on the host (a missing
+#: binary, a working directory, a user, a cgroup), never in the server's configuration.
+SYSTEMD_STEPS = {
+    200: "CHDIR", 201: "NICE", 202: "FDS", 203: "EXEC", 204: "MEMORY", 205: "LIMITS",
+    206: "OOM_ADJUST", 207: "SIGNAL_MASK", 208: "STDIN", 209: "STDOUT", 210: "CHROOT",
+    211: "IOPRIO", 212: "TIMERSLACK", 213: "SECUREBITS", 214: "SETSCHEDULER", 215: "CPUAFFINITY",
+    216: "GROUP", 217: "USER", 218: "CAPABILITIES", 219: "CGROUP", 220: "SETSID", 221: "CONFIRM",
+    222: "STDERR", 224: "PAM", 225: "NETWORK", 226: "NAMESPACE", 227: "NO_NEW_PRIVILEGES",
+    228: "SECCOMP", 229: "SELINUX_CONTEXT", 230: "PERSONALITY", 231: "APPARMOR_PROFILE",
+    232: "ADDRESS_FAMILIES", 233: "RUNTIME_DIRECTORY", 235: "CHOWN", 236: "SMACK_PROCESS_LABEL",
+    237: "KEYRING", 238: "STATE_DIRECTORY", 239: "CACHE_DIRECTORY", 240: "LOGS_DIRECTORY",
+    241: "CONFIGURATION_DIRECTORY", 242: "NUMA_POLICY", 243: "CREDENTIALS", 245: "BPF",
+}  # fmt: skip
 
 
 def service_setup_failed(texts: Sequence[str], start: int) -> tuple[int, str] | None:
@@ -46,12 +59,10 @@ def service_setup_failed(texts: Sequence[str], start: int) -> tuple[int, str] | 
                 f" {step['rest']}"
             )
     for index in range(start, len(texts)):
-        ended = _MAIN_PROCESS_ENDED.search(texts[index])
-        if ended and ended["how"] == "exited" and int(ended["status"]) in _SETUP_STATUSES:
-            return index, (
-                f"systemd failed at step {ended['name']} before the server ran"
-                f" (status {ended['status']})"
-            )
+        exited = _setup_exit(texts[index])
+        if exited is not None:
+            name, status = exited
+            return index, f"systemd failed at step {name} before the server ran (status {status})"
     return None
 
 
@@ -61,10 +72,17 @@ def setup_step(line: str) -> str | None:
     step = _FAILED_AT_STEP.search(line)
     if step is not None:
         return step["step"]
-    ended = _MAIN_PROCESS_ENDED.search(line)
-    if ended and ended["how"] == "exited" and int(ended["status"]) in _SETUP_STATUSES:
-        return ended["name"]
-    return None
+    exited = _setup_exit(line)
+    return None if exited is None else exited[0]
+
+
+def _setup_exit(line: str) -> tuple[str, int] | None:
+    """(step, status) of a ``Main process exited, code=exited`` line whose status is systemd's
+    own (:data:`SYSTEMD_STEPS`), else None."""
+    ended = MAIN_PROCESS_ENDED.search(line)
+    if ended is None or ended["how"] != "exited" or int(ended["status"]) not in SYSTEMD_STEPS:
+        return None
+    return SYSTEMD_STEPS[int(ended["status"])], int(ended["status"])
 
 
 def setting_signalled(name: str) -> str | None:
@@ -80,7 +98,7 @@ def ended_by_a_signal(texts: Sequence[str], start: int) -> tuple[str, int, str] 
     small, among others), *crashed*. For a record where the server wrote nothing that names a
     cause; None where systemd says no signal."""
     for index in range(start, len(texts)):
-        ended = _MAIN_PROCESS_ENDED.search(texts[index])
+        ended = MAIN_PROCESS_ENDED.search(texts[index])
         if not ended or ended["how"] == "exited":
             continue
         name = ended["name"]
