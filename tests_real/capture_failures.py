@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 52
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 53
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -82,6 +82,8 @@ a production unit carries, alone; its record is the unit's journal. The fiftieth
 the install and the directories it writes left as root made them or made private one at a time.
 The fifty-first (:func:`cases51`): the same, on a baseline that serves (the account given a home).
 The fifty-second (:func:`cases52`): the forty-ninth's limits and path settings at other values.
+The fifty-third (:func:`cases53`): the same service, a place it writes (``/tmp``, ``/dev/shm``,
+its caches, its ``HOME``) full or out of inodes.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -328,6 +330,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "50": cases50,
         "51": cases51,
         "52": cases52,
+        "53": cases53,
     }[batch](real)
 
 
@@ -1933,6 +1936,53 @@ def cases51(real: RealSglang) -> list[Case]:
     breaks were never reached). A case's own ``Environment=HOME=`` comes after the baseline's
     and wins. Expected as the fiftieth's."""
     return _as_service_account("home", OWN_HOME, leave_out=("home_state_directory",))
+
+
+#: The fifty-third batch's cases, fixed before its capture: (id, ``[Service]`` settings). Each
+#: puts a place the server or its libraries may write on a small or inode-poor tmpfs of its own
+#: (``TemporaryFileSystem=PATH:OPTIONS``), as a full disk, a container's small ``/dev/shm`` or
+#: an exhausted inode table leaves it; or points ``HOME``, ``TMPDIR`` or a cache variable at one.
+#: Sizes from a page to docker's default ``/dev/shm`` (64M). Expected for every failure: *no
+#: space left* (whatever the server meets, it meets because a place it writes is full).
+STORAGE_CASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("tmp_4k", (("TemporaryFileSystem", "/tmp:size=4k"),)),
+    ("tmp_64k", (("TemporaryFileSystem", "/tmp:size=64k"),)),
+    ("tmp_1m", (("TemporaryFileSystem", "/tmp:size=1M"),)),
+    ("tmp_64m", (("TemporaryFileSystem", "/tmp:size=64M"),)),
+    ("tmp_4_inodes", (("TemporaryFileSystem", "/tmp:nr_inodes=4"),)),
+    ("shm_4k", (("TemporaryFileSystem", "/dev/shm:size=4k"),)),
+    ("shm_64k", (("TemporaryFileSystem", "/dev/shm:size=64k"),)),
+    ("shm_1m", (("TemporaryFileSystem", "/dev/shm:size=1M"),)),
+    ("shm_64m", (("TemporaryFileSystem", "/dev/shm:size=64M"),)),
+    ("shm_4_inodes", (("TemporaryFileSystem", "/dev/shm:nr_inodes=4"),)),
+    ("cache_4k", (("TemporaryFileSystem", "/root/.cache:size=4k"),)),
+    ("cache_64k", (("TemporaryFileSystem", "/root/.cache:size=64k"),)),
+    ("cache_1m", (("TemporaryFileSystem", "/root/.cache:size=1M"),)),
+    ("cache_4_inodes", (("TemporaryFileSystem", "/root/.cache:nr_inodes=4"),)),
+    ("var_tmp_4k", (("TemporaryFileSystem", "/var/tmp:size=4k"),)),
+    ("home_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "HOME=/mnt"))),
+    ("home_4_inodes", (("TemporaryFileSystem", "/mnt:nr_inodes=4"), ("Environment", "HOME=/mnt"))),
+    ("tmpdir_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "TMPDIR=/mnt"))),
+    ("hf_home_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "HF_HOME=/mnt"))),
+    ("xdg_cache_4k",
+     (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "XDG_CACHE_HOME=/mnt"))),
+    ("triton_cache_4k",
+     (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "TRITON_CACHE_DIR=/mnt"))),
+    ("inductor_cache_4k",
+     (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "TORCHINDUCTOR_CACHE_DIR=/mnt"))),
+)  # fmt: skip
+
+
+def cases53(real: RealSglang) -> list[Case]:
+    """The fifty-third batch, by rule: the server as a systemd service on the test host, each
+    of :data:`STORAGE_CASES` (a place it writes, full or out of inodes) alone; no flag changed.
+    Expected: *no space left*."""
+    return [
+        Case(id=f"storage_{id_}", fault="the unit's " + " ".join(f"{k}={v}" for k, v in settings)
+             + " (a systemd service on the test host, its journal the record)", argv=(),
+             expected="no space left", unit=settings)
+        for id_, settings in STORAGE_CASES
+    ]  # fmt: skip
 
 
 def _as_service_account(
