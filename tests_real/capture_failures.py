@@ -1943,7 +1943,11 @@ def cases51(real: RealSglang) -> list[Case]:
 #: (``TemporaryFileSystem=PATH:OPTIONS``), as a full disk, a container's small ``/dev/shm`` or
 #: an exhausted inode table leaves it; or points ``HOME``, ``TMPDIR`` or a cache variable at one.
 #: Sizes from a page to docker's default ``/dev/shm`` (64M). Expected for every failure: *no
-#: space left* (whatever the server meets, it meets because a place it writes is full).
+#: space left* (whatever the server meets, it meets because a place it writes is full). The
+#: caches are reached by ``XDG_CACHE_HOME``, not by mounting over ``/root/.cache``: the tier's
+#: install and model live under it (fixed while the first capture ran, before any record was
+#: read, one outcome printed, ``tmp_4k`` ready: the first draft's four such cases would have
+#: hidden the program, not filled a disk; every case was captured again).
 STORAGE_CASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("tmp_4k", (("TemporaryFileSystem", "/tmp:size=4k"),)),
     ("tmp_64k", (("TemporaryFileSystem", "/tmp:size=64k"),)),
@@ -1955,17 +1959,17 @@ STORAGE_CASES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("shm_1m", (("TemporaryFileSystem", "/dev/shm:size=1M"),)),
     ("shm_64m", (("TemporaryFileSystem", "/dev/shm:size=64M"),)),
     ("shm_4_inodes", (("TemporaryFileSystem", "/dev/shm:nr_inodes=4"),)),
-    ("cache_4k", (("TemporaryFileSystem", "/root/.cache:size=4k"),)),
-    ("cache_64k", (("TemporaryFileSystem", "/root/.cache:size=64k"),)),
-    ("cache_1m", (("TemporaryFileSystem", "/root/.cache:size=1M"),)),
-    ("cache_4_inodes", (("TemporaryFileSystem", "/root/.cache:nr_inodes=4"),)),
+    ("cache_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "XDG_CACHE_HOME=/mnt"))),
+    ("cache_64k",
+     (("TemporaryFileSystem", "/mnt:size=64k"), ("Environment", "XDG_CACHE_HOME=/mnt"))),
+    ("cache_1m", (("TemporaryFileSystem", "/mnt:size=1M"), ("Environment", "XDG_CACHE_HOME=/mnt"))),
+    ("cache_4_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=4"), ("Environment", "XDG_CACHE_HOME=/mnt"))),
     ("var_tmp_4k", (("TemporaryFileSystem", "/var/tmp:size=4k"),)),
     ("home_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "HOME=/mnt"))),
     ("home_4_inodes", (("TemporaryFileSystem", "/mnt:nr_inodes=4"), ("Environment", "HOME=/mnt"))),
     ("tmpdir_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "TMPDIR=/mnt"))),
     ("hf_home_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "HF_HOME=/mnt"))),
-    ("xdg_cache_4k",
-     (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "XDG_CACHE_HOME=/mnt"))),
     ("triton_cache_4k",
      (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "TRITON_CACHE_DIR=/mnt"))),
     ("inductor_cache_4k",
