@@ -90,6 +90,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh50_": (16, (6, 16)),  # the same under a service account (User=nobody)
     "fresh51_": (10, (3, 10)),  # the same on a baseline that serves (the account given a home)
     "fresh52_": (12, (9, 12)),  # the 49th's unit limits and path settings at other values
+    "fresh53_": (3, (2, 3)),  # the same service, a place it writes full or out of inodes
 }
 
 
