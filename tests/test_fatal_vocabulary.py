@@ -2336,3 +2336,36 @@ def test_the_open_file_limit_said_by_a_cpp_library_is_the_units() -> None:
         f"{_UNIT}: Main process exited, code=killed, status=6/ABRT",
     ]
     _reads(lines, "invalid config", "LimitNOFILE=")
+
+
+def _bus_error(*frames: str) -> list[str]:
+    """A scheduler ended by SIGBUS in ``frames`` (faulthandler's dump, innermost first), and
+    the parent's summary of it."""
+    return [
+        "Fatal Python error: Bus error",
+        "",
+        "Current thread 0x00007f048b85fb80 (most recent call first):",
+        *frames,
+        f'  File "{_SITE}/sglang/srt/managers/scheduler.py", line 547 in __init__',
+        "",
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/entrypoints/engine.py", line 2029, in _wait_for_scheduler_ready',
+        "    raise _scheduler_died_error(i, scheduler_procs[i])",
+        "RuntimeError: Rank 0 scheduler died during initialization (exit code: -7).",
+    ]
+
+
+def test_a_bus_error_writing_shared_memory_is_dev_shm_short() -> None:
+    """The fifty-third batch's ``/dev/shm`` of a page: the scheduler dies of SIGBUS writing its
+    load snapshot into a ``/dev/shm`` mapping with no room behind it, and says nothing else.
+    Read as an engineer reads a container's small ``--shm-size``: *no space left*, ``/dev/shm``
+    named. A Bus error in any other frame (a signal from outside as the KV cache is sized, the
+    sixteenth batch's) says nothing of shared memory and stays a crash."""
+    snapshot = f'  File "{_SITE}/sglang/srt/managers/load_snapshot.py", line 374 in _write_payload'
+    _reads(_bus_error(snapshot), "no space left", "/dev/shm too small or full")
+    torch = f'  File "{_SITE}/torch/storage.py", line 526 in _share_fd_cpu_'
+    _reads(_bus_error(torch), "no space left", "--shm-size")
+    sizing = (
+        f'  File "{_SITE}/sglang/srt/mem_cache/kv_cache_configurator.py", line 2999 in _profile'
+    )
+    _reads(_bus_error("  Garbage-collecting", sizing), "crashed", "Bus error")

@@ -54,7 +54,7 @@ from .patterns import (
     FATAL_PATTERNS,
 )
 from .placement import _hinted, _lacking_key, _most_specific_link, _package_hinted
-from .sandbox import sandbox_denied
+from .sandbox import sandbox_denied, shared_memory_short
 from .service_manager import ended_by_a_signal, service_setup_failed
 from .tracebacks import (
     _EMPTY_MESSAGE,
@@ -215,10 +215,7 @@ def find_fatal(lines: Sequence[str], start: int = 0) -> Fatal | None:
     reason = FATAL_PATTERNS[rule][1]
     index, message = _cited(texts, owner, rule, index)
     if reason == "crashed":
-        found = _cause_of_crash(lines, texts, exceptions, index, start)
-        if found is not None:
-            index, reason = found
-            message = texts[index].strip()
+        index, reason, message = _crash_read(lines, texts, exceptions, index, start, message)
     reason, message = _refined(texts, start, index, rule, reason, message)
     at = _raising_statement_at(texts, index)
     if at is not None and _BARE_ASSERTION.match(texts[index].strip()):
@@ -557,6 +554,27 @@ def _message_carried_on(
     if quoted in message:
         return cause, message.replace(quoted, f"{head} {said}", 1)
     return cause, message.replace(head, f"{head} {said}", 1)
+
+
+def _crash_read(
+    lines: Sequence[str],
+    texts: Sequence[str],
+    exceptions: Sequence[int],
+    index: int,
+    start: int,
+    message: str,
+) -> tuple[int, str, str]:
+    """(line, cause, message) of a crash: its cause placed (:func:`_cause_of_crash`); one still
+    a bare crash where a process died of a Bus error is shared memory short (:mod:`.sandbox`)."""
+    reason = "crashed"
+    found = _cause_of_crash(lines, texts, exceptions, index, start)
+    if found is not None:
+        index, reason = found
+        message = texts[index].strip()
+    short = shared_memory_short(texts, start) if reason == "crashed" else None
+    if short is not None:
+        return index, "no space left", f"{message} ({short})"
+    return index, reason, message
 
 
 def _cause_of_crash(

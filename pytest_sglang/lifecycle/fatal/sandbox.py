@@ -10,6 +10,12 @@ denied`` on a cache's path, ``No usable temporary directory found``, ``Too many 
 ``No such file or directory: '/proc/stat'``), and an engineer reads it as the service's
 configuration, not the install nor a crash: *invalid config*, with the settings that deny it
 named.
+
+A process that dies of a Bus error (SIGBUS) as it writes shared memory (its frames in a shared
+memory writer: SGLang's load snapshot or broadcast queue, Python's or torch's) touched memory
+mapped from ``/dev/shm`` with no room left for it: ``/dev/shm`` too small or full (a container's
+``--shm-size``, a unit's own ``/dev/shm``). An engineer reads it as *no space left*, and says
+where.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .tracebacks import _chain_of
+from .tracebacks import _chain_of, _fault_frames
 
 #: What an exception says was denied, and the settings that deny it.
 _DENIED: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -50,6 +56,34 @@ _PROC_HIDDEN = re.compile(
     r"|loadavg|uptime|version|mounts|filesystems|cgroups|vmstat|diskstats|partitions"
     r"|interrupts|zoneinfo|buddyinfo|sys/[\w/]+|net/[\w/]+))(?![\w-])"
 )
+
+
+#: faulthandler's header for a process ended by SIGBUS.
+_BUS_ERROR = re.compile(r"^Fatal Python error: Bus error\b")
+#: A frame that writes memory mapped from shared memory: SGLang's own writers there (its load
+#: snapshot, its broadcast queue), Python's and torch's.
+_SHARED_MEMORY_FRAME = re.compile(
+    r"File \"[^\"]*/(load_snapshot|shm_broadcast|shared_memory)\.py\""
+    r"|\bin _?share_(memory_|fd_cpu_|filename_cpu_)\b|/dev/shm/"
+)
+#: What a Bus error in such a frame says was short.
+SHARED_MEMORY_SHORT = (
+    "a Bus error (SIGBUS) writing shared memory: /dev/shm too small or full (a container's"
+    " --shm-size, a unit's own /dev/shm)"
+)
+
+
+def shared_memory_short(texts: Sequence[str], start: int) -> str | None:
+    """What was short where a process of the record died of a Bus error (faulthandler's
+    ``Fatal Python error: Bus error``) in a frame of the thread it hit that writes shared memory
+    (:data:`_SHARED_MEMORY_FRAME`), else None. A Bus error elsewhere (a signal from outside, a
+    model's mapped file) says nothing of shared memory."""
+    for index in range(start, len(texts)):
+        if _BUS_ERROR.match(texts[index]) and any(
+            _SHARED_MEMORY_FRAME.search(frame) for frame in _fault_frames(texts, index)
+        ):
+            return SHARED_MEMORY_SHORT
+    return None
 
 
 def sandbox_denied(texts: Sequence[str], start: int, index: int) -> tuple[str, str] | None:
