@@ -332,7 +332,7 @@ class _Watch:
         if self.exited is not None or fatal.complete or now - self.fatal_at >= FATAL_SETTLE_S:
             raise ServerStartError(
                 f"{self.where}: {fatal.reason} after {now - self.start:.1f}s: "
-                f"{fatal.line.strip()[:300]}",
+                f"{(fatal.message or fatal.line.strip())[:400]}",
                 reason=fatal.reason,
                 excerpt=self.journal.excerpt(fatal.index),
                 step=setup_step(fatal.line) if fatal.reason == "service setup failed" else None,

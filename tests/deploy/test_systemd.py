@@ -25,6 +25,7 @@ UNIT = f"/etc/systemd/system/{SERVICE}"
 DROPIN = f"/etc/systemd/system/{SERVICE}.d/override.conf"
 OURS = f"/etc/systemd/system/{SERVICE}.d/zz-pytest-sglang.conf"
 WORKDIR_DROPIN = f"/etc/systemd/system/{SERVICE}.d/workdir.conf"
+FILTER_DROPIN = f"/etc/systemd/system/{SERVICE}.d/hardening.conf"
 ENV_FILE = "/etc/pytest-sglang/sglang-qwen.env"
 KERNEL = "/opt/kernels/E=256,N=256.json"
 NEW_FILE = "/opt/pytest-sglang-new/k.json"
@@ -33,6 +34,7 @@ WATCHED = [
     DROPIN,
     OURS,
     WORKDIR_DROPIN,
+    FILTER_DROPIN,
     ENV_FILE,
     KERNEL,
     NEW_FILE,
@@ -177,19 +179,19 @@ def test_restore_after_failed_start(deployer: SystemdDeployer, host: Any) -> Non
     assert snapshot(host) == original
 
 
-def test_a_start_systemd_cannot_set_up_is_named_by_its_step(
-    deployer: SystemdDeployer, host: Any
-) -> None:
-    """Production's unit names a working directory that is gone: systemd fails at CHDIR (exit
-    status 200) before the server runs, and says so in the journal. The one-line reason names
-    systemd's step and why (its own line, or its exit status where the line was not kept), not a
-    crash of the server, and the host is given back as it was."""
+def failed_start_under(
+    deployer: SystemdDeployer, host: Any, dropin: str, text: bytes
+) -> tuple[dict[str, str], ServerStartError]:
+    """Production's stopped unit given the drop-in ``dropin`` (``text``): the host's snapshot
+    before the session, and what the readiness wait raises for a start that fails under it;
+    deployed again where a loaded test host failed an earlier step, CGROUP, that says nothing
+    of it (start_that_fails)."""
     setup_original(host, active=False)
-    host.put(b"[Service]\nWorkingDirectory=/srv/pytest-sglang-gone\n", WORKDIR_DROPIN, mode=0o644)
+    host.put(text, dropin, mode=0o644)
     host.check_output("systemctl daemon-reload")
     original = snapshot(host)
     plan = deployer.launch_plan(config())
-    for _ in range(3):  # a loaded test host may fail an earlier step, CGROUP (start_that_fails)
+    for _ in range(3):
         cursor = deployer.deploy(plan)
         with pytest.raises(ServerStartError) as err:
             wait_until_ready(
@@ -197,12 +199,41 @@ def test_a_start_systemd_cannot_set_up_is_named_by_its_step(
             )
         if "step CGROUP" not in str(err.value):
             break
-    assert err.value.reason == "service setup failed", str(err.value)
-    assert err.value.step == "CHDIR"
-    said = str(err.value)
-    assert (
-        "Failed at step CHDIR spawning" in said and "No such file or directory" in said
-    ) or "status 200: systemd failed at step CHDIR before the server ran" in said, said
+    return original, err.value
+
+
+def test_a_start_systemd_cannot_set_up_is_named_by_its_step(
+    deployer: SystemdDeployer, host: Any
+) -> None:
+    """Production's unit names a working directory that is gone: systemd fails at CHDIR (exit
+    status 200) before the server runs, and says so in the journal. The one-line reason names
+    systemd's step and why (its own line, or its exit status where the line was not kept), not a
+    crash of the server, and the host is given back as it was."""
+    original, err = failed_start_under(
+        deployer, host, WORKDIR_DROPIN, b"[Service]\nWorkingDirectory=/srv/pytest-sglang-gone\n"
+    )
+    assert err.reason == "service setup failed", str(err)
+    assert err.step == "CHDIR"
+    said = str(err)  # from systemd's Failed at step line, its status line, or the exit
+    assert "systemd failed at step CHDIR before the server ran" in said, said
+    deployer.restore()
+    assert snapshot(host) == original
+
+
+def test_a_signal_a_unit_setting_sends_is_named_by_the_setting(
+    deployer: SystemdDeployer, host: Any
+) -> None:
+    """Production's unit carries a hardening drop-in whose system-call filter denies sockets:
+    the kernel ends the server with SIGSYS when it opens its port, and the server writes
+    nothing about it. The one-line reason is the unit's configuration, the setting named
+    (from systemd's ``code=killed, status=31/SYS`` line, or from the exit where that line was
+    not read yet), not a crash; and the host is given back as it was, drop-in included."""
+    original, err = failed_start_under(
+        deployer, host, FILTER_DROPIN, b"[Service]\nSystemCallFilter=~@network-io\n"
+    )
+    said = str(err)
+    assert err.reason == "invalid config", said
+    assert "SystemCallFilter=" in said, said
     deployer.restore()
     assert snapshot(host) == original
 
