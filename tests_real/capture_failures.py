@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 53
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 54
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -83,7 +83,8 @@ the install and the directories it writes left as root made them or made private
 The fifty-first (:func:`cases51`): the same, on a baseline that serves (the account given a home).
 The fifty-second (:func:`cases52`): the forty-ninth's limits and path settings at other values.
 The fifty-third (:func:`cases53`): the same service, a place it writes (``/tmp``, ``/dev/shm``,
-its caches, its ``HOME``) full or out of inodes.
+its caches, its ``HOME``) full or out of inodes. The fifty-fourth (:func:`cases54`): the same at
+other sizes and inode counts.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -331,6 +332,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "51": cases51,
         "52": cases52,
         "53": cases53,
+        "54": cases54,
     }[batch](real)
 
 
@@ -1981,12 +1983,62 @@ def cases53(real: RealSglang) -> list[Case]:
     """The fifty-third batch, by rule: the server as a systemd service on the test host, each
     of :data:`STORAGE_CASES` (a place it writes, full or out of inodes) alone; no flag changed.
     Expected: *no space left*."""
+    return _on_small_mounts("storage", STORAGE_CASES)
+
+
+def _on_small_mounts(
+    prefix: str, cases: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+) -> list[Case]:
+    """``cases`` (id, ``[Service]`` settings) as cases ``<prefix>_<id>``, expected *no space
+    left*."""
     return [
-        Case(id=f"storage_{id_}", fault="the unit's " + " ".join(f"{k}={v}" for k, v in settings)
+        Case(id=f"{prefix}_{id_}", fault="the unit's " + " ".join(f"{k}={v}" for k, v in settings)
              + " (a systemd service on the test host, its journal the record)", argv=(),
              expected="no space left", unit=settings)
-        for id_, settings in STORAGE_CASES
+        for id_, settings in cases
     ]  # fmt: skip
+
+
+#: The fifty-fourth batch's cases, fixed before its capture, after the fifty-third's family: the
+#: fifty-third's source drawn again at other sizes and inode counts (on the CPU path a page of
+#: most places was enough, an inode or a page of ``/dev/shm`` was not), to measure what that
+#: source's reading holds on records it was not written from. Expected: *no space left*.
+STORAGE_CASES_AGAIN: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("shm_8k", (("TemporaryFileSystem", "/dev/shm:size=8k"),)),
+    ("shm_16k", (("TemporaryFileSystem", "/dev/shm:size=16k"),)),
+    ("shm_32k", (("TemporaryFileSystem", "/dev/shm:size=32k"),)),
+    ("shm_2_inodes", (("TemporaryFileSystem", "/dev/shm:nr_inodes=2"),)),
+    ("tmp_2_inodes", (("TemporaryFileSystem", "/tmp:nr_inodes=2"),)),
+    ("tmp_8_inodes", (("TemporaryFileSystem", "/tmp:nr_inodes=8"),)),
+    ("tmp_16_inodes", (("TemporaryFileSystem", "/tmp:nr_inodes=16"),)),
+    ("tmp_64_inodes", (("TemporaryFileSystem", "/tmp:nr_inodes=64"),)),
+    ("home_2_inodes", (("TemporaryFileSystem", "/mnt:nr_inodes=2"), ("Environment", "HOME=/mnt"))),
+    ("home_8_inodes", (("TemporaryFileSystem", "/mnt:nr_inodes=8"), ("Environment", "HOME=/mnt"))),
+    ("home_16_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=16"), ("Environment", "HOME=/mnt"))),
+    ("home_64_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=64"), ("Environment", "HOME=/mnt"))),
+    ("cache_8_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=8"), ("Environment", "XDG_CACHE_HOME=/mnt"))),
+    ("tmpdir_4_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=4"), ("Environment", "TMPDIR=/mnt"))),
+    ("hf_home_4_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=4"), ("Environment", "HF_HOME=/mnt"))),
+    ("triton_cache_4_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=4"), ("Environment", "TRITON_CACHE_DIR=/mnt"))),
+    ("inductor_cache_4_inodes",
+     (("TemporaryFileSystem", "/mnt:nr_inodes=4"),
+      ("Environment", "TORCHINDUCTOR_CACHE_DIR=/mnt"))),
+    ("var_tmp_4_inodes", (("TemporaryFileSystem", "/var/tmp:nr_inodes=4"),)),
+    ("home_and_tmp_4k", (("TemporaryFileSystem", "/mnt:size=4k"), ("Environment", "HOME=/mnt"),
+                         ("TemporaryFileSystem", "/tmp:size=4k"))),
+)  # fmt: skip
+
+
+def cases54(real: RealSglang) -> list[Case]:
+    """The fifty-fourth batch, by rule: :data:`STORAGE_CASES_AGAIN` as the fifty-third's cases
+    (the fifty-third's source at other sizes); no flag changed. Expected: *no space left*."""
+    return _on_small_mounts("again", STORAGE_CASES_AGAIN)
 
 
 def _as_service_account(
