@@ -2369,3 +2369,40 @@ def test_a_bus_error_writing_shared_memory_is_dev_shm_short() -> None:
         f'  File "{_SITE}/sglang/srt/mem_cache/kv_cache_configurator.py", line 2999 in _profile'
     )
     _reads(_bus_error("  Garbage-collecting", sizing), "crashed", "Bus error")
+
+
+def test_systemd_failing_the_start_around_the_server_is_service_setup() -> None:
+    """A unit's start refused or failed around the server's own process: an unreadable
+    ``EnvironmentFile=``, an ``ExecStartPre=`` check failing, a ``Condition...=`` or
+    ``Assert...=`` unmet. systemd's own line says which; the server never ran."""
+    _reads(
+        [
+            f"{_UNIT}: Failed to load environment files: No such file or directory",
+            f"{_UNIT}: Failed to run 'start' task: No such file or directory",
+            f"{_UNIT}: Failed with result 'resources'.",
+        ],
+        "service setup failed",
+        "EnvironmentFile= cannot be read: No such file or directory",
+    )
+    _reads(
+        [
+            f"Starting {_UNIT} - SGLang...",
+            f"{_UNIT}: Control process exited, code=exited, status=1/FAILURE",
+            f"{_UNIT}: Failed with result 'exit-code'.",
+        ],
+        "service setup failed",
+        "ExecStartPre=, ExecCondition=, ExecStartPost=) failed, status 1/FAILURE",
+    )
+    _reads(
+        [
+            f"{_UNIT} - SGLang was skipped because of an unmet condition check"
+            " (ConditionPathExists=/dev/nvidia0)."
+        ],
+        "service setup failed",
+        "the unit's ConditionPathExists=/dev/nvidia0 is not met",
+    )
+    _reads(
+        [f"{_UNIT}: Starting requested but asserts failed.", f"Assertion failed for {_UNIT}."],
+        "service setup failed",
+        "Assert",
+    )

@@ -30,6 +30,7 @@ from .deployer import Deployer, DeployerSettings, JournalEntry, ServiceState
 from .drain import drain, in_flight, serving_port
 from .dry_run import render_diff, render_flag_diff
 from .follow import JournalFollower, StreamFollower
+from .journal import find_fatal
 from .launch_plan import LOCAL_ADDRESSES
 from .spec import HostSpec
 from .unit import EXIT_MARKER, render_dropin, render_env_file, render_unit
@@ -64,6 +65,18 @@ _FOLLOW = """python3 -c "$1" "$2" "$3"; rc=$?
 [ -n "$3" ] && exec journalctl -u "$2" -f -o json --all --no-pager --cursor="$3"
 exec journalctl -u "$2" -f -o json --all --no-pager --no-tail
 """
+
+
+#: How long a failed start's journal is read for systemd's reason, while journald files it.
+REFUSAL_WAIT_S = 3.0
+
+
+def _cursor(lines: list[str]) -> str:
+    """The journal cursor ``journalctl --show-cursor`` printed among ``lines`` ('' if none)."""
+    for line in lines:
+        if line.startswith("-- cursor: "):
+            return line[len("-- cursor: ") :].strip()
+    return ""
 
 
 class SystemdDeployer(Deployer):
@@ -370,14 +383,28 @@ class SystemdDeployer(Deployer):
             step = step or {13: "reading the journal cursor"}.get(result.rc)
             step = step or f"starting {self.service}"
             detail = (result.stderr or result.stdout).strip().splitlines()
+            said = self._start_refused(_cursor(lines)) if result.rc == 14 else None
             raise DeployError(
                 f"host {self.spec.name!r}: {step} failed (rc={result.rc}): "
-                f"{detail[-1] if detail else 'no output'}"
+                f"{said or (detail[-1] if detail else 'no output')}"
             )
-        for line in lines:
-            if line.startswith("-- cursor: "):
-                return line[len("-- cursor: ") :].strip()
-        return ""
+        return _cursor(lines)
+
+    def _start_refused(self, cursor: str) -> str | None:
+        """Why systemd failed the start (``systemctl start`` only points at ``journalctl -xeu``):
+        the classifier's reading of the unit's journal since ``cursor``, taken just before it;
+        read for up to ``REFUSAL_WAIT_S`` while journald files systemd's lines. None where the
+        journal says nothing of it, or cannot be read."""
+        deadline = time.monotonic() + REFUSAL_WAIT_S
+        while True:
+            try:
+                entries, _ = self.read_journal(cursor)
+            except (JournalError, TransportError):
+                return None
+            fatal = find_fatal([entry.message for entry in entries])
+            if fatal is not None or time.monotonic() >= deadline:
+                return None if fatal is None else fatal.summary
+            time.sleep(0.2)
 
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:
         # --cursor, not --after-cursor: systemd 252's journalctl skips the unit's first entry

@@ -14,7 +14,7 @@ import pytest
 from helpers import file_states
 
 from pytest_sglang.config import ServerConfig
-from pytest_sglang.errors import PreflightError, ServerStartError
+from pytest_sglang.errors import DeployError, PreflightError, ServerStartError
 from pytest_sglang.lifecycle.readiness import wait_until_ready
 from pytest_sglang.lifecycle.systemd import SystemdDeployer
 
@@ -220,20 +220,59 @@ def test_a_start_systemd_cannot_set_up_is_named_by_its_step(
     assert snapshot(host) == original
 
 
-def test_a_signal_a_unit_setting_sends_is_named_by_the_setting(
-    deployer: SystemdDeployer, host: Any
+@pytest.mark.parametrize(
+    ("dropin", "named"),
+    [
+        (b"[Service]\nExecStartPre=/bin/false\n", "ExecStartPre="),
+        (b"[Service]\nEnvironmentFile=/etc/pytest-sglang-gone.env\n", "EnvironmentFile="),
+    ],
+    ids=["exec_start_pre_fails", "environment_file_missing"],
+)
+def test_a_start_systemd_refuses_is_named_from_its_journal(
+    deployer: SystemdDeployer, host: Any, dropin: bytes, named: str
 ) -> None:
-    """Production's unit carries a hardening drop-in whose system-call filter denies sockets:
-    the kernel ends the server with SIGSYS when it opens its port, and the server writes
-    nothing about it. The one-line reason is the unit's configuration, the setting named
-    (from systemd's ``code=killed, status=31/SYS`` line, or from the exit where that line was
-    not read yet), not a crash; and the host is given back as it was, drop-in included."""
-    original, err = failed_start_under(
-        deployer, host, FILTER_DROPIN, b"[Service]\nSystemCallFilter=~@network-io\n"
-    )
+    """Production's unit runs a check before the server (``ExecStartPre=``) that fails, or reads
+    an ``EnvironmentFile=`` that is gone: ``systemctl start`` fails and only points at
+    ``journalctl -xeu``. The one-line error is systemd's reason from the unit's journal, the
+    setting named, and the host is given back as it was."""
+    setup_original(host, active=False)
+    host.put(dropin, FILTER_DROPIN, mode=0o644)
+    host.check_output("systemctl daemon-reload")
+    original = snapshot(host)
+    with pytest.raises(DeployError) as err:
+        deployer.deploy(deployer.launch_plan(config()))
+    said = str(err.value)
+    assert "service setup failed" in said and named in said, said
+    assert "journalctl -xeu" not in said and "\n" not in said, said
+    deployer.restore()
+    assert snapshot(host) == original
+
+
+@pytest.mark.parametrize(
+    ("dropin", "reason", "named"),
+    [
+        (b"[Service]\nSystemCallFilter=~@network-io\n", "invalid config", "SystemCallFilter="),
+        (
+            b"[Unit]\nConditionPathExists=/dev/pytest-sglang-gpu\n",
+            "service setup failed",
+            "ConditionPathExists=/dev/pytest-sglang-gpu",
+        ),
+    ],
+    ids=["system_call_filter_sigsys", "condition_unmet"],
+)
+def test_a_start_a_unit_setting_ends_is_named_by_the_setting(
+    deployer: SystemdDeployer, host: Any, dropin: bytes, reason: str, named: str
+) -> None:
+    """Production's unit carries a setting the server's start meets without a word of its own:
+    a hardening drop-in whose system-call filter denies sockets (the kernel ends the server
+    with SIGSYS as it opens its port: systemd's ``code=killed, status=31/SYS``, or the exit
+    where that line was not read yet), or a condition that only a GPU host meets (systemd
+    skips the start, no process ever runs, and ``systemctl start`` succeeds). The one-line
+    reason names the setting, not a crash; the host is given back as it was, drop-in
+    included."""
+    original, err = failed_start_under(deployer, host, FILTER_DROPIN, dropin)
     said = str(err)
-    assert err.reason == "invalid config", said
-    assert "SystemCallFilter=" in said, said
+    assert err.reason == reason and named in said, said
     deployer.restore()
     assert snapshot(host) == original
 

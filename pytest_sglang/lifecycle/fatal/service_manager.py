@@ -6,7 +6,10 @@ unit beside the server's. Where systemd cannot set the process up (the program h
 executable for the unit's user, its group or working directory missing) the server never
 writes a line, and systemd's ``<unit>: Failed at step EXEC spawning <program>: Permission
 denied`` is the whole record; its ``Main process exited, code=exited, status=203/EXEC`` says
-the same where the step's own line was not kept. Where the kernel ends the process for a limit
+the same where the step's own line was not kept. A unit's start can fail around the server too
+(a missing ``EnvironmentFile=``, an ``ExecStartPre=`` check that fails, a ``Condition...=``
+unmet): systemd says so in its own line, and ``systemctl start`` only points at the journal.
+Where the kernel ends the process for a limit
 or a filter the unit set (``SystemCallFilter=``: SIGSYS; ``LimitCPU=``: SIGXCPU;
 ``LimitFSIZE=``: SIGXFSZ), the process writes nothing either, and systemd's ``Main process
 exited, code=killed, status=31/SYS`` is what an engineer reads it by.
@@ -24,6 +27,29 @@ _FAILED_AT_STEP = re.compile(r"\.service: Failed at step (?P<step>[A-Z_]+) spawn
 MAIN_PROCESS_ENDED = re.compile(
     r"\.service: Main process exited, code=(?P<how>exited|killed|dumped),"
     r" status=(?P<status>\d+)/(?P<name>\w+)"
+)
+#: systemd refusing or failing the unit's start around the server's own process, in its words:
+#: an ``EnvironmentFile=`` it cannot read, a command it runs first (``ExecStartPre=``,
+#: ``ExecCondition=``) or after (``ExecStartPost=``) failing, a ``Condition...=`` or
+#: ``Assert...=`` unmet. Each, and what it says of the unit.
+_START_REFUSED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\.service: Failed to load environment files: (?P<why>.*)$"),
+        "the unit's EnvironmentFile= cannot be read: {why}",
+    ),
+    (
+        re.compile(r"\.service: Control process exited, code=\w+, status=(?P<status>\d+/\w+)"),
+        "a command the unit runs around the server (ExecStartPre=, ExecCondition=,"
+        " ExecStartPost=) failed, status {status}",
+    ),
+    (
+        re.compile(r" was skipped because of an unmet condition check \((?P<what>[^)]*)\)"),
+        "systemd skipped the start: the unit's {what} is not met",
+    ),
+    (
+        re.compile(r"\.service: Starting requested but asserts failed"),
+        "systemd refused the start: an Assert...= setting of the unit is not met",
+    ),
 )
 #: Signals the kernel sends for what a unit set, and which setting sends each.
 _SETTING_SIGNALS = {
@@ -49,8 +75,10 @@ SYSTEMD_STEPS = {
 
 def service_setup_failed(texts: Sequence[str], start: int) -> tuple[int, str] | None:
     """(line, message) where systemd says it could not set the unit's process up: its ``Failed
-    at step`` line, else its ``Main process exited`` with one of its own statuses; None
-    otherwise. The server never ran, so nothing else in the record is its cause."""
+    at step`` line, else its line refusing or failing the start around the server
+    (:data:`_START_REFUSED`), else its ``Main process exited`` with one of its own statuses; None
+    otherwise. The server never ran (or was stopped for it), so nothing else in the record is
+    its cause."""
     for index in range(start, len(texts)):
         step = _FAILED_AT_STEP.search(texts[index])
         if step is not None:
@@ -58,6 +86,11 @@ def service_setup_failed(texts: Sequence[str], start: int) -> tuple[int, str] | 
                 f"systemd failed at step {step['step']} before the server ran, spawning"
                 f" {step['rest']}"
             )
+    for index in range(start, len(texts)):
+        for pattern, said in _START_REFUSED:
+            refused = pattern.search(texts[index])
+            if refused is not None:
+                return index, said.format(**refused.groupdict())
     for index in range(start, len(texts)):
         exited = _setup_exit(texts[index])
         if exited is not None:
