@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 54
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 55
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -84,7 +84,8 @@ The fifty-first (:func:`cases51`): the same, on a baseline that serves (the acco
 The fifty-second (:func:`cases52`): the forty-ninth's limits and path settings at other values.
 The fifty-third (:func:`cases53`): the same service, a place it writes (``/tmp``, ``/dev/shm``,
 its caches, its ``HOME``) full or out of inodes. The fifty-fourth (:func:`cases54`): the same at
-other sizes and inode counts.
+other sizes and inode counts. The fifty-fifth (:func:`cases55`): the same service, a stray module
+in its working directory shadowing one the server imports.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -102,6 +103,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -333,6 +335,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "52": cases52,
         "53": cases53,
         "54": cases54,
+        "55": cases55,
     }[batch](real)
 
 
@@ -2039,6 +2042,38 @@ def cases54(real: RealSglang) -> list[Case]:
     """The fifty-fourth batch, by rule: :data:`STORAGE_CASES_AGAIN` as the fifty-third's cases
     (the fifty-third's source at other sizes); no flag changed. Expected: *no space left*."""
     return _on_small_mounts("again", STORAGE_CASES_AGAIN)
+
+
+#: The fifty-fifth batch's modules, fixed before its capture: each left in the unit's working
+#: directory as a stray file (``NAME.py``, empty) or an empty package (``NAME/__init__.py``), as
+#: a script or a clone of a repository leaves one there. ``python -m`` puts the working
+#: directory first on ``sys.path``, so each shadows the module of that name the server or a
+#: library imports, installed or standard; a name nothing imports serves. Expected for every
+#: failure: *broken install* (what Python imports is not what was installed).
+SHADOWING_FILES: tuple[str, ...] = (
+    "torch.py", "numpy.py", "zmq.py", "transformers/__init__.py", "sglang/__init__.py",
+    "fastapi.py", "uvicorn.py", "requests.py", "psutil.py", "safetensors.py", "json.py",
+    "logging.py", "queue.py", "random.py", "triton.py", "tokenizers.py", "aiohttp.py",
+    "pydantic.py", "setproctitle.py", "config.py",
+)  # fmt: skip
+
+
+def cases55(real: RealSglang) -> list[Case]:
+    """The fifty-fifth batch, by rule: the server as the forty-ninth's systemd service with
+    ``WorkingDirectory=/srv/wd``, that directory holding one of :data:`SHADOWING_FILES` (empty);
+    no flag changed. Expected: *broken install*."""
+    cases = []
+    for name in SHADOWING_FILES:
+        path = shlex.quote(f"/srv/wd/{name}")
+        cases.append(
+            Case(id="shadow_" + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_"),
+                 fault=f"a stray {name} (empty) in the unit's WorkingDirectory=/srv/wd (a systemd"
+                 " service on the test host, its journal the record)", argv=(),
+                 expected="broken install", unit=(("WorkingDirectory", "/srv/wd"),),
+                 host_setup=f"mkdir -p $(dirname {path}) && touch {path}",
+                 host_undo="rm -rf /srv/wd")
+        )  # fmt: skip
+    return cases
 
 
 def _as_service_account(
