@@ -92,6 +92,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh52_": (12, (9, 12)),  # the 49th's unit limits and path settings at other values
     "fresh53_": (3, (2, 3)),  # the same service, a place it writes full or out of inodes
     "fresh54_": (6, (6, 6)),  # the same at other sizes and inode counts
+    "fresh55_": (18, (17, 18)),  # the same service, a stray module in its working directory
 }
 
 
