@@ -2406,3 +2406,29 @@ def test_systemd_failing_the_start_around_the_server_is_service_setup() -> None:
         "service setup failed",
         "Assert",
     )
+
+
+def test_a_module_shadowed_by_a_stray_file_names_the_file() -> None:
+    """The fifty-fifth batch's stray modules in a unit's working directory (first on
+    ``sys.path`` under ``python -m``): an import from the stray file names its path, a
+    submodule asked of a single file says it is not a package; both are *broken install* with
+    the stray file named and what to do. A module of an installed location is not stray."""
+    stray = _imported(
+        f'  File "{_SITE}/sglang/srt/utils/common.py", line 30, in <module>',
+        "    from json import JSONDecodeError",
+        "ImportError: cannot import name 'JSONDecodeError' from 'json' (/srv/wd/json.py)",
+    )
+    _reads(stray, "broken install", "/srv/wd/json.py shadows the installed json")
+    single = _imported(
+        f'  File "{_SITE}/sglang/srt/distributed/parallel_state.py", line 40, in <module>',
+        "    import torch.distributed",
+        "ModuleNotFoundError: No module named 'torch.distributed'; 'torch' is not a package",
+    )
+    _reads(single, "broken install", "a stray torch.py shadows it")
+    installed = _imported(
+        f'  File "{_SITE}/sglang/srt/layers/linear.py", line 12, in <module>',
+        "    from sgl_kernel import fused_op",
+        f"ImportError: cannot import name 'fused_op' from 'sgl_kernel' ({_SITE}/sgl_kernel/__init__.py)",
+    )
+    fatal = find_fatal(installed)
+    assert fatal is not None and "shadows" not in fatal.message, fatal

@@ -19,6 +19,8 @@ order data flows through them (each imports only those before it):
   the server ran, the signal that ended its process);
 - :mod:`.sandbox`: what the process's sandbox and limits deny the server (a read-only file
   system, no temporary directory, the open-file limit, ``/proc`` hidden), the unit's;
+- :mod:`.shadowing`: a module the server imports shadowed by a stray file of the same name
+  earlier on the path (the working directory under ``python -m``), the file named;
 - :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that
   asked for it;
 - :mod:`.features`: the features the logged settings turned on (against SGLang's defaults), and

@@ -56,6 +56,7 @@ from .patterns import (
 from .placement import _hinted, _lacking_key, _most_specific_link, _package_hinted
 from .sandbox import sandbox_denied, shared_memory_short
 from .service_manager import ended_by_a_signal, service_setup_failed
+from .shadowing import shadowed_module
 from .tracebacks import (
     _EMPTY_MESSAGE,
     _EXCEPTION,
@@ -251,7 +252,7 @@ def _outside_the_server(
     """The cause and a phrase where what the exception on ``index`` failed on is outside the
     server's code and inside its configuration: the model's files its user may not read, the
     ``--config`` file (:mod:`.config_file`), the environment (:mod:`.environment`), the unit's
-    sandbox and limits (:mod:`.sandbox`)."""
+    sandbox and limits (:mod:`.sandbox`), a stray file shadowing a module (:mod:`.shadowing`)."""
     links = [texts[at] for at in _chain_of(texts, index)]
     unreadable = _model_unreadable(texts[start:index], links)
     if unreadable is not None:
@@ -260,6 +261,7 @@ def _outside_the_server(
         config_file_failing(frames)
         or environment_refused(texts, index, frames)
         or sandbox_denied(texts, start, index)
+        or shadowed_module(links)
     )
     unreadable = None if outside is not None else _model_file_unreadable(links, frames)
     return outside if unreadable is None else ("model access denied", unreadable)
