@@ -393,7 +393,8 @@ class SystemdDeployer(Deployer):
     def _start_refused(self, cursor: str) -> str | None:
         """Why systemd failed the start (``systemctl start`` only points at ``journalctl -xeu``):
         the classifier's reading of the unit's journal since ``cursor``, taken just before it;
-        read for up to ``REFUSAL_WAIT_S`` while journald files systemd's lines. None where the
+        read for up to ``REFUSAL_WAIT_S`` while journald files systemd's lines, redacted (a
+        command the unit runs first may print anything). None where the
         journal says nothing of it, or cannot be read."""
         deadline = time.monotonic() + REFUSAL_WAIT_S
         while True:
@@ -403,7 +404,7 @@ class SystemdDeployer(Deployer):
                 return None
             fatal = find_fatal([entry.message for entry in entries])
             if fatal is not None or time.monotonic() >= deadline:
-                return None if fatal is None else fatal.summary
+                return None if fatal is None else self.redact(fatal.summary)
             time.sleep(0.2)
 
     def read_journal(self, after: str) -> tuple[list[JournalEntry], str]:

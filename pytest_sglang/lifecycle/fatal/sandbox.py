@@ -67,7 +67,7 @@ _SHARED_MEMORY_FRAME = re.compile(
     r"|\bin _?share_(memory_|fd_cpu_|filename_cpu_)\b|/dev/shm/"
 )
 #: What a Bus error in such a frame says was short.
-SHARED_MEMORY_SHORT = (
+_SHARED_MEMORY_SHORT = (
     "a Bus error (SIGBUS) writing shared memory: /dev/shm too small or full (a container's"
     " --shm-size, a unit's own /dev/shm)"
 )
@@ -82,7 +82,7 @@ def shared_memory_short(texts: Sequence[str], start: int) -> str | None:
         if _BUS_ERROR.match(texts[index]) and any(
             _SHARED_MEMORY_FRAME.search(frame) for frame in _fault_frames(texts, index)
         ):
-            return SHARED_MEMORY_SHORT
+            return _SHARED_MEMORY_SHORT
     return None
 
 

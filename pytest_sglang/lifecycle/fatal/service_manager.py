@@ -89,7 +89,8 @@ def service_setup_failed(texts: Sequence[str], start: int) -> tuple[int, str] | 
     for index in range(start, len(texts)):
         for pattern, said in _START_REFUSED:
             refused = pattern.search(texts[index])
-            if refused is not None:
+            status = (refused.groupdict().get("status") or "0/").split("/")[0] if refused else "0"
+            if refused is not None and int(status) not in SYSTEMD_STEPS:  # a step: read below
                 return index, said.format(**refused.groupdict())
     for index in range(start, len(texts)):
         exited = _setup_exit(texts[index])
