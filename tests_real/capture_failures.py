@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 55
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 56
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -85,7 +85,9 @@ The fifty-second (:func:`cases52`): the forty-ninth's limits and path settings a
 The fifty-third (:func:`cases53`): the same service, a place it writes (``/tmp``, ``/dev/shm``,
 its caches, its ``HOME``) full or out of inodes. The fifty-fourth (:func:`cases54`): the same at
 other sizes and inode counts. The fifty-fifth (:func:`cases55`): the same service, a stray module
-in its working directory shadowing one the server imports.
+in its working directory shadowing one the server imports. The fifty-sixth (:func:`cases56`):
+the model as the Hugging Face hub's cache holds it, read offline by its id, the cache pruned,
+partial or pointed at wrongly.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -99,6 +101,7 @@ and ``OUT_DIR/manifest.json`` one entry per case: ``id``, ``fault``, ``argv``, `
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -221,6 +224,9 @@ class Case:
     #: the tiny model's path, ``{copy}``: the case's own copy's, ``{venv}``: the tier's venv)
     host_setup: str = ""
     host_undo: str = ""
+    #: the model as the hub's cache holds it, laid out this way (:func:`_hub_cache`; from the
+    #: fifty-sixth batch): ``{hub_home}``, ``{hub_repo}`` and ``{hub_snapshot}`` name it
+    hub: str | None = None
 
 
 @dataclass(frozen=True)
@@ -336,6 +342,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "53": cases53,
         "54": cases54,
         "55": cases55,
+        "56": cases56,
     }[batch](real)
 
 
@@ -2076,6 +2083,139 @@ def cases55(real: RealSglang) -> list[Case]:
     return cases
 
 
+#: The fifty-sixth batch's layout: the tiny model as the Hugging Face hub's cache holds a download
+#: (``HF_HOME/hub/models--tiny--llama``: ``blobs/`` named by content, ``snapshots/<revision>/``
+#: of relative links to them, ``refs/main`` naming the revision), read offline by its id.
+HUB_ID = "tiny/llama"
+HUB_REVISION = "0123456789abcdef0123456789abcdef01234567"
+HUB_OTHER_REVISION = "89abcdef0123456789abcdef0123456789abcdef"
+
+#: Rule B of the fifty-sixth batch: where the server is pointed at the cache, or the cache is
+#: pointed at, as a person gets it wrong: (id, fault, argv, environment), ``{hub_home}`` the
+#: cache's ``HF_HOME``, ``{hub_repo}`` the model's folder in it. Expected: *model not found*.
+HUB_MISTAKES: tuple[tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]], ...] = (
+    ("id_cased", "the id typed in another case", ("--model-path", "Tiny/Llama"), ()),
+    ("id_without_org", "the id without its owner", ("--model-path", "llama"), ()),
+    ("revision_branch_absent", "--revision names a branch the cache never held",
+     ("--revision", "v2"), ()),
+    ("revision_commit_absent", "--revision names a commit the cache never held",
+     ("--revision", HUB_OTHER_REVISION), ()),
+    ("hf_home_is_hub", "HF_HOME set to the cache's hub folder", (),
+     (("HF_HOME", "{hub_home}/hub"),)),
+    ("hub_cache_is_home", "HF_HUB_CACHE set to HF_HOME, one folder above the hub",
+     (), (("HF_HUB_CACHE", "{hub_home}"),)),
+    ("download_dir_home", "--download-dir given HF_HOME, HF_HOME unset",
+     ("--download-dir", "{hub_home}"), (("HF_HOME", ""),)),
+    ("download_dir_hub", "--download-dir given the hub folder, HF_HOME unset",
+     ("--download-dir", "{hub_home}/hub"), (("HF_HOME", ""),)),
+    ("path_repo_folder", "--model-path given the model's folder in the cache",
+     ("--model-path", "{hub_repo}"), ()),
+    ("path_snapshots_folder", "--model-path given the cache's snapshots folder",
+     ("--model-path", "{hub_repo}/snapshots"), ()),
+    ("path_blobs_folder", "--model-path given the cache's blobs folder",
+     ("--model-path", "{hub_repo}/blobs"), ()),
+    ("tokenizer_id_absent", "--tokenizer-path an id the cache never held",
+     ("--tokenizer-path", "tiny/tokenizer"), ()),
+)  # fmt: skip
+
+#: Rule C: controls, the cache read as a person rightly points at it.
+HUB_RIGHT: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("by_id", "the id, offline, from the cache", ()),
+    ("by_snapshot", "--model-path given the snapshot folder", ("--model-path", "{hub_snapshot}")),
+    ("revision_main", "--revision main", ("--revision", "main")),
+    ("revision_commit", "--revision the snapshot's commit", ("--revision", HUB_REVISION)),
+    ("tokenizer_id", "--tokenizer-path the model's id", ("--tokenizer-path", HUB_ID)),
+)  # fmt: skip
+
+
+def cases56(real: RealSglang) -> list[Case]:
+    """The fifty-sixth batch, by rule: the tiny model as the hub's cache holds it, the server
+    given its id (:data:`HUB_ID`) offline. A, each of :data:`MODEL_FILES` with its blob gone
+    (a pruned cache: the snapshot's link dangling) and with its link never made (a download that
+    left it out), expected as the fourteenth batch's removed file; the cache's refs, its blobs
+    or its snapshot wrong as a copy or an earlier partial download leaves them (the config and
+    weights only: *tokenizer*; the JSON files only: *model loading*; else *model not found*).
+    B, :data:`HUB_MISTAKES`. C, :data:`HUB_RIGHT` (expected to serve)."""
+    out: list[Case] = []
+    for name in MODEL_FILES:
+        expected = MISSING_CONFIG if name == "config.json" else FILE_CAUSE[name]
+        for how, fault in (
+            ("blob_removed", "its blob gone, the snapshot's link dangling"),
+            ("link_removed", "never downloaded, no link in the snapshot"),
+        ):
+            out.append(_hub_case(f"{how}_{_flag_id(name)}", f"{name}: {fault}",
+                                 expected, f"{how}:{name}"))  # fmt: skip
+    for how, fault, expected in (
+        ("ref_unknown", "refs/main names a revision with no snapshot", MISSING_CONFIG),
+        ("ref_removed", "no refs/main (a cache copied without its refs)", MISSING_CONFIG),
+        ("blobs_removed", "the snapshot copied without the blobs its links name", MISSING_CONFIG),
+        (
+            "weights_only",
+            "refs/main names a snapshot of config.json and the weights only",
+            "tokenizer",
+        ),
+        (
+            "json_only",
+            "refs/main names a snapshot of the JSON files only (no weights)",
+            "model loading",
+        ),
+    ):
+        out.append(_hub_case(how, fault, expected, how))
+    for id_, fault, argv, env in HUB_MISTAKES:
+        out.append(_hub_case(id_, fault, MISSING_CONFIG, "whole", argv, env))
+    for id_, fault, argv in HUB_RIGHT:
+        out.append(_hub_case(f"right_{id_}", fault, "serves", "whole", argv))
+    return out
+
+
+def _hub_case(
+    id_: str, fault: str, expected: str, how: str, argv: tuple[str, ...] = (),
+    env: tuple[tuple[str, str], ...] = (),
+) -> Case:  # fmt: skip
+    """A fifty-sixth batch's case: the cache laid out ``how`` (:func:`_hub_cache`), the server
+    given the model's id and ``HF_HOME`` unless ``argv`` and ``env`` say otherwise."""
+    settings = dict((("HF_HOME", "{hub_home}"), *env))
+    settings = {key: value for key, value in settings.items() if value}  # "": left unset
+    return Case(
+        id=f"hub_{id_}", fault=f"the model as the hub's cache holds it, read offline: {fault}",
+        argv=("--model-path", HUB_ID, *argv), expected=expected, hub=how,
+        env=tuple(settings.items()),
+    )  # fmt: skip
+
+
+def _hub_cache(source: Path, home: Path, how: str) -> tuple[Path, Path]:
+    """The model at ``source`` as the hub's cache under ``home`` holds it, laid out ``how``
+    (:func:`cases56`); returns its folder and its snapshot's."""
+    repo = home / "hub" / ("models--" + HUB_ID.replace("/", "--"))
+    snapshot = repo / "snapshots" / HUB_REVISION
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    what, _, name = how.partition(":")
+    keep = {
+        "weights_only": ("config.json", "generation_config.json", "model.safetensors"),
+        "json_only": tuple(n for n in MODEL_FILES if n.endswith(".json")),
+    }.get(what, MODEL_FILES)
+    revision = HUB_REVISION
+    if what in ("weights_only", "json_only"):  # the full download under another revision
+        shutil.copytree(source, repo / "snapshots" / HUB_OTHER_REVISION)
+    for file in MODEL_FILES:
+        data = (source / file).read_bytes()
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        if file not in keep or (what == "link_removed" and file == name):
+            continue
+        if not (what == "blob_removed" and file == name):
+            blob.write_bytes(data)
+        (snapshot / file).symlink_to(Path("../../blobs") / blob.name)
+    if what == "blobs_removed":
+        shutil.rmtree(repo / "blobs")
+    if what == "ref_unknown":
+        revision = HUB_OTHER_REVISION
+    if what != "ref_removed":
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text(revision)
+    return repo, snapshot
+
+
 def _as_service_account(
     prefix: str, baseline: tuple[tuple[str, str], ...], leave_out: tuple[str, ...] = ()
 ) -> list[Case]:
@@ -2436,6 +2576,10 @@ def capture(
         "copy": f"/srv/models/{case.id}",
         "venv": str(real.venv),
     }
+    if case.hub is not None:
+        hub_home = scratch / case.id / "hf_home"
+        repo, snapshot = _hub_cache(real.model, hub_home, case.hub)
+        values.update(hub_home=str(hub_home), hub_repo=str(repo), hub_snapshot=str(snapshot))
     extra = list(case.argv)
     extra = [_filled(a, values) for a in extra]  # not str.format: an argument may hold braces
     argv = ["--model-path", str(model), *CPU_FLAGS.split(), "--host", "127.0.0.1"]
@@ -2447,6 +2591,9 @@ def capture(
     if any(value == "{full_disk}" for _, value in case.env):
         _mount_full_disk(full_disk)
     env.update((key, value.replace("{full_disk}", str(full_disk))) for key, value in case.env)
+    if case.hub is not None:
+        env.pop("HF_HOME", None)  # the case's own, or none
+        env.update((key, _filled(value, values)) for key, value in case.env)
     if case.shadow or case.old_version is not None:
         env["PYTHONPATH"] = _python_path(scratch / "path", case, env.get("PYTHONPATH", ""))
     log_path = out_dir / f"{case.id}.log"
