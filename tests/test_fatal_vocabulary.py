@@ -2432,3 +2432,29 @@ def test_a_module_shadowed_by_a_stray_file_names_the_file() -> None:
     )
     fatal = find_fatal(installed)
     assert fatal is not None and "shadows" not in fatal.message, fatal
+
+
+def _config_read(path: str) -> list[str]:
+    """The main process's record of transformers refusing the folder at ``path`` as a model."""
+    return [
+        "Traceback (most recent call last):",
+        f'  File "{_SITE}/sglang/srt/utils/hf_transformers/config.py", line 228, in parse',
+        "    config = AutoConfig.from_pretrained(",
+        f'  File "{_SITE}/transformers/models/auto/configuration_auto.py", line 442, in from_pretrained',
+        "    raise ValueError(",
+        f"ValueError: Unrecognized model in {path}. Should have a `model_type` key in its"
+        " config.json.",
+    ]
+
+
+def test_a_model_path_at_a_folder_of_the_hub_cache_is_no_model() -> None:
+    """The fifty-sixth batch's ``--model-path`` given the hub cache's folder of a model, its
+    ``snapshots`` or its ``blobs`` folder: transformers says the folder lacks a model type, as it
+    says for a config without one; the path shows it is the cache's own folder, *model not
+    found*, and the reason says what to give instead. A snapshot's folder is a model's folder,
+    read as its own words say."""
+    hub = "/data/hf/hub/models--meta-llama--Llama-3.1-8B"
+    for folder in (hub, f"{hub}/snapshots", f"{hub}/blobs"):
+        _reads(_config_read(folder), "model not found", "give --model-path meta-llama/Llama-3.1-8B")
+    _reads(_config_read(f"{hub}/snapshots/0123abcd"), "unsupported model")
+    _reads(_config_read("/models/custom-llama"), "unsupported model")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .config_file import config_file_failing
 from .environment import environment_refused
 from .features import choice_failing, feature_failing, runs_sglangs_test_harness
+from .hub_cache import hub_cache_folder
 from .lines import _strip_prefix, _unwrap
 from .logged_settings import (
     MODEL_PATH_SETTINGS,
@@ -303,7 +304,8 @@ def _pointed_wrong(
 ) -> tuple[str, str] | None:
     """The cause and message where a setting points somewhere wrong: a file that is not there
     whose path a logged setting gave (a model's path: model not found; any other: the config),
-    an address no socket takes, a model path that names a file; None otherwise."""
+    an address no socket takes, a model path that names a file or a folder of the hub's cache
+    (:mod:`.hub_cache`); None otherwise."""
     missing_file = _missing_file_setting(texts[start:index], texts[index])
     if missing_file is not None:
         setting, path = missing_file
@@ -315,6 +317,9 @@ def _pointed_wrong(
     file_as_model = _model_path_is_a_file(texts[start:index])
     if file_as_model is not None and reason in _READS_THE_MODEL:
         return "model not found", f"{message} ({file_as_model})"
+    cache_folder = hub_cache_folder(texts[index])
+    if cache_folder is not None and reason in _READS_THE_MODEL:
+        return "model not found", f"{message} ({cache_folder})"
     return None
 
 
