@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 56
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 57
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -87,7 +87,9 @@ its caches, its ``HOME``) full or out of inodes. The fifty-fourth (:func:`cases5
 other sizes and inode counts. The fifty-fifth (:func:`cases55`): the same service, a stray module
 in its working directory shadowing one the server imports. The fifty-sixth (:func:`cases56`):
 the model as the Hugging Face hub's cache holds it, read offline by its id, the cache pruned,
-partial or pointed at wrongly.
+partial or pointed at wrongly. The fifty-seventh (:func:`cases57`): the systemd service, one of
+a seeded sample of the shared objects the server maps broken as a cut-off copy, a full disk or a
+saved error page leaves it.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -343,6 +345,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "54": cases54,
         "55": cases55,
         "56": cases56,
+        "57": cases57,
     }[batch](real)
 
 
@@ -2214,6 +2217,71 @@ def _hub_cache(source: Path, home: Path, how: str) -> tuple[Path, Path]:
         (repo / "refs").mkdir()
         (repo / "refs" / "main").write_text(revision)
     return repo, snapshot
+
+
+#: The fifty-seventh batch's libraries, fixed before its capture: a seeded sample
+#: (``random.Random("56:mapped").sample(sorted(names), 24)``) of the 186 shared objects of the
+#: tier's venv that a serving server's processes had mapped once it was ready (read from
+#: ``/proc/<pid>/maps`` of its tree, on this machine, 2026-12-07), under ``site-packages``.
+MAPPED_LIBRARIES: tuple[str, ...] = (
+    "scipy/linalg/_decomp_interpolative.cpython-311-x86_64-linux-gnu.so",
+    "scipy/_cyutility.cpython-311-x86_64-linux-gnu.so",
+    "pillow.libs/libharfbuzz-fb49c9fc.so.0.61450.0",
+    "numpy/fft/_pocketfft_umath.cpython-311-x86_64-linux-gnu.so",
+    "zstandard/backend_c.cpython-311-x86_64-linux-gnu.so",
+    "scipy/special/_ufuncs_cxx.cpython-311-x86_64-linux-gnu.so",
+    "numpy.libs/libscipy_openblas64_-fdde5778.so",
+    "scipy.libs/libquadmath-828275a7.so.0.0.0",
+    "torch/lib/libshm.so",
+    "torchaudio/lib/_torchaudio.abi3.so",
+    "scipy/spatial/_qhull.cpython-311-x86_64-linux-gnu.so",
+    "aiohttp/_http_parser.cpython-311-x86_64-linux-gnu.so",
+    "torchcodec.libs/libavif-e4168294.so.16.4.2",
+    "scipy/linalg/_flapack.cpython-311-x86_64-linux-gnu.so",
+    "aiohttp/_http_writer.cpython-311-x86_64-linux-gnu.so",
+    "_cffi_backend.cpython-311-x86_64-linux-gnu.so",
+    "PIL/_imaging.cpython-311-x86_64-linux-gnu.so",
+    "nvidia/nccl/lib/libnccl.so.2",
+    "torchcodec.libs/libpng16-37856f38.so.16.58.0",
+    "cuda/bindings/cynvrtc.cpython-311-x86_64-linux-gnu.so",
+    "scipy/linalg/_batched_linalg.cpython-311-x86_64-linux-gnu.so",
+    "pillow.libs/libpng16-1d1ba958.so.16.58.0",
+    "scipy/fft/_pocketfft/pypocketfft.cpython-311-x86_64-linux-gnu.so",
+    "scipy.libs/libscipy_openblas-6cdc3b4a.so",
+)
+#: How each library is broken, by its place in :data:`MAPPED_LIBRARIES` (``i % 3``), each as a
+#: copy or a download leaves one: its first half only (a copy cut off), empty (a disk full as it
+#: was written), and a proxy's error page saved in its place.
+LIBRARY_BREAKS: tuple[tuple[str, str], ...] = (
+    ("truncated", 'head -c "$(( $(stat -c %s {library}) / 2 ))" {library} > {broken}'),
+    ("emptied", ": > {broken}"),
+    ("error_page", "printf '%s\\n' '<!DOCTYPE html>' '<html><body><h1>403 Forbidden</h1>"
+     "</body></html>' > {broken}"),
+)  # fmt: skip
+
+
+def cases57(real: RealSglang) -> list[Case]:
+    """The fifty-seventh batch, by rule: the server as the forty-ninth's systemd service, one of
+    :data:`MAPPED_LIBRARIES` broken as :data:`LIBRARY_BREAKS` says (the broken copy bound over
+    the library in the unit's own mount namespace, ``BindReadOnlyPaths=``: the host's install
+    is left as it is); no flag changed. Expected: *broken install*."""
+    site = real.venv / "lib" / "python3.11" / "site-packages"
+    cases = []
+    for index, name in enumerate(MAPPED_LIBRARIES):
+        how, command = LIBRARY_BREAKS[index % len(LIBRARY_BREAKS)]
+        library, broken = site / name, f"/var/tmp/sgl-broken/{index}.so"
+        stem = re.split(r"\.(?:cpython-|abi3\.|so\b)", name)[0]
+        ident = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
+        cases.append(
+            Case(id=f"library_{how}_{ident}",
+                 fault=f"site-packages/{name} {how.replace('_', ' ')} (a systemd service on the"
+                 " test host, its journal the record)", argv=(), expected="broken install",
+                 unit=(("BindReadOnlyPaths", f"{broken}:{library}"),),
+                 host_setup="mkdir -p /var/tmp/sgl-broken && " + _filled(
+                     command, {"library": shlex.quote(str(library)), "broken": broken}),
+                 host_undo="rm -rf /var/tmp/sgl-broken")
+        )  # fmt: skip
+    return cases
 
 
 def _as_service_account(
