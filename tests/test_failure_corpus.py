@@ -94,6 +94,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh54_": (6, (6, 6)),  # the same at other sizes and inode counts
     "fresh55_": (18, (17, 18)),  # the same service, a stray module in its working directory
     "fresh56_": (23, (20, 23)),  # the model as the hub's cache holds it, read offline
+    "fresh57_": (19, (11, 19)),  # the service, a library of its install cut short or replaced
 }
 
 
