@@ -2238,6 +2238,19 @@ def test_a_signal_the_kernel_sends_for_a_units_setting_is_the_config() -> None:
     _reads([f"{_UNIT}: Main process exited, code=killed, status=11/SEGV"], "crashed", "SIGSEGV")
 
 
+def test_a_sigbus_before_the_server_wrote_a_line_is_a_library_cut_short() -> None:
+    """The fifty-seventh batch's libraries cut off: the dynamic loader maps one and the first read
+    past its end is a SIGBUS to the main process before it writes a line, so systemd's lines are
+    the whole record; that is a library of the install, *broken install*. A SIGBUS after the
+    server wrote (a mapped model or shared memory, a signal sent) stays a crash."""
+    bus = f"{_UNIT}: Main process exited, code=killed, status=7/BUS"
+    started = f"Started {_UNIT} - /opt/sglang/bin/python -m sglang.launch_server"
+    _reads([started, bus, f"{_UNIT}: Failed with result 'signal'."], "broken install", "reinstall")
+    _reads(
+        [started, "[2026-12-07 22:30:01] server_args=ServerArgs(model_path='/m')", bus], "crashed"
+    )
+
+
 @pytest.mark.parametrize(
     ("error", "named"),
     [

@@ -128,9 +128,10 @@ def setting_signalled(name: str) -> str | None:
 def ended_by_a_signal(texts: Sequence[str], start: int) -> tuple[str, int, str] | None:
     """(cause, line, message) where systemd says a signal ended the main process: one a unit's
     setting sends (:data:`_SETTING_SIGNALS`), *invalid config*, the setting named; SIGKILL or
-    SIGTERM, *killed*; any other (a SIGSEGV before the server wrote a line: ``LimitSTACK=`` too
-    small, among others), *crashed*. For a record where the server wrote nothing that names a
-    cause; None where systemd says no signal."""
+    SIGTERM, *killed*; SIGBUS before the server wrote a line, *broken install*
+    (:data:`_SHORT_FILE_MAPPED`); any other (a SIGSEGV before the server wrote a line:
+    ``LimitSTACK=`` too small, among others), *crashed*. For a record where the server wrote
+    nothing that names a cause; None where systemd says no signal."""
     for index in range(start, len(texts)):
         ended = MAIN_PROCESS_ENDED.search(texts[index])
         if not ended or ended["how"] == "exited":
@@ -138,5 +139,24 @@ def ended_by_a_signal(texts: Sequence[str], start: int) -> tuple[str, int, str] 
         name = ended["name"]
         if name in _SETTING_SIGNALS:
             return "invalid config", index, f"killed by SIG{name}: {_SETTING_SIGNALS[name]}"
+        if name == "BUS" and all(_said_by_systemd(text) for text in texts[start:index]):
+            return "broken install", index, f"killed by SIGBUS {_SHORT_FILE_MAPPED}"
         return ("killed" if name in ("KILL", "TERM") else "crashed"), index, f"killed by SIG{name}"
     return None
+
+
+#: What a SIGBUS says before the server wrote a line. The kernel sends it for a read of a mapped
+#: file past its end; before its first line the process is loading the interpreter's and the
+#: install's libraries (the model, shared memory and caches come later, after lines of their
+#: own), so the file is one of them, cut short: a copy or a download interrupted, a disk full as
+#: it was written, a package rewritten under the start.
+_SHORT_FILE_MAPPED = (
+    "before the server wrote a line: a library of its install is shorter than its own header"
+    " says (a copy cut off, a disk full as it was written): reinstall the environment"
+)
+#: systemd's own lines about the unit (``Started ...``, ``<unit>.service: ...``).
+_SYSTEMD_LINE = re.compile(r"^\s*$|^(Start(ed|ing)|Stopp(ed|ing)|Finished) |\.service: ")
+
+
+def _said_by_systemd(text: str) -> bool:
+    return bool(_SYSTEMD_LINE.search(text))
