@@ -21,6 +21,8 @@ order data flows through them (each imports only those before it):
   system, no temporary directory, the open-file limit, ``/proc`` hidden), the unit's;
 - :mod:`.shadowing`: a module the server imports shadowed by a stray file of the same name
   earlier on the path (the working directory under ``python -m``), the file named;
+- :mod:`.hub_cache`: a model path that names a folder of the Hugging Face hub's cache (the
+  model's cache folder, its ``snapshots`` or ``blobs``) rather than a model, the id to give;
 - :mod:`.packages`: a package missing that SGLang does not install, and the logged setting that
   asked for it;
 - :mod:`.features`: the features the logged settings turned on (against SGLang's defaults), and
