@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 57
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 58
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -89,7 +89,8 @@ in its working directory shadowing one the server imports. The fifty-sixth (:fun
 the model as the Hugging Face hub's cache holds it, read offline by its id, the cache pruned,
 partial or pointed at wrongly. The fifty-seventh (:func:`cases57`): the systemd service, one of
 a seeded sample of the shared objects the server maps broken as a cut-off copy, a full disk or a
-saved error page leaves it.
+saved error page leaves it. The fifty-eighth (:func:`cases58`): the same for a seeded sample of
+the Python source files the server imports.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -346,6 +347,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "55": cases55,
         "56": cases56,
         "57": cases57,
+        "58": cases58,
     }[batch](real)
 
 
@@ -2262,18 +2264,67 @@ LIBRARY_BREAKS: tuple[tuple[str, str], ...] = (
 
 def cases57(real: RealSglang) -> list[Case]:
     """The fifty-seventh batch, by rule: the server as the forty-ninth's systemd service, one of
-    :data:`MAPPED_LIBRARIES` broken as :data:`LIBRARY_BREAKS` says (the broken copy bound over
-    the library in the unit's own mount namespace, ``BindReadOnlyPaths=``: the host's install
-    is left as it is); no flag changed. Expected: *broken install*."""
+    :data:`MAPPED_LIBRARIES` broken as :data:`LIBRARY_BREAKS` says; no flag changed. Expected:
+    *broken install*."""
+    return _broken_in_place(real, "library", MAPPED_LIBRARIES)
+
+
+#: The fifty-eighth batch's modules, fixed before its capture: a seeded sample
+#: (``random.Random("58:imported").sample(sorted(files), 24)``) of the 7253 Python source files
+#: of the tier's venv that a server imported by the time it was ready (``PYTHONPROFILEIMPORTTIME``
+#: in every process of its tree, each module's ``.py`` or package ``__init__.py`` under
+#: ``site-packages``, on this machine, 2026-12-07).
+IMPORTED_MODULES: tuple[str, ...] = (
+    "torch/_functorch/_aot_autograd/graph_compile.py",
+    "openai/types/realtime/response_content_part_done_event.py",
+    "sympy/polys/domains/pythonrational.py",
+    "torch/_dynamo/variables/torch.py",
+    "sglang/srt/configs/bailing_moe_v2.py",
+    "sympy/matrices/expressions/_shape.py",
+    "openai/types/graders/text_similarity_grader_param.py",
+    "PIL/ImagePalette.py",
+    "transformers/models/glmasr/modeling_glmasr.py",
+    "networkx/algorithms/bipartite/projection.py",
+    "sglang/srt/models/deepseek_v4_platform_stage.py",
+    "flashinfer/gemm/cake_grouped_fp8_fused_silu_quant.py",
+    "torch/utils/_pallas.py",
+    "sglang/srt/arg_groups/cp_tp_group_sharing_hook.py",
+    "sglang/kernels/ops/speculative/reject_sampling.py",
+    "sglang/srt/arg_groups/model_overrides/exaone.py",
+    "aiohttp/tcp_helpers.py",
+    "sympy/strategies/rl.py",
+    "flashinfer/triton/kernels/cascade.py",
+    "networkx/algorithms/link_analysis/__init__.py",
+    "transformers/integrations/compressed_tensors.py",
+    "networkx/algorithms/components/strongly_connected.py",
+    "triton/experimental/gluon/language/amd/gfx1250/tdm.py",
+    "sympy/logic/inference.py",
+)
+
+
+def cases58(real: RealSglang) -> list[Case]:
+    """The fifty-eighth batch, by rule: the fifty-seventh's, for the install's Python source
+    files: one of :data:`IMPORTED_MODULES` broken as :data:`LIBRARY_BREAKS` says; no flag
+    changed. Expected: *broken install*."""
+    return _broken_in_place(real, "module", IMPORTED_MODULES, ".py")
+
+
+def _broken_in_place(
+    real: RealSglang, prefix: str, names: tuple[str, ...], suffix: str = ".so"
+) -> list[Case]:
+    """A case ``<prefix>_<how>_<name>`` for each file of the venv's ``site-packages`` in
+    ``names``, broken as :data:`LIBRARY_BREAKS` says by its place: the broken copy bound over the
+    file in the unit's own mount namespace (``BindReadOnlyPaths=``), so the host's install is
+    left as it is. Expected: *broken install*."""
     site = real.venv / "lib" / "python3.11" / "site-packages"
     cases = []
-    for index, name in enumerate(MAPPED_LIBRARIES):
+    for index, name in enumerate(names):
         how, command = LIBRARY_BREAKS[index % len(LIBRARY_BREAKS)]
-        library, broken = site / name, f"/var/tmp/sgl-broken/{index}.so"
+        library, broken = site / name, f"/var/tmp/sgl-broken/{index}{suffix}"
         stem = re.split(r"\.(?:cpython-|abi3\.|so\b)", name)[0]
         ident = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
         cases.append(
-            Case(id=f"library_{how}_{ident}",
+            Case(id=f"{prefix}_{how}_{ident}",
                  fault=f"site-packages/{name} {how.replace('_', ' ')} (a systemd service on the"
                  " test host, its journal the record)", argv=(), expected="broken install",
                  unit=(("BindReadOnlyPaths", f"{broken}:{library}"),),
