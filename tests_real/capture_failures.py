@@ -3,7 +3,7 @@
 Usage (as root, with the project's venv; the real-SGLang tier's venv, which ``make test-real``
 builds, is the server's)::
 
-    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 58
+    .venv/bin/python tests_real/capture_failures.py OUT_DIR [--batch N] [CASE_ID ...]  # N: 14 to 59
 
 Why: public bug reports are a thin and noisy source of unseen failures (their logs are excerpts,
 and two engineers reading one name the same cause only half to two thirds of the time). A failure
@@ -90,7 +90,8 @@ the model as the Hugging Face hub's cache holds it, read offline by its id, the 
 partial or pointed at wrongly. The fifty-seventh (:func:`cases57`): the systemd service, one of
 a seeded sample of the shared objects the server maps broken as a cut-off copy, a full disk or a
 saved error page leaves it. The fifty-eighth (:func:`cases58`): the same for a seeded sample of
-the Python source files the server imports.
+the Python source files the server imports. The fifty-ninth (:func:`cases59`): the fifty-sixth's
+cases with the hub's client online, on a host that reaches no network.
 
 Each case records the cause expected from what was broken (``expected``); the log and the way
 the process ended are whatever the real package does. A case that serves anyway is recorded as
@@ -104,6 +105,7 @@ and ``OUT_DIR/manifest.json`` one entry per case: ``id``, ``fault``, ``argv``, `
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -348,6 +350,7 @@ def cases(real: RealSglang, batch: str = "14") -> list[Case]:
         "56": cases56,
         "57": cases57,
         "58": cases58,
+        "59": cases59,
     }[batch](real)
 
 
@@ -2171,6 +2174,24 @@ def cases56(real: RealSglang) -> list[Case]:
     for id_, fault, argv in HUB_RIGHT:
         out.append(_hub_case(f"right_{id_}", fault, "serves", "whole", argv))
     return out
+
+
+#: What the fifty-ninth batch sets: the hub's client and transformers online (0.5.23's tier
+#: sets both offline), on a server whose network namespace reaches nothing but loopback.
+ONLINE = (("HF_HUB_OFFLINE", "0"), ("TRANSFORMERS_OFFLINE", "0"))
+
+
+def cases59(real: RealSglang) -> list[Case]:
+    """The fifty-ninth batch, by rule: the fifty-sixth's cases again, the hub's client online
+    (:data:`ONLINE`) on a host that reaches no network, as a GPU host without internet access
+    runs a server whose unit does not say offline. Expected: the fifty-sixth's."""
+    return [
+        dataclasses.replace(
+            case, id="online_" + case.id.removeprefix("hub_"), env=(*case.env, *ONLINE),
+            fault=case.fault.replace("read offline", "read online with no network", 1),
+        )
+        for case in cases56(real)
+    ]  # fmt: skip
 
 
 def _hub_case(
