@@ -7,6 +7,7 @@ service that was running, stopped or absent before the session.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
@@ -275,6 +276,30 @@ def test_a_start_a_unit_setting_ends_is_named_by_the_setting(
     assert err.reason == reason and named in said, said
     deployer.restore()
     assert snapshot(host) == original
+
+
+def test_a_library_of_the_install_cut_short_is_named_as_the_install(
+    deployer: SystemdDeployer, host: Any, launcher: Launcher
+) -> None:
+    """Production's unit finds a library of the server's install cut short (a copy interrupted,
+    a disk full as it was written; here a cut copy bound over the interpreter's ``math`` module
+    in the unit's own mount namespace): the process dies of SIGBUS as it maps the library,
+    before it writes a line, and systemd's ``code=killed, status=7/BUS`` is the whole record.
+    The one-line reason is the install's, with what to do, not a crash; the host is given back
+    as it was."""
+    python = shlex.quote(launcher.launch.split()[0])
+    library = host.check_output(f"{python} -c 'import math; print(math.__file__)'").strip()
+    short = "/var/tmp/pytest-sglang-short.so"
+    host.check_output(f"head -c 4096 {shlex.quote(library)} > {short}")
+    dropin = f"[Service]\nBindReadOnlyPaths={short}:{library}\n".encode()
+    try:
+        original, err = failed_start_under(deployer, host, FILTER_DROPIN, dropin)
+        said = str(err)
+        assert err.reason == "broken install" and "SIGBUS" in said and "reinstall" in said, said
+        deployer.restore()
+        assert snapshot(host) == original
+    finally:
+        host.check_output(f"rm -f {short}")
 
 
 def test_restore_by_a_new_deployer_after_a_crash(
