@@ -103,3 +103,21 @@ def test_a_port_handed_out_is_not_handed_out_again_before_its_server_binds_it() 
 
     ports = [free_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)
+
+
+def test_a_port_another_process_handed_out_is_not_handed_out_here() -> None:
+    """xdist workers and a second session each pick at random among the ports free now: a port
+    one process handed out is not given to another before its server binds it (seen as a
+    worker's simulator failing with ``address already in use``)."""
+    import subprocess
+    import sys
+
+    from pytest_sglang.lifecycle.launch_plan import free_port
+
+    program = "from pytest_sglang.lifecycle.launch_plan import free_port\n"
+    program += "print(*(free_port() for _ in range(200)))"
+    theirs = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    ours = {free_port() for _ in range(200)}
+    assert not ours & {int(port) for port in theirs}

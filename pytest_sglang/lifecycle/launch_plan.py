@@ -12,12 +12,15 @@ Data flows one way: ``ServerConfig`` + host facts -> :class:`LaunchPlan` -> depl
 
 from __future__ import annotations
 
+import os
 import random
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -51,6 +54,29 @@ PORT_RANGE_LOW = 30100
 HANDED_OUT_S = 300.0
 _HANDED_OUT: dict[int, float] = {}
 _HANDED_OUT_LOCK = threading.Lock()
+#: Where :func:`free_port` notes each port it hands out for the other processes of this machine
+#: (xdist workers, another session): each one picks at random among the ports free now, and a
+#: server of one may bind the port another just picked (seen as a worker's ``address already in
+#: use``). One empty file per port, made only if absent; its time says when it was handed out.
+_NOTED_DIR = Path(tempfile.gettempdir()) / f"pytest-sglang-ports-{os.getuid()}"
+
+
+def _noted_for_this_process(port: int) -> bool:
+    """Whether no other process handed ``port`` out within HANDED_OUT_S; if none did, it is
+    noted as this one's. Where the note cannot be kept (no writable temporary directory), the
+    port is this process's as before."""
+    path = _NOTED_DIR / str(port)
+    try:
+        _NOTED_DIR.mkdir(mode=0o700, exist_ok=True)
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            if time.time() - path.stat().st_mtime < HANDED_OUT_S:
+                return False
+            os.utime(path)  # an old note: the port was bound and freed since
+    except OSError:
+        pass
+    return True
 
 
 def free_port() -> int:
@@ -80,6 +106,8 @@ def free_port() -> int:
                     sock.bind(("127.0.0.1", port))
                 except OSError:
                     continue
+            if not _noted_for_this_process(port):
+                continue  # another process's server may not have bound it yet
             _HANDED_OUT[port] = now
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
