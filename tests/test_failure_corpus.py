@@ -96,6 +96,7 @@ BATCHES: dict[str, tuple[int, tuple[int, int]]] = {
     "fresh56_": (23, (20, 23)),  # the model as the hub's cache holds it, read offline
     "fresh57_": (19, (11, 19)),  # the service, a library of its install cut short or replaced
     "fresh58_": (19, (19, 19)),  # the same for a Python source file of the install
+    "fresh59_": (19, (3, 19)),  # the 56th's cases online, on a host that reaches no network
 }
 
 
